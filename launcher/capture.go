@@ -1,0 +1,111 @@
+package launcher
+
+import (
+	"sync"
+	"unicode/utf8"
+)
+
+// capture collects a program's stdout and stderr under one shared byte cap. Bytes past
+// the cap are counted and dropped, never buffered, so a program that floods its output
+// costs the server no memory; it keeps running until it exits or times out.
+type capture struct {
+	mu        sync.Mutex
+	limit     int
+	out, err  []byte
+	total     int64 // every byte offered, kept or not
+	truncated bool
+}
+
+func newCapture(limit int) *capture { return &capture{limit: limit} }
+
+func (c *capture) add(stderr bool, p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total += int64(len(p))
+	room := c.limit - len(c.out) - len(c.err)
+	if len(p) > room {
+		c.truncated = true
+		p = p[:max(room, 0)]
+	}
+	if stderr {
+		c.err = append(c.err, p...)
+	} else {
+		c.out = append(c.out, p...)
+	}
+}
+
+func (c *capture) markTruncated() {
+	c.mu.Lock()
+	c.truncated = true
+	c.mu.Unlock()
+}
+
+// result returns stdout and stderr as valid UTF-8 whose lengths add up to at most the
+// limit, and whether anything was cut.
+func (c *capture) result() (stdout, stderr string, truncated bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out, err := c.out, c.err
+	if c.truncated {
+		// A cut may have split a character: drop the incomplete tail instead of
+		// reporting it as invalid.
+		out, err = trimPartialRune(out), trimPartialRune(err)
+	}
+	o, e := repairUTF8(out), repairUTF8(err)
+	// Repair can grow the text (one invalid byte becomes three bytes of U+FFFD).
+	for len(o)+len(e) > c.limit {
+		c.truncated = true
+		excess := len(o) + len(e) - c.limit
+		if len(e) >= len(o) {
+			e = cutRunes(e, max(len(e)-excess, 0))
+		} else {
+			o = cutRunes(o, max(len(o)-excess, 0))
+		}
+	}
+	return o, e, c.truncated
+}
+
+// trimPartialRune removes a trailing sequence that is the beginning of a multi-byte
+// character whose remaining bytes were cut off.
+func trimPartialRune(b []byte) []byte {
+	for i := 1; i < utf8.UTFMax && i <= len(b); i++ {
+		start := len(b) - i
+		if !utf8.RuneStart(b[start]) {
+			continue
+		}
+		if !utf8.FullRune(b[start:]) {
+			return b[:start]
+		}
+		return b
+	}
+	return b
+}
+
+// repairUTF8 replaces each byte that is not part of a valid UTF-8 sequence with U+FFFD.
+func repairUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	buf := make([]byte, 0, len(b)+len(b)/2)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			buf = utf8.AppendRune(buf, utf8.RuneError)
+		} else {
+			buf = append(buf, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return string(buf)
+}
+
+// cutRunes shortens valid UTF-8 s to at most n bytes without splitting a character.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

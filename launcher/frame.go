@@ -1,0 +1,139 @@
+package launcher
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// Frame kinds written by the bootstrap (boot.py) on the container's stdout.
+const (
+	frameReady  = 'R'
+	frameStdout = 'O'
+	frameStderr = 'E'
+	frameExit   = 'X'
+	frameFatal  = 'F'
+)
+
+// maxControlFrame bounds the frames the decoder buffers (R, X, F); output frames are
+// streamed into the capture and never buffered whole.
+const maxControlFrame = 4096
+
+// exitStatus is the payload of an X frame.
+type exitStatus struct {
+	Exit    int  `json:"exit"`
+	Signal  int  `json:"signal"`
+	OOM     bool `json:"oom"`
+	Dropped bool `json:"dropped"` // the bootstrap dropped output past the cap
+}
+
+// decoder parses the bootstrap's frames from the demultiplexed stdout stream. It is an
+// io.Writer that never fails, so the stream is always drained; after the end (an X or
+// F frame, or a protocol violation) it discards everything.
+type decoder struct {
+	out *capture
+
+	hdr     [5]byte
+	hdrLen  int
+	kind    byte
+	remain  uint32
+	control []byte
+
+	readyOnce sync.Once
+	ready     chan struct{} // closed at the R frame
+	doneOnce  sync.Once
+	done      chan struct{} // closed at the end; then exit, fatal or err is set
+	exit      *exitStatus
+	fatal     string
+	err       error
+}
+
+func newDecoder(out *capture) *decoder {
+	return &decoder{out: out, ready: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (d *decoder) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 && !d.finished() {
+		if d.hdrLen < len(d.hdr) {
+			c := copy(d.hdr[d.hdrLen:], p)
+			d.hdrLen += c
+			p = p[c:]
+			if d.hdrLen == len(d.hdr) {
+				d.startFrame()
+			}
+			continue
+		}
+		c := min(uint32(len(p)), d.remain)
+		d.payload(p[:c])
+		d.remain -= c
+		p = p[c:]
+		if d.remain == 0 {
+			d.endFrame()
+		}
+	}
+	return n, nil
+}
+
+func (d *decoder) finished() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *decoder) startFrame() {
+	d.kind = d.hdr[0]
+	d.remain = binary.BigEndian.Uint32(d.hdr[1:])
+	switch d.kind {
+	case frameStdout, frameStderr:
+	case frameReady, frameExit, frameFatal:
+		if d.remain > maxControlFrame {
+			d.finish(nil, "", fmt.Errorf("control frame %q of %d bytes", d.kind, d.remain))
+			return
+		}
+	default:
+		d.finish(nil, "", fmt.Errorf("unknown frame kind 0x%02x", d.kind))
+		return
+	}
+	if d.remain == 0 {
+		d.endFrame()
+	}
+}
+
+func (d *decoder) payload(p []byte) {
+	switch d.kind {
+	case frameStdout, frameStderr:
+		d.out.add(d.kind == frameStderr, p)
+	default:
+		d.control = append(d.control, p...)
+	}
+}
+
+func (d *decoder) endFrame() {
+	kind, body := d.kind, d.control
+	d.hdrLen, d.control = 0, nil
+	switch kind {
+	case frameReady:
+		d.readyOnce.Do(func() { close(d.ready) })
+	case frameExit:
+		var st exitStatus
+		if err := json.Unmarshal(body, &st); err != nil {
+			d.finish(nil, "", fmt.Errorf("decoding exit frame: %w", err))
+			return
+		}
+		d.finish(&st, "", nil)
+	case frameFatal:
+		d.finish(nil, string(body), nil)
+	}
+}
+
+func (d *decoder) finish(st *exitStatus, fatal string, err error) {
+	d.doneOnce.Do(func() {
+		d.exit, d.fatal, d.err = st, fatal, err
+		close(d.done)
+	})
+}

@@ -1,0 +1,107 @@
+package launcher
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/moby/moby/api/types/container"
+)
+
+// Labels on every sandbox container. They carry ownership metadata only, never
+// caller data, so that a restarted server can find and remove what it left behind.
+const (
+	LabelRole     = "dev.mcp-exec.role"     // always "sandbox"
+	LabelInstance = "dev.mcp-exec.instance" // Options.Instance of the server that made it
+)
+
+// sandboxUID is the unprivileged user every program runs as (the distroless
+// "nonroot" id, which the image also defines).
+const sandboxUID = "65532:65532"
+
+// WorkDir is the program's working directory: the private tmpfs.
+const WorkDir = "/tmp"
+
+// sandboxEnv is the whole environment of a sandbox: nothing from the server's.
+var sandboxEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=/tmp",
+	"LANG=C.UTF-8",
+	"MPLBACKEND=Agg",
+	"MPLCONFIGDIR=/tmp/.config/matplotlib",
+	"XDG_CACHE_HOME=/tmp/.cache",
+	"XDG_CONFIG_HOME=/tmp/.config",
+	"PYTHONDONTWRITEBYTECODE=1",
+}
+
+// containerSpec is the single place where a sandbox's configuration is decided. It is
+// pure: the same Options give the same containers, cold or warm. Every field that
+// weakens isolation when left at the engine's default is set explicitly here.
+func containerSpec(o Options, seccompProfile string) (*container.Config, *container.HostConfig) {
+	pids := o.Pids
+	cfg := &container.Config{
+		Image:           o.Image,
+		User:            sandboxUID,
+		Cmd:             bootCommand(o),
+		Entrypoint:      []string{},
+		Env:             append([]string(nil), sandboxEnv...),
+		WorkingDir:      WorkDir,
+		Hostname:        "sandbox",
+		NetworkDisabled: true,
+		// Code and stdin arrive on the attached stdin stream. StdinOnce makes the
+		// engine close the program's stdin when we half-close the stream.
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		Tty:          false,
+		Labels: map[string]string{
+			LabelRole:     "sandbox",
+			LabelInstance: o.Instance,
+		},
+	}
+	host := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt: []string{
+			"no-new-privileges:true",
+			"seccomp=" + seccompProfile,
+		},
+		// The json-file driver would write the program's output under the engine's
+		// data root while it runs; attach works without any log driver.
+		LogConfig: container.LogConfig{Type: "none"},
+		Tmpfs: map[string]string{
+			WorkDir: tmpfsOptions(o.TmpfsSize, "rw,noexec,nosuid,nodev"),
+		},
+		IpcMode:     "private",
+		ShmSize:     o.TmpfsSize,
+		Runtime:     o.Runtime,
+		AutoRemove:  false, // we remove it ourselves, on every path
+		Privileged:  false,
+		Init:        new(false), // the bootstrap is PID 1 so the program cannot signal it
+		OomScoreAdj: 0,
+		Resources: container.Resources{
+			Memory:     o.Memory,
+			MemorySwap: o.Memory, // equal to Memory: no swap
+			NanoCPUs:   int64(o.CPUs * 1e9),
+			PidsLimit:  &pids,
+		},
+	}
+	return cfg, host
+}
+
+func tmpfsOptions(size int64, flags string) string {
+	return flags + ",size=" + strconv.FormatInt(size, 10) + ",mode=1777"
+}
+
+// bootCommand runs the bootstrap as PID 1. It is fixed text, the same for every
+// exec: nothing in it comes from the caller.
+func bootCommand(o Options) []string {
+	return []string{
+		o.Python, "-I", "-c", bootSource,
+		"parent",
+		strconv.Itoa(o.MaxOutputBytes),
+		strings.Join(o.Preload, ","),
+	}
+}

@@ -1,0 +1,46 @@
+package launcher
+
+import (
+	"errors"
+	"time"
+)
+
+// Job is one program to run in one fresh sandbox.
+type Job struct {
+	// Code is the Python source. It reaches the sandbox over the attached stdin
+	// stream only: never in the container's command, environment, labels or files.
+	Code string
+	// Stdin is what the program reads from standard input; it travels like Code.
+	Stdin string
+	// Timeout is the wall-clock limit, counted from the moment the code has been
+	// delivered. Zero means the launcher's default.
+	Timeout time.Duration
+}
+
+// Result is what the program did. A non-zero exit, a timeout or an OOM kill is a
+// normal Result, not an error.
+type Result struct {
+	Stdout   string // valid UTF-8
+	Stderr   string // valid UTF-8
+	ExitCode int    // the program's exit status; 128+N when killed by signal N
+	// Signal is the number of the signal that ended the program, or 0.
+	Signal    int
+	Duration  time.Duration // from code delivered to program finished
+	Truncated bool          // stdout+stderr exceeded the output cap
+	TimedOut  bool          // killed by the wall-clock timeout
+	OOMKilled bool          // the kernel killed a process of the program for memory
+}
+
+// Errors a Runner reports for infrastructure failures, to be matched with errors.Is.
+// Their text is written for the person who deploys the server.
+var (
+	// ErrEngineUnavailable: the container engine did not answer.
+	ErrEngineUnavailable = errors.New("container engine unreachable")
+	// ErrImageMissing: the sandbox image is not present in the engine.
+	ErrImageMissing = errors.New("sandbox image missing")
+	// ErrSandbox: the sandbox started but broke its protocol (for example the
+	// interpreter is missing from the image).
+	ErrSandbox = errors.New("sandbox failed")
+	// ErrClosed: the launcher is shutting down and takes no new jobs.
+	ErrClosed = errors.New("launcher closed")
+)

@@ -1,0 +1,214 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Options configure a Launcher. Zero values take the defaults named on each field.
+type Options struct {
+	Image          string        // sandbox image; "" is DefaultImage
+	Python         string        // interpreter inside the image; "" is "python3"
+	Memory         int64         // bytes, also the swap limit (no swap); 0 is 256 MiB
+	Pids           int64         // process/thread limit; 0 is 128
+	CPUs           float64       // CPU quota; 0 is 1
+	TmpfsSize      int64         // bytes of the private /tmp (and /dev/shm); 0 is 64 MiB
+	Runtime        string        // OCI runtime name; "" is the engine's default
+	MaxOutputBytes int           // stdout+stderr cap; 0 is 1 MiB
+	DefaultTimeout time.Duration // when Job.Timeout is 0; 0 is 30 s
+	Instance       string        // label value naming this server's containers; "" is "default"
+	Preload        []string      // modules the bootstrap imports before the code arrives
+	MaxConcurrent  int           // sandboxes running at once; 0 is 4
+	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0 is none, <0 is 0 waiting
+	Logger         zerolog.Logger
+}
+
+// Defaults.
+const (
+	DefaultImage = "mcp-exec/python-sandbox:v1"
+	MiB          = 1 << 20
+)
+
+func (o Options) withDefaults() Options {
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.Memory, 256*MiB)
+	def(&o.Pids, 128)
+	def(&o.TmpfsSize, 64*MiB)
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.Python == "" {
+		o.Python = "python3"
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 1
+	}
+	if o.MaxOutputBytes == 0 {
+		o.MaxOutputBytes = MiB
+	}
+	if o.DefaultTimeout == 0 {
+		o.DefaultTimeout = 30 * time.Second
+	}
+	if o.Instance == "" {
+		o.Instance = "default"
+	}
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = 4
+	}
+	return o
+}
+
+// Launcher runs each Job in a new container and removes it afterwards.
+type Launcher struct {
+	eng   Engine
+	opts  Options
+	log   zerolog.Logger
+	slots *slots
+
+	stop    context.Context // cancelled by Close: ends every run in flight
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	closed  bool
+	runs    sync.WaitGroup // Run calls in flight
+	cleanup sync.WaitGroup // container removals in flight
+}
+
+// New returns a Launcher that talks to eng. It does not contact the engine: call
+// Check for that.
+func New(eng Engine, opts Options) (*Launcher, error) {
+	o := opts.withDefaults()
+	if _, err := seccompJSON(); err != nil {
+		return nil, err
+	}
+	stop, cancel := context.WithCancel(context.Background())
+	return &Launcher{
+		eng:    eng,
+		opts:   o,
+		log:    o.Logger,
+		slots:  newSlots(o.MaxConcurrent, o.MaxQueue),
+		stop:   stop,
+		cancel: cancel,
+	}, nil
+}
+
+// Options returns the effective options, defaults applied.
+func (l *Launcher) Options() Options { return l.opts }
+
+// Run runs job in a fresh sandbox and returns what the program did. The returned error
+// is for infrastructure failures only (see ErrEngineUnavailable and friends) or the
+// context's error when ctx ends first; in every case the container is removed.
+func (l *Launcher) Run(ctx context.Context, job Job) (Result, error) {
+	if !l.enter() {
+		return Result{}, ErrClosed
+	}
+	defer l.runs.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.stop, cancel)()
+
+	release, err := l.slots.acquire(ctx)
+	if err != nil {
+		return Result{}, l.closedOr(err)
+	}
+	defer release()
+
+	if job.Timeout <= 0 {
+		job.Timeout = l.opts.DefaultTimeout
+	}
+	sb, err := l.start(ctx)
+	if err != nil {
+		return Result{}, l.closedOr(err)
+	}
+	defer l.dispose(sb)
+	res, err := sb.exec(ctx, job)
+	return res, l.closedOr(err)
+}
+
+// closedOr reports ErrClosed for a run that ended because the launcher closed.
+func (l *Launcher) closedOr(err error) error {
+	if err != nil && l.stop.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
+func (l *Launcher) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.runs.Add(1)
+	return true
+}
+
+// Close stops taking jobs, ends the runs in flight (their containers are killed) and
+// waits until every container this launcher made is removed, or ctx ends.
+func (l *Launcher) Close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.cancel()
+	done := make(chan struct{})
+	go func() {
+		l.runs.Wait()
+		l.cleanup.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for sandboxes to be removed: %w", ctx.Err())
+	}
+}
+
+// dispose kills and removes a sandbox in the background, on a context of its own, so
+// that a result never waits for the engine's teardown and a cancelled call still
+// removes its container.
+func (l *Launcher) dispose(sb *sandbox) {
+	sb.conn.Close()
+	l.cleanup.Add(1)
+	go func() {
+		defer l.cleanup.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := l.remove(ctx, sb.id); err != nil {
+			l.log.Warn().Err(err).Str("container_id", shortID(sb.id)).Msg("removing sandbox")
+			return
+		}
+		l.log.Debug().Str("container_id", shortID(sb.id)).Msg("sandbox removed")
+	}()
+}
+
+const cleanupTimeout = 30 * time.Second
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// errorsJoin is errors.Join that keeps a single error unwrapped for readability.
+func errorsJoin(errs ...error) error {
+	var keep []error
+	for _, e := range errs {
+		if e != nil {
+			keep = append(keep, e)
+		}
+	}
+	if len(keep) == 1 {
+		return keep[0]
+	}
+	return errors.Join(keep...)
+}

@@ -1,0 +1,247 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+)
+
+// sandbox is one started container whose streams are attached, waiting for its code.
+type sandbox struct {
+	l    *Launcher
+	id   string
+	conn client.HijackedResponse
+	out  *capture
+	dec  *decoder
+	diag *limitedBuffer // the bootstrap's own stderr, for deployers' error messages
+	// streamDone is closed when the attach stream ends: the container has exited
+	// or the connection was closed.
+	streamDone chan struct{}
+}
+
+// start creates, attaches and starts a sandbox. Attach comes before start: output
+// written before an attach is lost, as there is no log driver to replay it.
+func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
+	profile, err := seccompJSON()
+	if err != nil {
+		return nil, err
+	}
+	cfg, host := containerSpec(l.opts, profile)
+	created, err := l.eng.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("creating sandbox: %w: %q (build it with scripts/images.sh): %w", ErrImageMissing, l.opts.Image, err)
+		}
+		return nil, l.engineErr("creating sandbox", err)
+	}
+	sb := &sandbox{l: l, id: created.ID, streamDone: make(chan struct{}), diag: &limitedBuffer{max: 4096}}
+	defer func() {
+		if err != nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			if rmErr := l.remove(ctx, sb.id); rmErr != nil {
+				err = errorsJoin(err, rmErr)
+			}
+		}
+	}()
+
+	att, err := l.eng.ContainerAttach(ctx, sb.id, client.ContainerAttachOptions{
+		Stream: true, Stdin: true, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return nil, l.engineErr(fmt.Sprintf("attaching to sandbox %s", shortID(sb.id)), err)
+	}
+	sb.conn = att.HijackedResponse
+	sb.out = newCapture(l.opts.MaxOutputBytes)
+	sb.dec = newDecoder(sb.out)
+	go func() {
+		defer close(sb.streamDone)
+		// Always demultiplex: the API may not announce the stream's content type.
+		// Read through the hijacked Reader, which may already hold buffered bytes.
+		_, _ = stdcopy.StdCopy(sb.dec, sb.diag, sb.conn.Reader)
+	}()
+
+	if _, err := l.eng.ContainerStart(ctx, sb.id, client.ContainerStartOptions{}); err != nil {
+		sb.conn.Close()
+		return nil, l.engineErr(fmt.Sprintf("starting sandbox %s", shortID(sb.id)), err)
+	}
+	l.log.Debug().Str("container_id", shortID(sb.id)).Msg("sandbox started")
+	return sb, nil
+}
+
+// exec delivers the job and waits for the program's end, the timeout, or ctx.
+func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
+	delivered := make(chan error, 1)
+	go sb.deliver(job, delivered)
+
+	select {
+	case err := <-delivered:
+		if err != nil {
+			// The sandbox may have died before reading its code: say why if it did.
+			return Result{}, sb.brokenErr(fmt.Errorf("sending code: %w", err))
+		}
+	case <-sb.streamDone:
+		return Result{}, sb.brokenErr(errors.New("sandbox ended before its code was delivered"))
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+
+	began := time.Now()
+	timer := time.NewTimer(job.Timeout)
+	defer timer.Stop()
+	select {
+	case <-sb.dec.done:
+		return sb.finished(time.Since(began))
+	case <-sb.streamDone:
+		if sb.dec.finished() {
+			return sb.finished(time.Since(began))
+		}
+		return sb.vanished(ctx, time.Since(began))
+	case <-timer.C:
+		return sb.timedOut(ctx, time.Since(began))
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// deliver writes the code header and code, reports delivery, then writes stdin and
+// half-closes the stream so that the program sees end of file. A program need not read
+// its stdin, so the result never waits for this goroutine; closing the connection
+// (dispose) ends it.
+func (sb *sandbox) deliver(job Job, delivered chan<- error) {
+	w := sb.conn.Conn
+	header := "MCPEXEC1 " + strconv.Itoa(len(job.Code)) + "\n"
+	if _, err := io.WriteString(w, header+job.Code); err != nil {
+		delivered <- err
+		return
+	}
+	delivered <- nil
+	if job.Stdin != "" {
+		if _, err := io.WriteString(w, job.Stdin); err != nil {
+			return
+		}
+	}
+	_ = sb.conn.CloseWrite()
+}
+
+// finished builds the result from the bootstrap's exit frame.
+func (sb *sandbox) finished(d time.Duration) (Result, error) {
+	dec := sb.dec
+	switch {
+	case dec.err != nil:
+		return Result{}, fmt.Errorf("%w: reading sandbox %s: %w", ErrSandbox, shortID(sb.id), dec.err)
+	case dec.fatal != "":
+		return Result{}, fmt.Errorf("%w: bootstrap in sandbox %s: %s", ErrSandbox, shortID(sb.id), dec.fatal)
+	}
+	st := dec.exit
+	if st.Dropped {
+		sb.out.markTruncated()
+	}
+	stdout, stderr, truncated := sb.out.result()
+	return Result{
+		Stdout: stdout, Stderr: stderr, Truncated: truncated,
+		ExitCode: st.Exit, Signal: st.Signal, OOMKilled: st.OOM,
+		Duration: d,
+	}, nil
+}
+
+// timedOut kills the container, which ends every process the program started, and
+// returns what the program wrote until then.
+func (sb *sandbox) timedOut(ctx context.Context, d time.Duration) (Result, error) {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := sb.l.eng.ContainerKill(kctx, sb.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil &&
+		!cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		sb.l.log.Warn().Err(err).Str("container_id", shortID(sb.id)).Msg("killing timed-out sandbox")
+	}
+	// Frames already in flight still count; wait briefly for the stream to end.
+	select {
+	case <-sb.streamDone:
+	case <-time.After(2 * time.Second):
+	}
+	stdout, stderr, truncated := sb.out.result()
+	return Result{
+		Stdout: stdout, Stderr: stderr, Truncated: truncated,
+		ExitCode: 128 + 9, Signal: 9, TimedOut: true, Duration: d,
+	}, nil
+}
+
+// vanished handles a stream that ended without an exit frame: the container was
+// killed from outside, the bootstrap died (for example OOM-killed itself), or the
+// engine went away. The engine's record of the container says which.
+func (sb *sandbox) vanished(ctx context.Context, d time.Duration) (Result, error) {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	info, err := sb.l.eng.ContainerInspect(ictx, sb.id, client.ContainerInspectOptions{})
+	if err != nil {
+		return Result{}, sb.l.engineErr(fmt.Sprintf("sandbox %s ended without a result; inspecting it", shortID(sb.id)), err)
+	}
+	state := info.Container.State
+	if state == nil || state.Running {
+		return Result{}, sb.brokenErr(errors.New("lost the sandbox's output stream"))
+	}
+	if diag := sb.diag.String(); diag != "" && !state.OOMKilled {
+		return Result{}, sb.brokenErr(errors.New("bootstrap ended without a result"))
+	}
+	stdout, stderr, truncated := sb.out.result()
+	note := fmt.Sprintf("[mcp-exec] the sandbox was stopped before the program reported its exit (container exit code %d", state.ExitCode)
+	if state.OOMKilled {
+		note += ", killed for memory"
+	}
+	note += ")\n"
+	if !strings.HasSuffix(stderr, "\n") && stderr != "" {
+		note = "\n" + note
+	}
+	return Result{
+		Stdout: stdout, Stderr: stderr + note, Truncated: truncated,
+		ExitCode: state.ExitCode, Signal: signalOf(state.ExitCode), OOMKilled: state.OOMKilled,
+		Duration: d,
+	}, nil
+}
+
+func signalOf(exit int) int {
+	if exit > 128 && exit < 128+65 {
+		return exit - 128
+	}
+	return 0
+}
+
+// brokenErr explains a sandbox that broke its protocol, with the bootstrap's own
+// stderr (never caller data: the program's stderr travels in frames).
+func (sb *sandbox) brokenErr(err error) error {
+	msg := strings.TrimSpace(sb.diag.String())
+	if msg == "" {
+		return fmt.Errorf("%w: sandbox %s: %w", ErrSandbox, shortID(sb.id), err)
+	}
+	return fmt.Errorf("%w: sandbox %s: %w; its bootstrap said: %s", ErrSandbox, shortID(sb.id), err, msg)
+}
+
+// limitedBuffer keeps the first max bytes written to it and drops the rest.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.max - len(b.buf)
+	b.buf = append(b.buf, p[:min(len(p), max(room, 0))]...)
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

@@ -1,0 +1,34 @@
+package launcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/moby/profiles/seccomp"
+)
+
+// deniedSyscalls are removed from the engine's default seccomp profile. Docker before
+// 25 allows io_uring, whose submission queue bypasses seccomp for the operations it
+// performs and which has been a steady source of kernel privilege escalations.
+var deniedSyscalls = []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}
+
+// seccompJSON is the profile sent with every sandbox: moby's default profile, built in
+// Go so that it does not depend on what the engine ships, minus deniedSyscalls.
+var seccompJSON = sync.OnceValues(func() (string, error) {
+	p := seccomp.DefaultProfile()
+	for _, sc := range p.Syscalls {
+		sc.Names = slices.DeleteFunc(sc.Names, func(n string) bool {
+			return slices.Contains(deniedSyscalls, n)
+		})
+	}
+	p.Syscalls = slices.DeleteFunc(p.Syscalls, func(sc *seccomp.Syscall) bool {
+		return len(sc.Names) == 0 && sc.Name == ""
+	})
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("encoding seccomp profile: %w", err)
+	}
+	return string(b), nil
+})
