@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -73,4 +74,173 @@ func TestRunHello(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%+v", res)
+}
+
+func TestRunPrograms(t *testing.T) {
+	l := testLauncher(t, Options{MaxOutputBytes: 64 << 10})
+	tests := []struct {
+		name       string
+		job        Job
+		wantExit   int
+		wantOut    string // exact stdout
+		wantErrHas string // substring of stderr
+		wantTrunc  bool
+	}{
+		{name: "hello", job: Job{Code: "print('hello, world')"}, wantOut: "hello, world\n"},
+		{name: "stderr", job: Job{Code: "import sys; sys.stderr.write('to stderr\\n')"}, wantErrHas: "to stderr"},
+		{name: "stdin", job: Job{Code: "import sys; print(sys.stdin.read()[::-1])", Stdin: "abc\ndef"}, wantOut: "fed\ncba\n"},
+		{name: "stdin absent reads EOF", job: Job{Code: "import sys; print(repr(sys.stdin.read()))"}, wantOut: "''\n"},
+		{name: "stdin unread", job: Job{Code: "print('ignored stdin')", Stdin: strings.Repeat("x", 1<<20)}, wantOut: "ignored stdin\n"},
+		{name: "exit code", job: Job{Code: "import sys; sys.exit(7)"}, wantExit: 7},
+		{name: "exit message", job: Job{Code: "import sys; sys.exit('bad thing')"}, wantExit: 1, wantErrHas: "bad thing"},
+		{name: "os._exit skips buffers", job: Job{Code: "import os; os._exit(3)"}, wantExit: 3},
+		{name: "exception", job: Job{Code: "x = 1\nraise ValueError('boom')"}, wantExit: 1, wantErrHas: "File \"<exec>\", line 2, in <module>\n    raise ValueError('boom')\nValueError: boom"},
+		{name: "syntax error", job: Job{Code: "def f(:\n  pass"}, wantExit: 1, wantErrHas: "SyntaxError"},
+		{name: "killed by signal", job: Job{Code: "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"}, wantExit: 143},
+		{name: "unicode", job: Job{Code: "print('héllo ✓ 日本')"}, wantOut: "héllo ✓ 日本\n"},
+		{name: "invalid utf8 repaired", job: Job{Code: "import sys; sys.stdout.buffer.write(b'a\\xffb\\n')"}, wantOut: "a\uFFFDb\n"},
+		{name: "clean main namespace", job: Job{Code: "print(sorted(k for k in globals() if not k.startswith('__')))"}, wantOut: "[]\n"},
+		{name: "closed stdout", job: Job{Code: "import sys, os; print('before'); sys.stdout.flush(); os.close(1); sys.exit(4)"}, wantExit: 4, wantOut: "before\n"},
+		{name: "flood", job: Job{Code: "import sys\nfor i in range(200000): sys.stdout.write('0123456789abcdef\\n')\nprint('done', file=sys.stderr)"}, wantTrunc: true},
+		{name: "background child left running", job: Job{Code: "import subprocess; subprocess.Popen(['sleep', '600']); print('started')"}, wantOut: "started\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := l.Run(t.Context(), tt.job)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.ExitCode != tt.wantExit {
+				t.Errorf("exit code: got %d, want %d (stderr %q)", res.ExitCode, tt.wantExit, res.Stderr)
+			}
+			if !tt.wantTrunc && res.Stdout != tt.wantOut {
+				t.Errorf("stdout: got %q, want %q", res.Stdout, tt.wantOut)
+			}
+			if !strings.Contains(res.Stderr, tt.wantErrHas) {
+				t.Errorf("stderr: got %q, want it to contain %q", res.Stderr, tt.wantErrHas)
+			}
+			if res.Truncated != tt.wantTrunc {
+				t.Errorf("truncated: got %v, want %v", res.Truncated, tt.wantTrunc)
+			}
+			if tt.wantTrunc && len(res.Stdout)+len(res.Stderr) > 64<<10 {
+				t.Errorf("output: got %d bytes, want at most %d", len(res.Stdout)+len(res.Stderr), 64<<10)
+			}
+			if res.TimedOut {
+				t.Errorf("timed out: got true, want false")
+			}
+		})
+	}
+}
+
+// TestTimeoutKillsProcessTree: the timeout must end the program and everything it
+// started, including processes that ignore SIGTERM and daemons that left the tree.
+func TestTimeoutKillsProcessTree(t *testing.T) {
+	l := testLauncher(t, Options{})
+	code := `
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+# a double-forked daemon that ignores SIGTERM too
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)
+    os._exit(0)
+subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"])
+print("spawned", flush=True)
+while True:
+    time.sleep(1)
+`
+	start := time.Now()
+	res, err := l.Run(t.Context(), Job{Code: code, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut {
+		t.Fatalf("timed out: got false, want true (result %+v)", res)
+	}
+	if res.Stdout != "spawned\n" {
+		t.Errorf("stdout: got %q, want %q (output before the timeout is kept)", res.Stdout, "spawned\n")
+	}
+	if res.ExitCode != 137 {
+		t.Errorf("exit code: got %d, want 137", res.ExitCode)
+	}
+	if res.Duration < 2*time.Second || time.Since(start) > 15*time.Second {
+		t.Errorf("duration: got %v (wall %v), want about 2s", res.Duration, time.Since(start))
+	}
+	// The container (and so every process of the program) is gone once the
+	// launcher's cleanup has run: Close waits for it and the cleanup asserts it.
+}
+
+// TestCancelRemovesContainer: a caller that goes away still gets its container removed.
+func TestCancelRemovesContainer(t *testing.T) {
+	l := testLauncher(t, Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	_, err := l.Run(ctx, Job{Code: "import time; time.sleep(60)"})
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got error %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// TestCloseEndsRuns: shutting the launcher down ends runs in flight and removes
+// their containers.
+func TestCloseEndsRuns(t *testing.T) {
+	l := testLauncher(t, Options{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.Run(context.Background(), Job{Code: "import time; print('x', flush=True); time.sleep(60)"})
+		errc <- err
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Errorf("run error: got %v, want ErrClosed", err)
+	}
+	if _, err := l.Run(t.Context(), Job{Code: "print(1)"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("run after close: got %v, want ErrClosed", err)
+	}
+}
+
+func TestMissingImage(t *testing.T) {
+	l := testLauncher(t, Options{})
+	l.opts.Image = "mcp-exec/does-not-exist:never"
+	if err := l.Check(t.Context()); !errors.Is(err, ErrImageMissing) {
+		t.Errorf("Check: got %v, want ErrImageMissing", err)
+	}
+	if _, err := l.Run(t.Context(), Job{Code: "print(1)"}); !errors.Is(err, ErrImageMissing) {
+		t.Errorf("Run: got %v, want ErrImageMissing", err)
+	}
+}
+
+func TestEngineUnreachable(t *testing.T) {
+	cli, err := NewClient("unix:///nonexistent/docker.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(cli, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Check(t.Context())
+	if !errors.Is(err, ErrEngineUnavailable) || !strings.Contains(err.Error(), "/nonexistent/docker.sock") {
+		t.Errorf("Check: got %v, want ErrEngineUnavailable naming the socket", err)
+	}
+	if _, err := l.Run(t.Context(), Job{Code: "print(1)"}); !errors.Is(err, ErrEngineUnavailable) {
+		t.Errorf("Run: got %v, want ErrEngineUnavailable", err)
+	}
+}
+
+func TestMissingInterpreter(t *testing.T) {
+	l := testLauncher(t, Options{Python: "python-nonexistent"})
+	_, err := l.Run(t.Context(), Job{Code: "print(1)"})
+	if err == nil {
+		t.Fatal("got no error, want one for a missing interpreter")
+	}
+	t.Logf("error: %v", err)
 }

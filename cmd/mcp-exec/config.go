@@ -1,0 +1,557 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"github.com/docker/go-units"
+	"github.com/rs/zerolog"
+)
+
+// Config is the whole configuration of mcp-exec. Every field has a flag, an
+// MCP_EXEC_* environment variable and a default; the variable supplies the flag's
+// default, so a flag given on the command line wins. The one exception is the
+// auth token, which has no flag (flags are visible in ps): it comes from
+// MCP_EXEC_AUTH_TOKEN or from the file named by --auth-token-file.
+type Config struct {
+	Transport      string        // --transport MCP_EXEC_TRANSPORT: stdio, http or sse
+	Addr           string        // --addr MCP_EXEC_ADDR: listen address for http and sse
+	DefaultTimeout time.Duration // --default-timeout-s MCP_EXEC_DEFAULT_TIMEOUT_S
+	MaxTimeout     time.Duration // --max-timeout-s MCP_EXEC_MAX_TIMEOUT_S
+	MaxOutputBytes int64         // --max-output-bytes MCP_EXEC_MAX_OUTPUT_BYTES
+	MaxStdinBytes  int64         // --max-stdin-bytes MCP_EXEC_MAX_STDIN_BYTES
+	MaxCodeBytes   int64         // --max-code-bytes MCP_EXEC_MAX_CODE_BYTES
+	Python         string        // --python MCP_EXEC_PYTHON: interpreter inside the image
+	AuthToken      string        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never logged
+	AuthTokenFile  string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
+	Image          string        // --image MCP_EXEC_IMAGE
+	Memory         int64         // --memory MCP_EXEC_MEMORY, bytes
+	Pids           int64         // --pids MCP_EXEC_PIDS
+	CPUs           float64       // --cpus MCP_EXEC_CPUS
+	TmpfsSize      int64         // --tmpfs-size MCP_EXEC_TMPFS_SIZE, bytes
+	EngineHost     string        // --engine-host MCP_EXEC_ENGINE_HOST; "" = DOCKER_HOST or the default socket
+	Runtime        string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default
+	MaxConcurrent  int           // --max-concurrent MCP_EXEC_MAX_CONCURRENT
+	MaxQueue       int           // --max-queue MCP_EXEC_MAX_QUEUE
+	Instance       string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
+	LogLevel       string        // --log-level MCP_EXEC_LOG_LEVEL
+	LogFormat      string        // --log-format MCP_EXEC_LOG_FORMAT
+}
+
+// cfgAuthTokenEnv is the only source of the token besides the token file.
+const cfgAuthTokenEnv = "MCP_EXEC_AUTH_TOKEN"
+
+// cfgRedacted stands in for the token wherever the configuration is shown.
+const cfgRedacted = "[redacted]"
+
+// Limits enforced by Validate.
+const (
+	cfgMaxTimeoutCap  = 86400 * time.Second
+	cfgMaxInputBytes  = 64 * units.MiB // code and stdin
+	cfgMinOutputBytes = 1 * units.KiB
+	cfgMaxOutputBytes = 64 * units.MiB
+	cfgMinMemory      = 16 * units.MiB
+	cfgMinPids        = 8
+	cfgMaxCPUs        = 64.0
+	cfgMinTmpfs       = 1 * units.MiB
+)
+
+var (
+	cfgTransports = []string{"stdio", "http", "sse"}
+	cfgLogLevels  = []string{"trace", "debug", "info", "warn", "error"}
+	cfgLogFormats = []string{"auto", "json", "console"}
+
+	cfgInstanceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	cfgRuntimeRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+)
+
+// cfgHostname supplies the default --instance; tests replace it.
+var cfgHostname = os.Hostname
+
+// cfgDefaults returns the built-in defaults, before environment and flags.
+func cfgDefaults() Config {
+	host, _ := cfgHostname() // on failure the empty Instance fails Validate
+	return Config{
+		Transport:      "stdio",
+		Addr:           ":8080",
+		DefaultTimeout: 30 * time.Second,
+		MaxTimeout:     300 * time.Second,
+		MaxOutputBytes: 1 * units.MiB,
+		MaxStdinBytes:  1 * units.MiB,
+		MaxCodeBytes:   1 * units.MiB,
+		Python:         "python3",
+		Image:          "mcp-exec/python-sandbox:v1",
+		Memory:         256 * units.MiB,
+		Pids:           128,
+		CPUs:           1.0,
+		TmpfsSize:      64 * units.MiB,
+		MaxConcurrent:  4,
+		MaxQueue:       64,
+		Instance:       host,
+		LogLevel:       "info",
+		LogFormat:      "auto",
+	}
+}
+
+// cfgField describes one configuration field: its flag, its variable, its help
+// text and how to reach it in a Config. The order is the order of the help text.
+type cfgField struct {
+	flag string
+	env  string
+	help string
+	bind func(*Config) flag.Value
+}
+
+var cfgFields = []cfgField{
+	{"transport", "MCP_EXEC_TRANSPORT", "MCP transport: stdio, http or sse",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Transport) }},
+	{"addr", "MCP_EXEC_ADDR", "listen address (host:port) for http and sse",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Addr) }},
+	{"auth-token-file", "MCP_EXEC_AUTH_TOKEN_FILE", "file holding the bearer token http/sse clients must send (trailing newline trimmed)",
+		func(c *Config) flag.Value { return (*cfgString)(&c.AuthTokenFile) }},
+	{"default-timeout-s", "MCP_EXEC_DEFAULT_TIMEOUT_S", "wall-clock limit in seconds when a call names none",
+		func(c *Config) flag.Value { return (*cfgSeconds)(&c.DefaultTimeout) }},
+	{"max-timeout-s", "MCP_EXEC_MAX_TIMEOUT_S", "largest wall-clock limit in seconds a call may ask for",
+		func(c *Config) flag.Value { return (*cfgSeconds)(&c.MaxTimeout) }},
+	{"max-code-bytes", "MCP_EXEC_MAX_CODE_BYTES", "largest accepted program (bytes, or with unit k/m)",
+		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxCodeBytes) }},
+	{"max-stdin-bytes", "MCP_EXEC_MAX_STDIN_BYTES", "largest accepted stdin (bytes, or with unit k/m)",
+		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxStdinBytes) }},
+	{"max-output-bytes", "MCP_EXEC_MAX_OUTPUT_BYTES", "stdout+stderr kept per run; the rest is cut (bytes, or with unit k/m)",
+		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxOutputBytes) }},
+	{"image", "MCP_EXEC_IMAGE", "sandbox image",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Image) }},
+	{"python", "MCP_EXEC_PYTHON", "Python interpreter inside the image",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Python) }},
+	{"memory", "MCP_EXEC_MEMORY", "memory limit per sandbox (e.g. 256m, 1g, or bytes)",
+		func(c *Config) flag.Value { return (*cfgSize)(&c.Memory) }},
+	{"pids", "MCP_EXEC_PIDS", "process limit per sandbox",
+		func(c *Config) flag.Value { return (*cfgInt64)(&c.Pids) }},
+	{"cpus", "MCP_EXEC_CPUS", "CPU limit per sandbox (fractions allowed)",
+		func(c *Config) flag.Value { return (*cfgFloat)(&c.CPUs) }},
+	{"tmpfs-size", "MCP_EXEC_TMPFS_SIZE", "size of the writable /tmp per sandbox",
+		func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) }},
+	{"engine-host", "MCP_EXEC_ENGINE_HOST", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
+		func(c *Config) flag.Value { return (*cfgString)(&c.EngineHost) }},
+	{"runtime", "MCP_EXEC_RUNTIME", "OCI runtime, e.g. runc, crun, runsc; empty: the engine's default",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Runtime) }},
+	{"max-concurrent", "MCP_EXEC_MAX_CONCURRENT", "sandboxes running at once",
+		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxConcurrent) }},
+	{"max-queue", "MCP_EXEC_MAX_QUEUE", "calls waiting for a free slot before new ones are refused",
+		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxQueue) }},
+	{"instance", "MCP_EXEC_INSTANCE", "label value marking this server's containers (default: host name)",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Instance) }},
+	{"log-level", "MCP_EXEC_LOG_LEVEL", "trace, debug, info, warn or error",
+		func(c *Config) flag.Value { return (*cfgString)(&c.LogLevel) }},
+	{"log-format", "MCP_EXEC_LOG_FORMAT", "auto (json unless stderr is a terminal), json or console",
+		func(c *Config) flag.Value { return (*cfgString)(&c.LogFormat) }},
+}
+
+// cfgEnvOf maps a flag name to its variable, for error messages.
+var cfgEnvOf = func() map[string]string {
+	m := make(map[string]string, len(cfgFields))
+	for _, f := range cfgFields {
+		m[f.flag] = f.env
+	}
+	return m
+}()
+
+// cfgName is how errors name a setting: "--memory (MCP_EXEC_MEMORY)".
+func cfgName(flagName string) string {
+	return fmt.Sprintf("--%s (%s)", flagName, cfgEnvOf[flagName])
+}
+
+// Load builds the configuration from the environment (getenv) and the arguments
+// (flag syntax), validates it, and returns it. fs is the flag set to register on
+// (so subcommands can reuse it); its Usage is set to print usage(fs, fs.Output()).
+// A nil getenv means os.Getenv. An empty variable counts as unset. A variable
+// that does not parse is an error naming the variable, even when the flag is
+// also given. flag.ErrHelp is returned as is. On error the Config is zero.
+func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
+	if fs == nil {
+		fs = flag.NewFlagSet("mcp-exec", flag.ContinueOnError)
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c := cfgDefaults()
+	var errs []error
+	for _, f := range cfgFields {
+		v := f.bind(&c)
+		if s := getenv(f.env); s != "" {
+			if err := v.Set(s); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q is invalid (flag --%s): %w", f.env, s, f.flag, err))
+			}
+		}
+		// The variable, already applied, becomes the flag's default.
+		fs.Var(v, f.flag, f.help+" ("+f.env+")")
+	}
+	c.AuthToken = getenv(cfgAuthTokenEnv)
+	fs.Usage = func() { usage(fs, fs.Output()) }
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+
+	if c.AuthTokenFile != "" {
+		if c.AuthToken != "" {
+			errs = append(errs, fmt.Errorf("%s and %s are both set; use one", cfgAuthTokenEnv, cfgName("auth-token-file")))
+		} else if tok, err := cfgReadToken(c.AuthTokenFile); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", cfgName("auth-token-file"), err))
+		} else {
+			c.AuthToken = tok
+		}
+	}
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// cfgReadToken reads a token file. Its errors never contain the file's content.
+func cfgReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading token: %w", err)
+	}
+	tok := strings.TrimRight(string(b), "\r\n")
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+// Validate checks every field and returns all problems at once (errors.Join),
+// each naming the flag and the variable. It never mentions the token's value.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(flagName, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s %s", cfgName(flagName), fmt.Sprintf(format, a...)))
+	}
+	oneOf := func(flagName, got string, set []string) {
+		for _, s := range set {
+			if got == s {
+				return
+			}
+		}
+		bad(flagName, "must be one of %s, got %q", strings.Join(set, ", "), got)
+	}
+	atLeast := func(flagName string, got, min int64) {
+		if got < min {
+			bad(flagName, "must be at least %d, got %d", min, got)
+		}
+	}
+	sizeRange := func(flagName string, got, min, max int64) {
+		switch {
+		case got < min:
+			bad(flagName, "must be at least %s, got %s", cfgFormatSize(min), cfgFormatSize(got))
+		case got > max:
+			bad(flagName, "must be at most %s, got %s", cfgFormatSize(max), cfgFormatSize(got))
+		}
+	}
+
+	oneOf("transport", c.Transport, cfgTransports)
+	if c.Transport == "http" || c.Transport == "sse" {
+		if c.Addr == "" {
+			bad("addr", "must be set for transport %s", c.Transport)
+		} else if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+			bad("addr", "must be host:port (host may be empty), got %q", c.Addr)
+		}
+	}
+
+	switch {
+	case c.MaxTimeout < time.Second:
+		bad("max-timeout-s", "must be at least 1, got %s", cfgFormatSeconds(c.MaxTimeout))
+	case c.MaxTimeout > cfgMaxTimeoutCap:
+		bad("max-timeout-s", "must be at most %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.MaxTimeout))
+	}
+	switch {
+	case c.DefaultTimeout < time.Second:
+		bad("default-timeout-s", "must be at least 1, got %s", cfgFormatSeconds(c.DefaultTimeout))
+	case c.DefaultTimeout > c.MaxTimeout:
+		bad("default-timeout-s", "must not exceed %s, which is %s; got %s",
+			cfgName("max-timeout-s"), cfgFormatSeconds(c.MaxTimeout), cfgFormatSeconds(c.DefaultTimeout))
+	}
+
+	sizeRange("max-code-bytes", c.MaxCodeBytes, 1, cfgMaxInputBytes)
+	sizeRange("max-stdin-bytes", c.MaxStdinBytes, 1, cfgMaxInputBytes)
+	sizeRange("max-output-bytes", c.MaxOutputBytes, cfgMinOutputBytes, cfgMaxOutputBytes)
+
+	if c.Python == "" {
+		bad("python", "must not be empty")
+	}
+	if c.Image == "" || strings.ContainsFunc(c.Image, unicode.IsSpace) {
+		bad("image", "must be a non-empty image reference without spaces, got %q", c.Image)
+	}
+	if c.Memory < cfgMinMemory {
+		bad("memory", "must be at least %s, got %s", cfgFormatSize(cfgMinMemory), cfgFormatSize(c.Memory))
+	}
+	atLeast("pids", c.Pids, cfgMinPids)
+	if !(c.CPUs > 0 && c.CPUs <= cfgMaxCPUs) { // also rejects NaN
+		bad("cpus", "must be more than 0 and at most %g, got %g", cfgMaxCPUs, c.CPUs)
+	}
+	if c.TmpfsSize < cfgMinTmpfs {
+		bad("tmpfs-size", "must be at least %s, got %s", cfgFormatSize(cfgMinTmpfs), cfgFormatSize(c.TmpfsSize))
+	}
+	if c.EngineHost != "" && !strings.Contains(c.EngineHost, "://") {
+		bad("engine-host", "must be an address with a scheme such as unix:///var/run/docker.sock or tcp://host:2376, got %q", c.EngineHost)
+	}
+	if c.Runtime != "" && !cfgRuntimeRE.MatchString(c.Runtime) {
+		bad("runtime", "must be a runtime name such as runc, crun or runsc, got %q", c.Runtime)
+	}
+	atLeast("max-concurrent", int64(c.MaxConcurrent), 1)
+	atLeast("max-queue", int64(c.MaxQueue), 0)
+	if !cfgInstanceRE.MatchString(c.Instance) {
+		bad("instance", "must match %s, got %q", cfgInstanceRE, c.Instance)
+	}
+	oneOf("log-level", c.LogLevel, cfgLogLevels)
+	oneOf("log-format", c.LogFormat, cfgLogFormats)
+
+	// The token: its value never goes into a message.
+	if c.AuthToken != "" && strings.ContainsFunc(c.AuthToken, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r)
+	}) {
+		errs = append(errs, fmt.Errorf("the auth token (%s or %s) must not contain spaces or control characters",
+			cfgAuthTokenEnv, cfgName("auth-token-file")))
+	}
+	return errors.Join(errs...)
+}
+
+// TokenSet reports whether an auth token is configured.
+func (c Config) TokenSet() bool { return c.AuthToken != "" }
+
+// cfgShownToken is what the configuration shows in place of the token.
+func (c Config) cfgShownToken() string {
+	if c.AuthToken == "" {
+		return ""
+	}
+	return cfgRedacted
+}
+
+// LogFields adds every field to e, for logging the configuration once at start.
+// The token is shown as "[redacted]" when set and "" when not, never itself.
+// Durations are in seconds and sizes in bytes.
+func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
+	return e.
+		Str("transport", c.Transport).
+		Str("addr", c.Addr).
+		Str("auth_token", c.cfgShownToken()).
+		Str("auth_token_file", c.AuthTokenFile).
+		Float64("default_timeout_s", c.DefaultTimeout.Seconds()).
+		Float64("max_timeout_s", c.MaxTimeout.Seconds()).
+		Int64("max_code_bytes", c.MaxCodeBytes).
+		Int64("max_stdin_bytes", c.MaxStdinBytes).
+		Int64("max_output_bytes", c.MaxOutputBytes).
+		Str("image", c.Image).
+		Str("python", c.Python).
+		Int64("memory", c.Memory).
+		Int64("pids", c.Pids).
+		Float64("cpus", c.CPUs).
+		Int64("tmpfs_size", c.TmpfsSize).
+		Str("engine_host", c.EngineHost).
+		Str("runtime", c.Runtime).
+		Int("max_concurrent", c.MaxConcurrent).
+		Int("max_queue", c.MaxQueue).
+		Str("instance", c.Instance).
+		Str("log_level", c.LogLevel).
+		Str("log_format", c.LogFormat)
+}
+
+// cfgPlain is Config without methods, so String can print it without recursion.
+type cfgPlain Config
+
+// String prints all fields with the token redacted, so that %v and %+v of a
+// Config cannot leak it.
+func (c Config) String() string {
+	p := cfgPlain(c)
+	p.AuthToken = c.cfgShownToken()
+	return fmt.Sprintf("%+v", p)
+}
+
+// GoString does the same for %#v.
+func (c Config) GoString() string {
+	p := cfgPlain(c)
+	p.AuthToken = c.cfgShownToken()
+	return fmt.Sprintf("%#v", p)
+}
+
+// usage writes the help text: the synopsis, then every flag with its default,
+// description and variable, then the settings that exist only as variables.
+// Flags registered on fs by others are listed after the configuration flags.
+func usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintln(w, "Usage: mcp-exec [flags] | mcp-exec run [--json] FILE|- | mcp-exec version")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags (each defaults to its environment variable when set; a flag given here wins):")
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	line := func(f *flag.Flag) {
+		def := f.DefValue
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() && def == "false" {
+			def = ""
+		} else if def == "" {
+			def = `""`
+		}
+		name := "--" + f.Name
+		if def != "" {
+			name += " " + def
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, f.Usage)
+	}
+	known := make(map[string]bool, len(cfgFields))
+	for _, cf := range cfgFields {
+		known[cf.flag] = true
+		if f := fs.Lookup(cf.flag); f != nil {
+			line(f)
+		}
+	}
+	var others []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if !known[f.Name] {
+			others = append(others, f)
+		}
+	})
+	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
+	for _, f := range others {
+		line(f)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Environment only (no flag, since flags are visible in ps):")
+	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	fmt.Fprintf(tw, "  %s\t%s\n", cfgAuthTokenEnv, "bearer token http/sse clients must send; or use --auth-token-file, not both")
+	tw.Flush()
+}
+
+// flag.Value types. Each is a named form of the field's type, so the zero value
+// is usable (flag.PrintDefaults calls String on it) and a Config field converts
+// to it with a pointer conversion.
+
+// cfgString is a string flag.
+type cfgString string
+
+func (v *cfgString) String() string     { return string(*v) }
+func (v *cfgString) Set(s string) error { *v = cfgString(s); return nil }
+func (v *cfgString) Get() any           { return string(*v) }
+
+// cfgInt is an int flag.
+type cfgInt int
+
+func (v *cfgInt) String() string { return strconv.Itoa(int(*v)) }
+func (v *cfgInt) Get() any       { return int(*v) }
+func (v *cfgInt) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, strconv.IntSize)
+	if err != nil {
+		return cfgNumError(err)
+	}
+	*v = cfgInt(n)
+	return nil
+}
+
+// cfgInt64 is an int64 flag.
+type cfgInt64 int64
+
+func (v *cfgInt64) String() string { return strconv.FormatInt(int64(*v), 10) }
+func (v *cfgInt64) Get() any       { return int64(*v) }
+func (v *cfgInt64) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return cfgNumError(err)
+	}
+	*v = cfgInt64(n)
+	return nil
+}
+
+// cfgFloat is a float64 flag.
+type cfgFloat float64
+
+func (v *cfgFloat) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+func (v *cfgFloat) Get() any       { return float64(*v) }
+func (v *cfgFloat) Set(s string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return cfgNumError(err)
+	}
+	*v = cfgFloat(f)
+	return nil
+}
+
+// cfgSeconds is a time.Duration given as a whole number of seconds.
+type cfgSeconds time.Duration
+
+func (v *cfgSeconds) String() string { return cfgFormatSeconds(time.Duration(*v)) }
+func (v *cfgSeconds) Get() any       { return time.Duration(*v) }
+func (v *cfgSeconds) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return fmt.Errorf("want a whole number of seconds: %w", cfgNumError(err))
+	}
+	if n > math.MaxInt64/int64(time.Second) || n < math.MinInt64/int64(time.Second) {
+		return fmt.Errorf("%d seconds is out of range", n)
+	}
+	*v = cfgSeconds(time.Duration(n) * time.Second)
+	return nil
+}
+
+// cfgSize is a byte count that accepts units: "1048576", "64m", "1g", "256MiB"
+// (binary multiples, as docker's --memory).
+type cfgSize int64
+
+func (v *cfgSize) String() string { return cfgFormatSize(int64(*v)) }
+func (v *cfgSize) Get() any       { return int64(*v) }
+func (v *cfgSize) Set(s string) error {
+	n, err := units.RAMInBytes(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want bytes or a size such as 64m or 1g: %w", err)
+	}
+	if n < 0 { // the float behind the parse overflowed int64
+		return fmt.Errorf("size %q is out of range", s)
+	}
+	*v = cfgSize(n)
+	return nil
+}
+
+// cfgNumError drops strconv's `strconv.ParseInt: parsing "x":` prefix, which
+// repeats the value the caller already names.
+func cfgNumError(err error) error {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return ne.Err
+	}
+	return err
+}
+
+// cfgFormatSize writes n with the largest binary unit that divides it exactly:
+// 268435456 -> "256m", 1073741824 -> "1g", 1000 -> "1000".
+func cfgFormatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"t", units.TiB}, {"g", units.GiB}, {"m", units.MiB}, {"k", units.KiB}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// cfgFormatSeconds writes d as whole seconds ("30"), or as a duration ("1.5s")
+// when it is not a whole number of seconds.
+func cfgFormatSeconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10)
+	}
+	return d.String()
+}

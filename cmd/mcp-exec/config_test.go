@@ -1,0 +1,714 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
+)
+
+const cfgTestHost = "testhost"
+
+// cfgTestCanary is a token that must never show up in anything printed.
+const cfgTestCanary = "canary-7f3a9c2e51b84d06-SECRET"
+
+// cfgStubHostname makes the default --instance predictable.
+func cfgStubHostname(t *testing.T) {
+	t.Helper()
+	old := cfgHostname
+	cfgHostname = func() (string, error) { return cfgTestHost, nil }
+	t.Cleanup(func() { cfgHostname = old })
+}
+
+// cfgEnv turns a map into a getenv function.
+func cfgEnv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// cfgLoad runs Load on a fresh, silent flag set.
+func cfgLoad(args []string, env map[string]string) (Config, error) {
+	fs := flag.NewFlagSet("mcp-exec", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return Load(fs, args, cfgEnv(env))
+}
+
+func cfgWantDefaults() Config {
+	return Config{
+		Transport:      "stdio",
+		Addr:           ":8080",
+		DefaultTimeout: 30 * time.Second,
+		MaxTimeout:     300 * time.Second,
+		MaxOutputBytes: 1048576,
+		MaxStdinBytes:  1048576,
+		MaxCodeBytes:   1048576,
+		Python:         "python3",
+		Image:          "mcp-exec/python-sandbox:v1",
+		Memory:         256 << 20,
+		Pids:           128,
+		CPUs:           1.0,
+		TmpfsSize:      64 << 20,
+		MaxConcurrent:  4,
+		MaxQueue:       64,
+		Instance:       cfgTestHost,
+		LogLevel:       "info",
+		LogFormat:      "auto",
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	cfgStubHostname(t)
+	got, err := cfgLoad(nil, nil)
+	if err != nil {
+		t.Fatalf("Load: got error %v, want nil", err)
+	}
+	if diff := cmp.Diff(cfgWantDefaults(), got); diff != "" {
+		t.Errorf("Load defaults mismatch (-want +got):\n%s", diff)
+	}
+	if got.TokenSet() {
+		t.Errorf("TokenSet: got true, want false")
+	}
+}
+
+func TestLoadEnv(t *testing.T) {
+	cfgStubHostname(t)
+	env := map[string]string{
+		"MCP_EXEC_TRANSPORT":         "http",
+		"MCP_EXEC_ADDR":              "127.0.0.1:9000",
+		"MCP_EXEC_DEFAULT_TIMEOUT_S": "10",
+		"MCP_EXEC_MAX_TIMEOUT_S":     "60",
+		"MCP_EXEC_MAX_OUTPUT_BYTES":  "2m",
+		"MCP_EXEC_MAX_STDIN_BYTES":   "4096",
+		"MCP_EXEC_MAX_CODE_BYTES":    "512k",
+		"MCP_EXEC_PYTHON":            "/usr/bin/python3.12",
+		"MCP_EXEC_AUTH_TOKEN":        "tok",
+		"MCP_EXEC_IMAGE":             "example/sandbox:v2",
+		"MCP_EXEC_MEMORY":            "1g",
+		"MCP_EXEC_PIDS":              "64",
+		"MCP_EXEC_CPUS":              "0.5",
+		"MCP_EXEC_TMPFS_SIZE":        "16m",
+		"MCP_EXEC_ENGINE_HOST":       "unix:///run/podman/podman.sock",
+		"MCP_EXEC_RUNTIME":           "runsc",
+		"MCP_EXEC_MAX_CONCURRENT":    "2",
+		"MCP_EXEC_MAX_QUEUE":         "0",
+		"MCP_EXEC_INSTANCE":          "prod-1",
+		"MCP_EXEC_LOG_LEVEL":         "debug",
+		"MCP_EXEC_LOG_FORMAT":        "console",
+	}
+	want := Config{
+		Transport:      "http",
+		Addr:           "127.0.0.1:9000",
+		DefaultTimeout: 10 * time.Second,
+		MaxTimeout:     60 * time.Second,
+		MaxOutputBytes: 2 << 20,
+		MaxStdinBytes:  4096,
+		MaxCodeBytes:   512 << 10,
+		Python:         "/usr/bin/python3.12",
+		AuthToken:      "tok",
+		Image:          "example/sandbox:v2",
+		Memory:         1 << 30,
+		Pids:           64,
+		CPUs:           0.5,
+		TmpfsSize:      16 << 20,
+		EngineHost:     "unix:///run/podman/podman.sock",
+		Runtime:        "runsc",
+		MaxConcurrent:  2,
+		MaxQueue:       0,
+		Instance:       "prod-1",
+		LogLevel:       "debug",
+		LogFormat:      "console",
+	}
+	got, err := cfgLoad(nil, env)
+	if err != nil {
+		t.Fatalf("Load: got error %v, want nil", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load from env mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadFlagWinsOverEnv(t *testing.T) {
+	cfgStubHostname(t)
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		edit func(*Config) // applied to the defaults to get the wanted Config
+	}{
+		{
+			name: "transport",
+			env:  map[string]string{"MCP_EXEC_TRANSPORT": "http"},
+			args: []string{"--transport", "sse"},
+			edit: func(c *Config) { c.Transport = "sse" },
+		},
+		{
+			name: "memory",
+			env:  map[string]string{"MCP_EXEC_MEMORY": "1g"},
+			args: []string{"--memory=512m"},
+			edit: func(c *Config) { c.Memory = 512 << 20 },
+		},
+		{
+			name: "timeouts",
+			env:  map[string]string{"MCP_EXEC_DEFAULT_TIMEOUT_S": "5", "MCP_EXEC_MAX_TIMEOUT_S": "10"},
+			args: []string{"-default-timeout-s", "100", "--max-timeout-s", "1000"},
+			edit: func(c *Config) { c.DefaultTimeout, c.MaxTimeout = 100*time.Second, 1000*time.Second },
+		},
+		{
+			name: "cpus",
+			env:  map[string]string{"MCP_EXEC_CPUS": "8"},
+			args: []string{"--cpus", "1.5"},
+			edit: func(c *Config) { c.CPUs = 1.5 },
+		},
+		{
+			name: "env still applies to other fields",
+			env:  map[string]string{"MCP_EXEC_PIDS": "32", "MCP_EXEC_MAX_QUEUE": "7"},
+			args: []string{"--pids", "16"},
+			edit: func(c *Config) { c.Pids, c.MaxQueue = 16, 7 },
+		},
+		{
+			name: "instance",
+			env:  map[string]string{"MCP_EXEC_INSTANCE": "from-env"},
+			args: []string{"--instance", "from-flag"},
+			edit: func(c *Config) { c.Instance = "from-flag" },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := cfgWantDefaults()
+			tt.edit(&want)
+			got, err := cfgLoad(tt.args, tt.env)
+			if err != nil {
+				t.Fatalf("Load: got error %v, want nil", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Load mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadBadEnvNamesVariable(t *testing.T) {
+	cfgStubHostname(t)
+	tests := []struct {
+		env, value string
+		args       []string
+	}{
+		{"MCP_EXEC_DEFAULT_TIMEOUT_S", "30s", nil},
+		{"MCP_EXEC_MAX_TIMEOUT_S", "abc", nil},
+		{"MCP_EXEC_MAX_TIMEOUT_S", "99999999999999", nil}, // overflows time.Duration
+		{"MCP_EXEC_MAX_OUTPUT_BYTES", "lots", nil},
+		{"MCP_EXEC_MAX_STDIN_BYTES", "-1", nil},
+		{"MCP_EXEC_MAX_CODE_BYTES", "1x", nil},
+		{"MCP_EXEC_MEMORY", "256q", nil},
+		{"MCP_EXEC_MEMORY", "1e30g", nil}, // overflows int64
+		{"MCP_EXEC_PIDS", "many", nil},
+		{"MCP_EXEC_CPUS", "one", nil},
+		{"MCP_EXEC_TMPFS_SIZE", "big", nil},
+		{"MCP_EXEC_MAX_CONCURRENT", "1.5", nil},
+		{"MCP_EXEC_MAX_QUEUE", "x", nil},
+		// A bad variable is an error even when the flag overrides it.
+		{"MCP_EXEC_MEMORY", "nonsense", []string{"--memory", "1g"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
+			_, err := cfgLoad(tt.args, map[string]string{tt.env: tt.value})
+			if err == nil {
+				t.Fatalf("Load: got nil error, want one naming %s", tt.env)
+			}
+			if !strings.Contains(err.Error(), tt.env) {
+				t.Errorf("Load error: got %q, want it to name %s", err, tt.env)
+			}
+		})
+	}
+}
+
+func TestLoadBadFlag(t *testing.T) {
+	cfgStubHostname(t)
+	for _, args := range [][]string{
+		{"--memory", "lots"},
+		{"--max-timeout-s", "1m"},
+		{"--no-such-flag"},
+	} {
+		if _, err := cfgLoad(args, nil); err == nil {
+			t.Errorf("Load(%q): got nil error, want one", args)
+		}
+	}
+}
+
+func TestLoadHelp(t *testing.T) {
+	cfgStubHostname(t)
+	fs := flag.NewFlagSet("mcp-exec", flag.ContinueOnError)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	_, err := Load(fs, []string{"-h"}, cfgEnv(nil))
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Load(-h): got error %v, want flag.ErrHelp", err)
+	}
+	if !strings.HasPrefix(out.String(), "Usage: mcp-exec") {
+		t.Errorf("Load(-h) output: got %q, want the usage text", out.String())
+	}
+}
+
+func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string // substring of the error
+	}{
+		{"transport", func(c *Config) { c.Transport = "grpc" }, "--transport (MCP_EXEC_TRANSPORT) must be one of stdio, http, sse"},
+		{"addr empty for http", func(c *Config) { c.Transport, c.Addr = "http", "" }, "--addr (MCP_EXEC_ADDR) must be set"},
+		{"addr malformed for sse", func(c *Config) { c.Transport, c.Addr = "sse", "8080" }, "--addr (MCP_EXEC_ADDR) must be host:port"},
+		{"max timeout zero", func(c *Config) { c.MaxTimeout = 0 }, "--max-timeout-s (MCP_EXEC_MAX_TIMEOUT_S) must be at least 1, got 0"},
+		{"default timeout zero", func(c *Config) { c.DefaultTimeout = 0 }, "--default-timeout-s (MCP_EXEC_DEFAULT_TIMEOUT_S) must be at least 1, got 0"},
+		{"code bytes zero", func(c *Config) { c.MaxCodeBytes = 0 }, "--max-code-bytes (MCP_EXEC_MAX_CODE_BYTES) must be at least 1, got 0"},
+		{"code bytes too big", func(c *Config) { c.MaxCodeBytes = 65 << 20 }, "--max-code-bytes (MCP_EXEC_MAX_CODE_BYTES) must be at most 64m, got 65m"},
+		{"stdin bytes too big", func(c *Config) { c.MaxStdinBytes = 1 << 30 }, "--max-stdin-bytes (MCP_EXEC_MAX_STDIN_BYTES) must be at most 64m, got 1g"},
+		{"output bytes too small", func(c *Config) { c.MaxOutputBytes = 1000 }, "--max-output-bytes (MCP_EXEC_MAX_OUTPUT_BYTES) must be at least 1k, got 1000"},
+		{"output bytes too big", func(c *Config) { c.MaxOutputBytes = 64<<20 + 1 }, "--max-output-bytes (MCP_EXEC_MAX_OUTPUT_BYTES) must be at most 64m"},
+		{"python", func(c *Config) { c.Python = "" }, "--python (MCP_EXEC_PYTHON) must not be empty"},
+		{"image", func(c *Config) { c.Image = "" }, "--image (MCP_EXEC_IMAGE)"},
+		{"memory", func(c *Config) { c.Memory = 8 << 20 }, "--memory (MCP_EXEC_MEMORY) must be at least 16m, got 8m"},
+		{"pids", func(c *Config) { c.Pids = 4 }, "--pids (MCP_EXEC_PIDS) must be at least 8, got 4"},
+		{"cpus zero", func(c *Config) { c.CPUs = 0 }, "--cpus (MCP_EXEC_CPUS) must be more than 0 and at most 64, got 0"},
+		{"cpus too many", func(c *Config) { c.CPUs = 65 }, "--cpus (MCP_EXEC_CPUS)"},
+		{"cpus NaN", func(c *Config) { c.CPUs = math.NaN() }, "--cpus (MCP_EXEC_CPUS)"},
+		{"tmpfs", func(c *Config) { c.TmpfsSize = 512 << 10 }, "--tmpfs-size (MCP_EXEC_TMPFS_SIZE) must be at least 1m, got 512k"},
+		{"engine host", func(c *Config) { c.EngineHost = "/var/run/docker.sock" }, "--engine-host (MCP_EXEC_ENGINE_HOST)"},
+		{"runtime", func(c *Config) { c.Runtime = "run sc" }, "--runtime (MCP_EXEC_RUNTIME)"},
+		{"max concurrent", func(c *Config) { c.MaxConcurrent = 0 }, "--max-concurrent (MCP_EXEC_MAX_CONCURRENT) must be at least 1, got 0"},
+		{"max queue", func(c *Config) { c.MaxQueue = -1 }, "--max-queue (MCP_EXEC_MAX_QUEUE) must be at least 0, got -1"},
+		{"instance empty", func(c *Config) { c.Instance = "" }, "--instance (MCP_EXEC_INSTANCE) must match"},
+		{"instance bad char", func(c *Config) { c.Instance = "a/b" }, "--instance (MCP_EXEC_INSTANCE) must match"},
+		{"instance too long", func(c *Config) { c.Instance = strings.Repeat("a", 64) }, "--instance (MCP_EXEC_INSTANCE) must match"},
+		{"log level", func(c *Config) { c.LogLevel = "verbose" }, "--log-level (MCP_EXEC_LOG_LEVEL) must be one of trace, debug, info, warn, error"},
+		{"log format", func(c *Config) { c.LogFormat = "xml" }, "--log-format (MCP_EXEC_LOG_FORMAT) must be one of auto, json, console"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cfgWantDefaults()
+			tt.edit(&c)
+			err := c.Validate()
+			if err == nil {
+				t.Fatalf("Validate: got nil error, want one containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate: got %q, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateAcceptsDefaultsAndEdges(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"defaults", func(*Config) {}},
+		{"http with default addr", func(c *Config) { c.Transport = "http" }},
+		{"sse on loopback", func(c *Config) { c.Transport, c.Addr = "sse", "127.0.0.1:0" }},
+		{"stdio ignores empty addr", func(c *Config) { c.Addr = "" }},
+		{"smallest limits", func(c *Config) {
+			c.MaxCodeBytes, c.MaxStdinBytes, c.MaxOutputBytes = 1, 1, 1024
+			c.Memory, c.Pids, c.TmpfsSize = 16<<20, 8, 1<<20
+			c.MaxConcurrent, c.MaxQueue = 1, 0
+			c.DefaultTimeout, c.MaxTimeout = time.Second, time.Second
+		}},
+		{"largest limits", func(c *Config) {
+			c.MaxCodeBytes, c.MaxStdinBytes, c.MaxOutputBytes = 64<<20, 64<<20, 64<<20
+			c.CPUs = 64
+			c.MaxTimeout = 86400 * time.Second
+		}},
+		{"fractional cpus", func(c *Config) { c.CPUs = 0.01 }},
+		{"instance longest", func(c *Config) { c.Instance = strings.Repeat("a", 63) }},
+		{"instance fqdn", func(c *Config) { c.Instance = "host-1.example.com" }},
+		{"engine and runtime", func(c *Config) { c.EngineHost, c.Runtime = "tcp://10.0.0.1:2376", "io.containerd.runc.v2" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cfgWantDefaults()
+			tt.edit(&c)
+			if err := c.Validate(); err != nil {
+				t.Errorf("Validate: got %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := cfgWantDefaults()
+	c.Transport = "grpc"
+	c.Pids = 1
+	c.LogLevel = "loud"
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate: got nil error, want three problems")
+	}
+	for _, want := range []string{"MCP_EXEC_TRANSPORT", "MCP_EXEC_PIDS", "MCP_EXEC_LOG_LEVEL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: got %q, want it to mention %s", err, want)
+		}
+	}
+	if got := strings.Count(err.Error(), "\n") + 1; got != 3 {
+		t.Errorf("Validate: got %d lines, want 3 (one per problem): %q", got, err)
+	}
+}
+
+func TestTimeoutCaps(t *testing.T) {
+	cfgStubHostname(t)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string // "" means no error
+	}{
+		{"max at cap", []string{"--max-timeout-s", "86400"}, ""},
+		{"max over cap", []string{"--max-timeout-s", "86401"}, "--max-timeout-s (MCP_EXEC_MAX_TIMEOUT_S) must be at most 86400, got 86401"},
+		{"max zero", []string{"--max-timeout-s", "0"}, "--max-timeout-s (MCP_EXEC_MAX_TIMEOUT_S) must be at least 1, got 0"},
+		{"default equals max", []string{"--default-timeout-s", "60", "--max-timeout-s", "60"}, ""},
+		{"default over max", []string{"--default-timeout-s", "61", "--max-timeout-s", "60"},
+			"--default-timeout-s (MCP_EXEC_DEFAULT_TIMEOUT_S) must not exceed --max-timeout-s (MCP_EXEC_MAX_TIMEOUT_S), which is 60; got 61"},
+		{"default over default max", []string{"--default-timeout-s", "301"}, "--default-timeout-s (MCP_EXEC_DEFAULT_TIMEOUT_S) must not exceed"},
+		{"default negative", []string{"--default-timeout-s", "-5"}, "--default-timeout-s (MCP_EXEC_DEFAULT_TIMEOUT_S) must be at least 1, got -5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := cfgLoad(tt.args, nil)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Load(%q): got error %v, want nil", tt.args, err)
+			case tt.wantErr != "" && err == nil:
+				t.Errorf("Load(%q): got nil error, want %q", tt.args, tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Errorf("Load(%q): got error %q, want it to contain %q", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSizeParsing(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{in: "64m", want: 64 << 20},
+		{in: "1g", want: 1 << 30},
+		{in: "1048576", want: 1048576},
+		{in: "256M", want: 256 << 20},
+		{in: "256MiB", want: 256 << 20},
+		{in: "512k", want: 512 << 10},
+		{in: "1.5g", want: 3 << 29},
+		{in: " 16m ", want: 16 << 20},
+		{in: "", wantErr: true},
+		{in: "abc", wantErr: true},
+		{in: "-1", wantErr: true},
+		{in: "10x", wantErr: true},
+		{in: "1e30g", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			var v cfgSize
+			err := v.Set(tt.in)
+			if tt.wantErr {
+				if err == nil {
+					t.Errorf("Set(%q): got %d, want an error", tt.in, int64(v))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Set(%q): got error %v, want %d", tt.in, err, tt.want)
+			}
+			if int64(v) != tt.want {
+				t.Errorf("Set(%q): got %d, want %d", tt.in, int64(v), tt.want)
+			}
+		})
+	}
+}
+
+func TestSizeAndSecondsFormat(t *testing.T) {
+	sizes := []struct {
+		in   int64
+		want string
+	}{
+		{0, "0"}, {1, "1"}, {1000, "1000"}, {1024, "1k"}, {1048576, "1m"},
+		{256 << 20, "256m"}, {1 << 30, "1g"}, {3 << 29, "1536m"}, {2 << 40, "2t"},
+	}
+	for _, tt := range sizes {
+		if got := cfgFormatSize(tt.in); got != tt.want {
+			t.Errorf("cfgFormatSize(%d): got %q, want %q", tt.in, got, tt.want)
+		}
+		// What the help shows must parse back to the same value.
+		var v cfgSize
+		if err := v.Set(cfgFormatSize(tt.in)); err != nil || int64(v) != tt.in {
+			t.Errorf("Set(cfgFormatSize(%d)): got %d, %v, want %d, nil", tt.in, int64(v), err, tt.in)
+		}
+	}
+	secs := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0"}, {30 * time.Second, "30"}, {1500 * time.Millisecond, "1.5s"},
+	}
+	for _, tt := range secs {
+		if got := cfgFormatSeconds(tt.in); got != tt.want {
+			t.Errorf("cfgFormatSeconds(%v): got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestLoadTokenFile(t *testing.T) {
+	cfgStubHostname(t)
+	tests := []struct {
+		name, content, want string
+	}{
+		{"newline", "s3cret\n", "s3cret"},
+		{"crlf", "s3cret\r\n", "s3cret"},
+		{"several newlines", "s3cret\n\n", "s3cret"},
+		{"no newline", "s3cret", "s3cret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, src := range []struct {
+				name string
+				args []string
+				env  map[string]string
+			}{
+				{"flag", []string{"--auth-token-file", path}, nil},
+				{"env", nil, map[string]string{"MCP_EXEC_AUTH_TOKEN_FILE": path}},
+			} {
+				got, err := cfgLoad(src.args, src.env)
+				if err != nil {
+					t.Fatalf("Load via %s: got error %v, want nil", src.name, err)
+				}
+				if got.AuthToken != tt.want {
+					t.Errorf("Load via %s: got token %q, want %q", src.name, got.AuthToken, tt.want)
+				}
+				if got.AuthTokenFile != path {
+					t.Errorf("Load via %s: got AuthTokenFile %q, want %q", src.name, got.AuthTokenFile, path)
+				}
+				if !got.TokenSet() {
+					t.Errorf("Load via %s: TokenSet got false, want true", src.name)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadTokenFileErrors(t *testing.T) {
+	cfgStubHostname(t)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyFile := filepath.Join(dir, "empty")
+	if err := os.WriteFile(emptyFile, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string // substrings of the error
+	}{
+		{
+			name: "token and file",
+			args: []string{"--auth-token-file", tokenFile},
+			env:  map[string]string{"MCP_EXEC_AUTH_TOKEN": "from-env"},
+			want: []string{"MCP_EXEC_AUTH_TOKEN and --auth-token-file (MCP_EXEC_AUTH_TOKEN_FILE) are both set"},
+		},
+		{
+			name: "token and file both from env",
+			env:  map[string]string{"MCP_EXEC_AUTH_TOKEN": "from-env", "MCP_EXEC_AUTH_TOKEN_FILE": tokenFile},
+			want: []string{"both set"},
+		},
+		{
+			name: "missing file",
+			args: []string{"--auth-token-file", filepath.Join(dir, "nope")},
+			want: []string{"--auth-token-file (MCP_EXEC_AUTH_TOKEN_FILE)", "nope"},
+		},
+		{
+			name: "empty file",
+			args: []string{"--auth-token-file", emptyFile},
+			want: []string{"--auth-token-file (MCP_EXEC_AUTH_TOKEN_FILE)", "empty"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := cfgLoad(tt.args, tt.env)
+			if err == nil {
+				t.Fatalf("Load: got nil error, want one containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Load: got %q, want it to contain %q", err, w)
+				}
+			}
+			for _, secret := range []string{"from-env", "from-file"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("Load: got %q, want no token in it", err)
+				}
+			}
+		})
+	}
+}
+
+func TestTokenNeverShown(t *testing.T) {
+	cfgStubHostname(t)
+	env := map[string]string{"MCP_EXEC_AUTH_TOKEN": cfgTestCanary}
+
+	// Usage text, with the token set in the environment.
+	fs := flag.NewFlagSet("mcp-exec", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c, err := Load(fs, nil, cfgEnv(env))
+	if err != nil {
+		t.Fatalf("Load: got error %v, want nil", err)
+	}
+	if c.AuthToken != cfgTestCanary || !c.TokenSet() {
+		t.Fatalf("Load: got token %q (set %v), want the canary", c.AuthToken, c.TokenSet())
+	}
+	var help bytes.Buffer
+	usage(fs, &help)
+	if strings.Contains(help.String(), cfgTestCanary) {
+		t.Errorf("usage: got the token in the help text, want it absent")
+	}
+
+	// Log fields.
+	var logBuf bytes.Buffer
+	logger := zerolog.New(&logBuf)
+	c.LogFields(logger.Info()).Msg("config")
+	if strings.Contains(logBuf.String(), cfgTestCanary) {
+		t.Errorf("LogFields: got %s, want no token", logBuf.String())
+	}
+	if !strings.Contains(logBuf.String(), `"auth_token":"[redacted]"`) {
+		t.Errorf("LogFields: got %s, want auth_token [redacted]", logBuf.String())
+	}
+
+	// fmt verbs.
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		if s := fmt.Sprintf(verb, c); strings.Contains(s, cfgTestCanary) {
+			t.Errorf("Sprintf(%s): got %s, want no token", verb, s)
+		}
+	}
+
+	// Errors: every way Load or Validate can fail with the canary configured.
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte(cfgTestCanary+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badEnv := map[string]string{
+		"MCP_EXEC_AUTH_TOKEN": cfgTestCanary,
+		"MCP_EXEC_MEMORY":     "lots",
+		"MCP_EXEC_TRANSPORT":  "grpc",
+		"MCP_EXEC_PIDS":       "1",
+	}
+	errCases := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"bad settings", nil, badEnv},
+		{"token and file", []string{"--auth-token-file", path}, env},
+		{"bad flag", []string{"--cpus", "x"}, env},
+		{"unknown flag", []string{"--auth-token", cfgTestCanary + "x"}, nil},
+		{"unknown flag with =", []string{"--auth-token=" + cfgTestCanary}, nil},
+		{"token with space", nil, map[string]string{"MCP_EXEC_AUTH_TOKEN": cfgTestCanary + " x"}},
+	}
+	for _, tt := range errCases {
+		var out bytes.Buffer
+		fs := flag.NewFlagSet("mcp-exec", flag.ContinueOnError)
+		fs.SetOutput(&out)
+		_, err := Load(fs, tt.args, cfgEnv(tt.env))
+		if err == nil {
+			t.Errorf("%s: Load got nil error, want one", tt.name)
+			continue
+		}
+		if strings.Contains(err.Error(), cfgTestCanary) {
+			t.Errorf("%s: Load error got %q, want no token", tt.name, err)
+		}
+		if strings.Contains(out.String(), cfgTestCanary) {
+			t.Errorf("%s: Load output got %q, want no token", tt.name, out.String())
+		}
+	}
+
+	// Validate directly.
+	c.LogLevel = "nope"
+	c.AuthToken = cfgTestCanary + "\n"
+	if err := c.Validate(); err == nil || strings.Contains(err.Error(), cfgTestCanary) {
+		t.Errorf("Validate: got %v, want an error without the token", err)
+	}
+}
+
+func TestLogFieldsWithoutToken(t *testing.T) {
+	c := cfgWantDefaults()
+	var buf bytes.Buffer
+	logger := zerolog.New(&buf)
+	c.LogFields(logger.Info()).Msg("config")
+	for _, want := range []string{`"auth_token":""`, `"memory":268435456`, `"default_timeout_s":30`, `"instance":"testhost"`, `"cpus":1`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("LogFields: got %s, want it to contain %s", buf.String(), want)
+		}
+	}
+}
+
+func TestUsageListsEveryFlag(t *testing.T) {
+	cfgStubHostname(t)
+	fs := flag.NewFlagSet("mcp-exec", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Bool("json", false, "print the result as JSON") // as a subcommand might
+	if _, err := Load(fs, nil, cfgEnv(map[string]string{"MCP_EXEC_PIDS": "99"})); err != nil {
+		t.Fatalf("Load: got error %v, want nil", err)
+	}
+	var buf bytes.Buffer
+	usage(fs, &buf)
+	help := buf.String()
+
+	if first, _, _ := strings.Cut(help, "\n"); first != "Usage: mcp-exec [flags] | mcp-exec run [--json] FILE|- | mcp-exec version" {
+		t.Errorf("usage first line: got %q, want the synopsis", first)
+	}
+	lines := strings.Split(help, "\n")
+	lineOf := func(prefix string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		return ""
+	}
+	for _, f := range cfgFields {
+		def := fs.Lookup(f.flag).DefValue
+		if def == "" {
+			def = `""`
+		}
+		prefix := "  --" + f.flag + " " + def + " "
+		l := lineOf(prefix)
+		if l == "" {
+			t.Errorf("usage: got no line starting %q, want one", prefix)
+			continue
+		}
+		if !strings.HasSuffix(l, "("+f.env+")") {
+			t.Errorf("usage line for --%s: got %q, want it to end with (%s)", f.flag, l, f.env)
+		}
+	}
+	for _, want := range []string{
+		"  --memory 256m ", "  --tmpfs-size 64m ", "  --default-timeout-s 30 ", "  --max-timeout-s 300 ",
+		"  --cpus 1 ", "  --pids 99 ", "  --instance testhost ", "  --max-output-bytes 1m ", "  --json ",
+		"MCP_EXEC_AUTH_TOKEN",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("usage: got\n%s\nwant it to contain %q", help, want)
+		}
+	}
+}

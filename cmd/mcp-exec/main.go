@@ -1,0 +1,153 @@
+// Command mcp-exec is an MCP server whose one tool, exec, runs Python in a throwaway,
+// network-less, locked-down sibling container. This file is wiring only:
+// configuration, logger, engine client, launcher, server, signals.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// subcommands, as listed by --help.
+var subcommands = []struct{ name, help string }{
+	{"serve", "serve the MCP tool (the default when no subcommand is given)"},
+	{"run", "run one program (FILE, or - for standard input) in the sandbox and print its result"},
+	{"version", "print the version and build information"},
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	sub := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "version":
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "serve", "run":
+	case "help":
+		args = []string{"--help"}
+		sub = "serve"
+	default:
+		fmt.Fprintf(stderr, "mcp-exec: unknown subcommand %q; try mcp-exec --help\n", sub)
+		return 2
+	}
+
+	fs := flag.NewFlagSet("mcp-exec "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var jsonOut bool
+	if sub == "run" {
+		fs.BoolVar(&jsonOut, "json", false, "print the structured result as JSON on stdout (run only)")
+	}
+	cfg, err := Load(fs, args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+
+	l, cleanup, err := newLauncher(ctx, cfg, log)
+	if err != nil {
+		log.Error().Err(err).Msg("starting")
+		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
+		return 1
+	}
+	defer cleanup()
+
+	if sub == "run" {
+		return runOnce(ctx, l, cfg, fs.Args(), jsonOut, stdin, stdout, stderr)
+	}
+	cfg.LogFields(log.Info()).Str("version", version).Msg("configuration")
+	if err := serve(ctx, cfg, l, log); err != nil {
+		log.Error().Err(err).Msg("serving")
+		return 1
+	}
+	return 0
+}
+
+func newLogger(cfg Config, w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	out := w
+	if f, ok := w.(*os.File); ok && (cfg.LogFormat == "console" || cfg.LogFormat == "auto" && isatty.IsTerminal(f.Fd())) {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	} else if cfg.LogFormat == "console" {
+		out = zerolog.ConsoleWriter{Out: w, NoColor: true, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
+
+// newLauncher connects to the engine, checks it and the image, and removes sandboxes
+// an earlier run of this instance left behind. Its errors say what to do.
+func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger) (*launcher.Launcher, func(), error) {
+	cli, err := launcher.NewClient(cfg.EngineHost)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := launcher.New(cli, launcher.Options{
+		Image:          cfg.Image,
+		Python:         cfg.Python,
+		Memory:         cfg.Memory,
+		Pids:           cfg.Pids,
+		CPUs:           cfg.CPUs,
+		TmpfsSize:      cfg.TmpfsSize,
+		Runtime:        cfg.Runtime,
+		MaxOutputBytes: int(cfg.MaxOutputBytes),
+		DefaultTimeout: cfg.DefaultTimeout,
+		Instance:       cfg.Instance,
+		MaxConcurrent:  cfg.MaxConcurrent,
+		MaxQueue:       cfg.MaxQueue,
+		Logger:         log,
+	})
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	cleanup := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := l.Close(ctx); err != nil {
+			log.Warn().Err(err).Msg("closing launcher")
+		}
+		cli.Close()
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := l.Check(cctx); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	n, err := l.Reap(cctx)
+	if err != nil {
+		log.Warn().Err(err).Msg("removing leftover sandboxes")
+	} else if n > 0 {
+		log.Info().Int("containers", n).Msg("removed sandboxes left by an earlier run of this instance")
+	}
+	log.Debug().Str("engine", cli.DaemonHost()).Msg("engine ready")
+	return l, cleanup, nil
+}

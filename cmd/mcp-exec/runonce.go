@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// runOnce is `mcp-exec run FILE`: one program through the same launcher as the tool,
+// for people and scripts. The program's stdout and stderr go to ours; a summary line
+// goes to stderr; the exit status is the program's. With --json the structured result
+// (the tool's output fields) is printed on stdout instead.
+func runOnce(ctx context.Context, l *launcher.Launcher, cfg Config, args []string, jsonOut bool, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: mcp-exec run [flags] [--json] FILE|-")
+		return 2
+	}
+	code, err := readCode(args[0], stdin, cfg.MaxCodeBytes)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
+		return 2
+	}
+	res, err := l.Run(ctx, launcher.Job{Code: code, Timeout: cfg.DefaultTimeout})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
+		return 1
+	}
+	if jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(resultJSON(res)); err != nil {
+			return 1
+		}
+		return 0
+	}
+	io.WriteString(stdout, res.Stdout)
+	io.WriteString(stderr, res.Stderr)
+	fmt.Fprintf(stderr, "[mcp-exec] exit_code=%d duration_ms=%d truncated=%t timed_out=%t oom_killed=%t\n",
+		res.ExitCode, res.Duration.Milliseconds(), res.Truncated, res.TimedOut, res.OOMKilled)
+	return min(res.ExitCode, 255)
+}
+
+func readCode(name string, stdin io.Reader, limit int64) (string, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return "", fmt.Errorf("reading program: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return "", fmt.Errorf("reading program: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return "", fmt.Errorf("program is over %d bytes (--max-code-bytes, MCP_EXEC_MAX_CODE_BYTES)", limit)
+	}
+	return string(b), nil
+}
+
+// resultJSON is the tool's structured result.
+func resultJSON(r launcher.Result) any {
+	return struct {
+		Stdout     string `json:"stdout"`
+		Stderr     string `json:"stderr"`
+		ExitCode   int    `json:"exit_code"`
+		DurationMS int64  `json:"duration_ms"`
+		Truncated  bool   `json:"truncated"`
+		TimedOut   bool   `json:"timed_out"`
+		OOMKilled  bool   `json:"oom_killed"`
+	}{r.Stdout, r.Stderr, r.ExitCode, r.Duration.Milliseconds(), r.Truncated, r.TimedOut, r.OOMKilled}
+}

@@ -1,0 +1,21 @@
+// Package mcpserver exposes a [Runner] as an MCP server with exactly one tool,
+// "exec", which runs caller-supplied Python in a throwaway sandbox and returns
+// its stdout, stderr and exit code.
+//
+// Every call ends in one of three channels, and they are never mixed:
+//
+//   - Program failure is a normal result. A non-zero exit code, a timeout or an
+//     out-of-memory kill is reported in the structured result with isError
+//     false: the program ran, and the model reads stderr to fix it.
+//   - Invalid input is a tool error (isError true) whose text names the field
+//     and the limit it broke, so the model can correct the call. The runner is
+//     not called.
+//   - Infrastructure failure (no container engine, missing image, a broken
+//     sandbox) is a tool error whose text is written for the person who deploys
+//     the server; retrying with different code will not help.
+//
+// The server never logs caller data: not the code, not stdin, not stdout or
+// stderr. Log lines carry metadata only (sizes, durations, exit status and a
+// random per-call exec_id), so logs can be kept without becoming a copy of
+// what callers ran.
+package mcpserver

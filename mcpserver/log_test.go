@@ -1,0 +1,110 @@
+package mcpserver
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// syncBuffer lets the test read what the server goroutine wrote without a race.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logLines parses the captured JSON log lines.
+func logLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for l := range strings.Lines(s) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: got %v, want JSON", l, err)
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+func TestLogsCarryNoCallerData(t *testing.T) {
+	canary := "canary-" + rand.Text()
+	var buf syncBuffer
+	r := &fakeRunner{}
+	cs := connect(t, t.Context(), r, Options{
+		Logger:       zerolog.New(&buf).Level(zerolog.TraceLevel),
+		MaxCodeBytes: 200,
+	})
+	calls := []struct {
+		name string
+		res  launcher.Result
+		err  error
+		args string
+	}{
+		{"ok", launcher.Result{Stdout: canary, Stderr: canary, ExitCode: 1, Duration: 7 * time.Millisecond}, nil,
+			`{"code":"print('` + canary + `')","stdin":"` + canary + `"}`},
+		{"runner error", launcher.Result{}, launcher.ErrSandbox, `{"code":"` + canary + `"}`},
+		{"rejected", launcher.Result{}, nil, `{"code":"` + canary + strings.Repeat("x", 200) + `"}`},
+		{"sdk rejected", launcher.Result{}, nil, `{"code":"` + canary + `","` + canary + `":1}`},
+	}
+	for _, c := range calls {
+		r.set(c.res, c.err)
+		call(t, t.Context(), cs, c.args)
+	}
+	out := buf.String()
+	if strings.Contains(out, canary) {
+		t.Fatalf("log: got the canary in\n%s\nwant no caller data", out)
+	}
+	lines := logLines(t, out)
+	if len(lines) != 3 {
+		t.Fatalf("log lines: got %d\n%s\nwant 3 (done, failed, rejected)", len(lines), out)
+	}
+	done := lines[0]
+	for _, key := range []string{"exec_id", "code_bytes", "stdin_bytes", "timeout_ms", "exit_code", "duration_ms",
+		"stdout_bytes", "stderr_bytes", "truncated", "timed_out", "oom_killed"} {
+		if _, ok := done[key]; !ok {
+			t.Errorf("info line %v: got no %q, want it", done, key)
+		}
+	}
+	if got, want := done["level"], "info"; got != want {
+		t.Errorf("info line level: got %v, want %v", got, want)
+	}
+	if got, want := done["exit_code"], 1.0; got != want {
+		t.Errorf("info line exit_code: got %v, want %v", got, want)
+	}
+	if got, want := done["duration_ms"], 7.0; got != want {
+		t.Errorf("info line duration_ms: got %v, want %v", got, want)
+	}
+	if got, want := lines[1]["level"], "error"; got != want {
+		t.Errorf("runner error line level: got %v, want %v", got, want)
+	}
+	if got, want := lines[2]["field"], "code"; got != want {
+		t.Errorf("rejected line field: got %v, want %v", got, want)
+	}
+	ids := map[any]bool{}
+	for _, l := range lines {
+		ids[l["exec_id"]] = true
+	}
+	if len(ids) != 3 {
+		t.Errorf("exec_ids: got %d distinct in %d lines, want one per call", len(ids), len(lines))
+	}
+}

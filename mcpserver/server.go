@@ -1,0 +1,207 @@
+package mcpserver
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// Runner runs one job in a fresh sandbox. launcher.Launcher satisfies it.
+//
+// A program that fails, times out or is OOM-killed is a Result, not an error;
+// an error means the sandbox itself could not do its job.
+type Runner interface {
+	Run(ctx context.Context, job launcher.Job) (launcher.Result, error)
+}
+
+// Options configures the server. The zero value of every field means its
+// default, so Options{} is a valid configuration.
+type Options struct {
+	// Name and Version identify the server to clients in the MCP handshake.
+	// "" means "mcp-exec" and "dev" respectively.
+	Name, Version string
+	// MaxCodeBytes is the largest accepted "code" argument, in bytes.
+	// Zero or negative means 1 MiB (1048576).
+	MaxCodeBytes int
+	// MaxStdinBytes is the largest accepted "stdin" argument, in bytes.
+	// Zero or negative means 1 MiB (1048576).
+	MaxStdinBytes int
+	// MaxOutputBytes is the runner's cap on stdout+stderr together. The
+	// runner enforces it; here it only feeds the tool description and the
+	// text of a truncated result, so set it to what the runner really uses.
+	// Zero or negative means 1 MiB (1048576).
+	MaxOutputBytes int
+	// DefaultTimeout applies when a call has no timeout_s.
+	// Zero or negative means 30s; it is lowered to MaxTimeout if above it.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps timeout_s; larger requests are lowered to it, not refused.
+	// Zero or negative means 300s.
+	MaxTimeout time.Duration
+	// Python is the interpreter's name, used only in the tool description.
+	// "" means "python3".
+	Python string
+	// Logger receives one metadata-only line per call. The zero value logs
+	// nothing (a zero zerolog.Logger has no writer, like zerolog.Nop()).
+	Logger zerolog.Logger
+}
+
+const mib = 1 << 20
+
+// withDefaults replaces zero values by the documented defaults.
+func (o Options) withDefaults() Options {
+	o.Name = cmp.Or(o.Name, "mcp-exec")
+	o.Version = cmp.Or(o.Version, "dev")
+	o.Python = cmp.Or(o.Python, "python3")
+	o.MaxCodeBytes = positive(o.MaxCodeBytes, mib)
+	o.MaxStdinBytes = positive(o.MaxStdinBytes, mib)
+	o.MaxOutputBytes = positive(o.MaxOutputBytes, mib)
+	o.MaxTimeout = positive(o.MaxTimeout, 300*time.Second)
+	o.DefaultTimeout = min(positive(o.DefaultTimeout, 30*time.Second), o.MaxTimeout)
+	return o
+}
+
+func positive[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// New returns an MCP server offering exactly one tool, "exec", backed by r.
+// Connect it to a transport with its Run or Connect method.
+func New(r Runner, opts Options) *mcp.Server {
+	opts = opts.withDefaults()
+	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
+	h := &handler{runner: r, opts: opts, log: opts.Logger}
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        toolName,
+		Description: description(opts),
+		InputSchema: inputSchema(opts),
+		Annotations: annotations(),
+	}, h.exec)
+	return s
+}
+
+type handler struct {
+	runner Runner
+	opts   Options
+	log    zerolog.Logger
+}
+
+// exec is the tool handler. The SDK has already checked the arguments
+// against the input schema (types, required code, no unknown names); exec
+// checks the limits the schema cannot express, runs the job and maps the
+// outcome onto the three channels described in the package doc.
+func (h *handler) exec(ctx context.Context, _ *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execOutput, error) {
+	id := newExecID()
+	job, err := newJob(in, h.opts)
+	if err != nil {
+		h.logRejected(id, in, err)
+		return nil, execOutput{}, err
+	}
+	res, err := h.runner.Run(ctx, job)
+	if err != nil {
+		return nil, execOutput{}, h.runnerFailed(id, job, err)
+	}
+	h.logDone(id, job, res)
+	out := execOutput{
+		Stdout:     res.Stdout,
+		Stderr:     res.Stderr,
+		ExitCode:   res.ExitCode,
+		DurationMS: res.Duration.Milliseconds(),
+		Truncated:  res.Truncated,
+		TimedOut:   res.TimedOut,
+		OOMKilled:  res.OOMKilled,
+	}
+	// Setting Content stops the SDK from filling it with the raw JSON of out,
+	// which reads badly for a model or a person looking at a transcript.
+	text := &mcp.TextContent{Text: render(out, job.Timeout, h.opts.MaxOutputBytes)}
+	return &mcp.CallToolResult{Content: []mcp.Content{text}}, out, nil
+}
+
+// runnerFailed logs a runner error and turns it into the tool error the
+// client sees. Cancellation is passed through untouched: the caller went away,
+// the sandbox is fine, and "sandbox unavailable" would mislead the deployer.
+func (h *handler) runnerFailed(id string, job launcher.Job, err error) error {
+	if errors.Is(err, context.Canceled) {
+		h.log.Info().Str("exec_id", id).Msg("exec canceled")
+		return err
+	}
+	// Runner errors describe the infrastructure, never the program, so
+	// logging err keeps the no-caller-data rule.
+	h.log.Error().Err(err).Str("exec_id", id).
+		Int("code_bytes", len(job.Code)).Int("stdin_bytes", len(job.Stdin)).
+		Int64("timeout_ms", job.Timeout.Milliseconds()).
+		Msg("exec failed: sandbox unavailable")
+	return fmt.Errorf("sandbox unavailable: %w", err)
+}
+
+func (h *handler) logRejected(id string, in execInput, err error) {
+	ev := h.log.Info().Str("exec_id", id).
+		Int("code_bytes", len(in.Code)).Int("stdin_bytes", len(in.Stdin))
+	var inv *invalidInput
+	if errors.As(err, &inv) {
+		ev = ev.Str("field", inv.field)
+	}
+	ev.Msg("exec rejected")
+}
+
+func (h *handler) logDone(id string, job launcher.Job, res launcher.Result) {
+	h.log.Info().Str("exec_id", id).
+		Int("code_bytes", len(job.Code)).Int("stdin_bytes", len(job.Stdin)).
+		Int64("timeout_ms", job.Timeout.Milliseconds()).
+		Int("exit_code", res.ExitCode).Int64("duration_ms", res.Duration.Milliseconds()).
+		Int("stdout_bytes", len(res.Stdout)).Int("stderr_bytes", len(res.Stderr)).
+		Bool("truncated", res.Truncated).Bool("timed_out", res.TimedOut).
+		Bool("oom_killed", res.OOMKilled).
+		Msg("exec")
+}
+
+// newExecID returns a short random id that ties one call's log lines
+// together without revealing anything about the call.
+func newExecID() string {
+	var b [6]byte
+	rand.Read(b[:]) // never fails since Go 1.24
+	return hex.EncodeToString(b[:])
+}
+
+// render is the readable text block of a result: a status line, one line per
+// abnormal condition, then both streams under fixed headers. The same result
+// always renders to the same text.
+func render(out execOutput, timeout time.Duration, maxOutput int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit_code: %d (duration %d ms)\n", out.ExitCode, out.DurationMS)
+	if out.TimedOut {
+		fmt.Fprintf(&b, "timed_out: true (killed at the %s s limit)\n", seconds(timeout))
+	}
+	if out.OOMKilled {
+		b.WriteString("oom_killed: true (killed for running out of memory)\n")
+	}
+	if out.Truncated {
+		fmt.Fprintf(&b, "truncated: true (stdout and stderr together exceeded %s; the rest was dropped)\n", size(maxOutput))
+	}
+	section(&b, "stdout", out.Stdout)
+	section(&b, "stderr", out.Stderr)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func section(b *strings.Builder, name, s string) {
+	if s == "" {
+		fmt.Fprintf(b, "--- %s (empty) ---\n", name)
+		return
+	}
+	fmt.Fprintf(b, "--- %s ---\n%s", name, s)
+	if !strings.HasSuffix(s, "\n") {
+		b.WriteByte('\n')
+	}
+}

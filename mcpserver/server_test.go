@@ -1,0 +1,369 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the current output")
+
+// fakeRunner records the jobs it is given and answers with a fixed result.
+type fakeRunner struct {
+	mu   sync.Mutex
+	jobs []launcher.Job
+	res  launcher.Result
+	err  error
+}
+
+func (f *fakeRunner) Run(_ context.Context, job launcher.Job) (launcher.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs = append(f.jobs, job)
+	return f.res, f.err
+}
+
+func (f *fakeRunner) calls() []launcher.Job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.jobs)
+}
+
+func (f *fakeRunner) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs = nil
+}
+
+func (f *fakeRunner) set(res launcher.Result, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.res, f.err, f.jobs = res, err, nil
+}
+
+// connect serves New(r, opts) over in-memory transports and returns a
+// connected client session, closed when the test ends.
+func connect(tb testing.TB, ctx context.Context, r Runner, opts Options) *mcp.ClientSession {
+	tb.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := New(r, opts).Connect(ctx, st, nil)
+	if err != nil {
+		tb.Fatalf("server connect: got error %v, want nil", err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		tb.Fatalf("client connect: got error %v, want nil", err)
+	}
+	tb.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// call calls exec with raw JSON arguments, so tests can send exactly the
+// bytes a model might (1.5, "10", 1e12) rather than what Go would marshal.
+func call(tb testing.TB, ctx context.Context, cs *mcp.ClientSession, args string) *mcp.CallToolResult {
+	tb.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: json.RawMessage(args)})
+	if err != nil {
+		tb.Fatalf("CallTool(%s): got protocol error %v, want a result", args, err)
+	}
+	return res
+}
+
+func text(tb testing.TB, res *mcp.CallToolResult) string {
+	tb.Helper()
+	if len(res.Content) != 1 {
+		tb.Fatalf("content: got %d blocks, want 1", len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		tb.Fatalf("content[0]: got %T, want *mcp.TextContent", res.Content[0])
+	}
+	return tc.Text
+}
+
+// structured decodes structuredContent strictly: every field present, none extra.
+func structured(t *testing.T, res *mcp.CallToolResult) execOutput {
+	t.Helper()
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatalf("marshal structuredContent: %v", err)
+	}
+	var keys map[string]any
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		t.Fatalf("structuredContent %s: got %v, want a JSON object", raw, err)
+	}
+	want := []string{"duration_ms", "exit_code", "oom_killed", "stderr", "stdout", "timed_out", "truncated"}
+	if diff := cmp.Diff(want, slices.Sorted(maps.Keys(keys))); diff != "" {
+		t.Errorf("structuredContent keys (-want +got):\n%s", diff)
+	}
+	var out execOutput
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("decode structuredContent %s: %v", raw, err)
+	}
+	return out
+}
+
+func TestListToolsGolden(t *testing.T) {
+	cs := connect(t, t.Context(), &fakeRunner{}, Options{})
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("ListTools: got error %v, want nil", err)
+	}
+	if len(res.Tools) != 1 || res.Tools[0].Name != "exec" {
+		names := []string{}
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		t.Fatalf("tools: got %q, want [\"exec\"]", names)
+	}
+	got, err := json.MarshalIndent(res.Tools[0], "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	golden := filepath.Join("testdata", "tool.golden.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("tool JSON (-want +got), run with -update if intended:\n%s", diff)
+	}
+}
+
+// TestInputSchema pins the schema properties that validation relies on.
+func TestInputSchema(t *testing.T) {
+	s := inputSchema(Options{}.withDefaults())
+	if got := s.Properties["timeout_s"].Type; got != "integer" {
+		t.Errorf("timeout_s type: got %q, want \"integer\"", got)
+	}
+	if got := s.Properties["timeout_s"].Types; got != nil {
+		t.Errorf("timeout_s types: got %q, want nil", got)
+	}
+	if diff := cmp.Diff([]string{"code"}, s.Required); diff != "" {
+		t.Errorf("required (-want +got):\n%s", diff)
+	}
+	if ap := s.AdditionalProperties; ap == nil || ap.Not == nil {
+		t.Errorf("additionalProperties: got %v, want false", ap)
+	}
+}
+
+func TestCallValid(t *testing.T) {
+	const defaultT, maxT = 30 * time.Second, 300 * time.Second
+	tests := []struct {
+		name    string
+		args    string
+		res     launcher.Result
+		wantJob launcher.Job
+		want    execOutput
+		text    string
+	}{{
+		name:    "defaults",
+		args:    `{"code":"print(1)"}`,
+		res:     launcher.Result{Stdout: "1\n", Duration: 123 * time.Millisecond},
+		wantJob: launcher.Job{Code: "print(1)", Timeout: defaultT},
+		want:    execOutput{Stdout: "1\n", DurationMS: 123},
+		text:    "exit_code: 0 (duration 123 ms)\n--- stdout ---\n1\n--- stderr (empty) ---",
+	}, {
+		name:    "stdin and timeout passed through",
+		args:    `{"code":"import sys\nprint(sys.stdin.read())","stdin":"héllo\u0000","timeout_s":5}`,
+		res:     launcher.Result{Stdout: "héllo", Stderr: "warn", Duration: time.Second},
+		wantJob: launcher.Job{Code: "import sys\nprint(sys.stdin.read())", Stdin: "héllo\x00", Timeout: 5 * time.Second},
+		want:    execOutput{Stdout: "héllo", Stderr: "warn", DurationMS: 1000},
+		text:    "exit_code: 0 (duration 1000 ms)\n--- stdout ---\nhéllo\n--- stderr ---\nwarn",
+	}, {
+		name:    "timeout at max",
+		args:    `{"code":"x","timeout_s":300}`,
+		wantJob: launcher.Job{Code: "x", Timeout: maxT},
+		text:    "exit_code: 0 (duration 0 ms)\n--- stdout (empty) ---\n--- stderr (empty) ---",
+	}, {
+		name:    "timeout over max is capped",
+		args:    `{"code":"x","timeout_s":301}`,
+		wantJob: launcher.Job{Code: "x", Timeout: maxT},
+		text:    "exit_code: 0 (duration 0 ms)\n--- stdout (empty) ---\n--- stderr (empty) ---",
+	}, {
+		name:    "huge timeout is capped, not overflowed",
+		args:    `{"code":"x","timeout_s":1e12}`,
+		wantJob: launcher.Job{Code: "x", Timeout: maxT},
+		text:    "exit_code: 0 (duration 0 ms)\n--- stdout (empty) ---\n--- stderr (empty) ---",
+	}, {
+		name:    "timeout beyond int64 is capped",
+		args:    `{"code":"x","timeout_s":1e300}`,
+		wantJob: launcher.Job{Code: "x", Timeout: maxT},
+		text:    "exit_code: 0 (duration 0 ms)\n--- stdout (empty) ---\n--- stderr (empty) ---",
+	}, {
+		name:    "whole-valued float timeout is accepted",
+		args:    `{"code":"x","timeout_s":10.0}`,
+		wantJob: launcher.Job{Code: "x", Timeout: 10 * time.Second},
+		text:    "exit_code: 0 (duration 0 ms)\n--- stdout (empty) ---\n--- stderr (empty) ---",
+	}, {
+		name:    "NUL in code is the program's business",
+		args:    `{"code":"print(1)\u0000"}`,
+		wantJob: launcher.Job{Code: "print(1)\x00", Timeout: defaultT},
+		text:    "exit_code: 0 (duration 0 ms)\n--- stdout (empty) ---\n--- stderr (empty) ---",
+	}, {
+		name:    "non-zero exit is a normal result",
+		args:    `{"code":"raise SystemExit(3)"}`,
+		res:     launcher.Result{Stderr: "boom\n", ExitCode: 3, Duration: 40 * time.Millisecond},
+		wantJob: launcher.Job{Code: "raise SystemExit(3)", Timeout: defaultT},
+		want:    execOutput{Stderr: "boom\n", ExitCode: 3, DurationMS: 40},
+		text:    "exit_code: 3 (duration 40 ms)\n--- stdout (empty) ---\n--- stderr ---\nboom",
+	}, {
+		name: "timed out, truncated and oom are normal results",
+		args: `{"code":"while True: print(1)","timeout_s":2}`,
+		res: launcher.Result{Stdout: "1\n1", ExitCode: 137, Signal: 9, Duration: 2 * time.Second,
+			Truncated: true, TimedOut: true, OOMKilled: true},
+		wantJob: launcher.Job{Code: "while True: print(1)", Timeout: 2 * time.Second},
+		want:    execOutput{Stdout: "1\n1", ExitCode: 137, DurationMS: 2000, Truncated: true, TimedOut: true, OOMKilled: true},
+		text: "exit_code: 137 (duration 2000 ms)\n" +
+			"timed_out: true (killed at the 2 s limit)\n" +
+			"oom_killed: true (killed for running out of memory)\n" +
+			"truncated: true (stdout and stderr together exceeded 1 MiB; the rest was dropped)\n" +
+			"--- stdout ---\n1\n1\n--- stderr (empty) ---",
+	}}
+	r := &fakeRunner{}
+	cs := connect(t, t.Context(), r, Options{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r.set(tt.res, nil)
+			res := call(t, t.Context(), cs, tt.args)
+			if res.IsError {
+				t.Fatalf("isError: got true (%q), want false", text(t, res))
+			}
+			if diff := cmp.Diff([]launcher.Job{tt.wantJob}, r.calls()); diff != "" {
+				t.Errorf("jobs run (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, structured(t, res)); diff != "" {
+				t.Errorf("structuredContent (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.text, text(t, res)); diff != "" {
+				t.Errorf("text content (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCallInvalid(t *testing.T) {
+	opts := Options{MaxCodeBytes: 100, MaxStdinBytes: 50}
+	tests := []struct {
+		name string
+		args string
+		want string // substring of the error text
+	}{
+		{"no arguments", `{}`, `missing properties: ["code"]`},
+		{"missing code", `{"stdin":"x"}`, `missing properties: ["code"]`},
+		{"empty code", `{"code":""}`, `code is empty: send the Python program to run in "code"`},
+		{"whitespace code", `{"code":" \n\t "}`, `code is empty: send the Python program to run in "code"`},
+		{"code over limit", `{"code":"` + strings.Repeat("x", 101) + `"}`,
+			"code is 101 bytes; the limit is 100 bytes (MCP_EXEC_MAX_CODE_BYTES)"},
+		{"stdin over limit", `{"code":"x","stdin":"` + strings.Repeat("y", 51) + `"}`,
+			"stdin is 51 bytes; the limit is 50 bytes (MCP_EXEC_MAX_STDIN_BYTES)"},
+		{"timeout -1", `{"code":"x","timeout_s":-1}`,
+			"timeout_s is -1; it must be a whole number of seconds from 1 to 300 (absent means 30)"},
+		{"timeout 0", `{"code":"x","timeout_s":0}`,
+			"timeout_s is 0; it must be a whole number of seconds from 1 to 300 (absent means 30)"},
+		{"timeout hugely negative", `{"code":"x","timeout_s":-1e300}`,
+			"timeout_s is -9223372036854775808; it must be a whole number of seconds from 1 to 300"},
+		{"timeout fractional", `{"code":"x","timeout_s":1.5}`, "timeout_s"},
+		{"timeout string", `{"code":"x","timeout_s":"10"}`, "timeout_s"},
+		{"timeout null", `{"code":"x","timeout_s":null}`, "timeout_s"},
+		{"unknown argument", `{"code":"x","cmd":"ls"}`, `unexpected additional properties ["cmd"]`},
+		{"code wrong type", `{"code":123}`, "code"},
+	}
+	r := &fakeRunner{}
+	cs := connect(t, t.Context(), r, opts)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := call(t, t.Context(), cs, tt.args)
+			got := text(t, res)
+			t.Logf("error text: %s", got)
+			if !res.IsError {
+				t.Errorf("isError: got false, want true")
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("error text: got %q, want it to contain %q", got, tt.want)
+			}
+		})
+	}
+	if jobs := r.calls(); len(jobs) != 0 {
+		t.Fatalf("runner calls after bad input: got %d, want 0", len(jobs))
+	}
+	if res := call(t, t.Context(), cs, `{"code":"print(1)"}`); res.IsError {
+		t.Errorf("good call after bad ones: got isError true (%q), want false", text(t, res))
+	}
+}
+
+func TestRunnerError(t *testing.T) {
+	tests := []struct {
+		name    string
+		err     error
+		want    string
+		notWant string
+	}{
+		{"engine down", launcher.ErrEngineUnavailable, "sandbox unavailable: container engine unreachable", ""},
+		{"image missing", launcher.ErrImageMissing, "sandbox unavailable: sandbox image missing", ""},
+		{"canceled is passed through", context.Canceled, "context canceled", "sandbox unavailable"},
+	}
+	r := &fakeRunner{}
+	cs := connect(t, t.Context(), r, Options{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r.set(launcher.Result{}, tt.err)
+			res := call(t, t.Context(), cs, `{"code":"print(1)"}`)
+			got := text(t, res)
+			if !res.IsError {
+				t.Errorf("isError: got false, want true")
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("error text: got %q, want it to contain %q", got, tt.want)
+			}
+			if tt.notWant != "" && strings.Contains(got, tt.notWant) {
+				t.Errorf("error text: got %q, want it not to contain %q", got, tt.notWant)
+			}
+		})
+	}
+	r.set(launcher.Result{Stdout: "ok"}, nil)
+	if res := call(t, t.Context(), cs, `{"code":"print(1)"}`); res.IsError {
+		t.Errorf("call after runner errors: got isError true (%q), want false", text(t, res))
+	}
+}
+
+func BenchmarkCallFakeRunner(b *testing.B) {
+	r := &fakeRunner{res: launcher.Result{Stdout: "hello\n", Duration: time.Millisecond}}
+	cs := connect(b, b.Context(), r, Options{})
+	params := &mcp.CallToolParams{Name: "exec", Arguments: json.RawMessage(`{"code":"print('hello')"}`)}
+	for b.Loop() {
+		res, err := cs.CallTool(b.Context(), params)
+		if err != nil || res.IsError {
+			b.Fatalf("CallTool: got (%v, %v), want a successful result", res, err)
+		}
+		r.reset() // keep the recorded jobs from growing
+	}
+}

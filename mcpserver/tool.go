@@ -1,0 +1,183 @@
+package mcpserver
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// toolName is the one tool this server offers.
+const toolName = "exec"
+
+// execInput is the tool's arguments. The schema the SDK validates against is
+// inferred from it (see inputSchema), and struct inference already forbids
+// unknown properties.
+type execInput struct {
+	Code string `json:"code" jsonschema:"The complete Python program to run. Print results to stdout."`
+	// TimeoutS is a pointer so that an explicit 0 (invalid) differs from absent
+	// (the default).
+	TimeoutS *wholeSeconds `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit in whole seconds (inputSchema fills in the numbers)."`
+	Stdin    string        `json:"stdin,omitempty" jsonschema:"Text the program reads from standard input. Optional; empty when absent."`
+}
+
+// execOutput is the structured result. No omitempty: a model should always
+// see every field, including exit_code 0 and the false flags.
+type execOutput struct {
+	Stdout     string `json:"stdout" jsonschema:"What the program wrote to standard output."`
+	Stderr     string `json:"stderr" jsonschema:"What the program wrote to standard error (tracebacks land here)."`
+	ExitCode   int    `json:"exit_code" jsonschema:"The program's exit status; 128+N when killed by signal N."`
+	DurationMS int64  `json:"duration_ms" jsonschema:"How long the program ran, in milliseconds."`
+	Truncated  bool   `json:"truncated" jsonschema:"True when stdout and stderr together exceeded the output cap and were cut."`
+	TimedOut   bool   `json:"timed_out" jsonschema:"True when the program was killed for exceeding its timeout."`
+	OOMKilled  bool   `json:"oom_killed" jsonschema:"True when the program was killed for running out of memory."`
+}
+
+// wholeSeconds is timeout_s. The schema has already checked that it is a
+// whole number, but not that it fits an int64: the SDK re-encodes arguments
+// through float64, so 1e300 arrives as "1e+300". Saturating here lets such
+// values be capped like any other too-large timeout instead of failing with a
+// decoder message that names Go types.
+type wholeSeconds int64
+
+func (s *wholeSeconds) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("timeout_s is %s; it must be a whole number of seconds", b)
+	}
+	switch {
+	case f >= math.MaxInt64:
+		*s = math.MaxInt64
+	case f <= math.MinInt64:
+		*s = math.MinInt64
+	default:
+		*s = wholeSeconds(f)
+	}
+	return nil
+}
+
+// inputSchema is the schema inferred from execInput with two corrections.
+// The inferred type of a pointer field is ["null","integer"], and we want
+// models to see (and the validator to enforce) a plain integer. And the
+// timeout_s description states the configured range, which a struct tag can't.
+// There is deliberately no minimum: our own check gives a clearer message.
+func inputSchema(o Options) *jsonschema.Schema {
+	s, err := jsonschema.For[execInput](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: inferring input schema: %v", err)) // a bug in execInput
+	}
+	ts := s.Properties["timeout_s"]
+	ts.Types, ts.Type = nil, "integer"
+	ts.Description = fmt.Sprintf("Wall-clock limit in whole seconds, from 1 to %s. Optional; absent means %s. Larger values are lowered to %s.",
+		seconds(o.MaxTimeout), seconds(o.DefaultTimeout), seconds(o.MaxTimeout))
+	return s
+}
+
+// invalidInput is a rejected argument. Its message names the field and the
+// limit so the model can fix the call; field alone is what gets logged.
+type invalidInput struct {
+	field string
+	msg   string
+}
+
+func (e *invalidInput) Error() string { return e.msg }
+
+// newJob checks in against the limits and builds the job the runner gets.
+func newJob(in execInput, o Options) (launcher.Job, error) {
+	if strings.TrimSpace(in.Code) == "" {
+		return launcher.Job{}, &invalidInput{"code", `code is empty: send the Python program to run in "code"`}
+	}
+	if err := checkSize("code", in.Code, o.MaxCodeBytes, "MCP_EXEC_MAX_CODE_BYTES"); err != nil {
+		return launcher.Job{}, err
+	}
+	if err := checkSize("stdin", in.Stdin, o.MaxStdinBytes, "MCP_EXEC_MAX_STDIN_BYTES"); err != nil {
+		return launcher.Job{}, err
+	}
+	timeout, err := effectiveTimeout(in.TimeoutS, o)
+	if err != nil {
+		return launcher.Job{}, err
+	}
+	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout}, nil
+}
+
+func checkSize(field, s string, limit int, env string) error {
+	if len(s) <= limit {
+		return nil
+	}
+	msg := fmt.Sprintf("%s is %d bytes; the limit is %d bytes (%s)", field, len(s), limit, env)
+	return &invalidInput{field, msg}
+}
+
+// effectiveTimeout applies the default and the cap. It compares seconds
+// before multiplying, because a huge timeout_s times time.Second would
+// overflow time.Duration into a negative or tiny value.
+func effectiveTimeout(secs *wholeSeconds, o Options) (time.Duration, error) {
+	if secs == nil {
+		return o.DefaultTimeout, nil
+	}
+	maxS := wholeSeconds(o.MaxTimeout / time.Second)
+	if *secs < 1 {
+		msg := fmt.Sprintf("timeout_s is %d; it must be a whole number of seconds from 1 to %d (absent means %s)",
+			*secs, maxS, seconds(o.DefaultTimeout))
+		return 0, &invalidInput{"timeout_s", msg}
+	}
+	if *secs >= maxS {
+		return o.MaxTimeout, nil
+	}
+	return time.Duration(*secs) * time.Second, nil
+}
+
+// seconds renders d as a number of seconds without a unit, e.g. "30" or "1.5".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// size renders a byte count the way a person would write a limit.
+func size(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}
+
+// description is written for the model choosing and calling the tool: what
+// it can import, what it cannot do, and the limits it will run into.
+func description(o Options) string {
+	return fmt.Sprintf(`Run a Python 3 program (%s) in a fresh, locked-down sandbox and return its stdout, stderr and exit code.
+
+Available: the Python standard library plus PyYAML, Jinja2, Pillow, numpy, pandas and matplotlib (headless, Agg backend: save figures to files under /tmp, never plt.show()).
+
+Isolation: there is no network at all (no pip install, no HTTP, no DNS). Nothing persists between calls: each call runs in a new container, so every call must define and import everything it needs. /tmp is private and writable; the rest of the filesystem is read-only. Files do not come back to you; print what you need.
+
+Input: put the whole program in "code". Pass data for standard input in "stdin" (stdin is empty otherwise). Print results to stdout.
+
+Limits: timeout_s defaults to %s s and is capped at %s s. stdout and stderr together are capped at %s; beyond that they are cut and "truncated" is true. code is limited to %s and stdin to %s.
+
+Result: stdout, stderr, exit_code, duration_ms, truncated, timed_out, oom_killed. A program that fails (non-zero exit_code, timed_out, oom_killed) is a normal result: read stderr and fix the code. A tool error means the arguments were invalid (the message says which limit) or the sandbox itself is unavailable (retrying with other code will not help).`,
+		o.Python, seconds(o.DefaultTimeout), seconds(o.MaxTimeout),
+		size(o.MaxOutputBytes), size(o.MaxCodeBytes), size(o.MaxStdinBytes))
+}
+
+// annotations: the tool changes nothing outside its own throwaway sandbox
+// (not destructive, closed world), but it is not read-only or idempotent in
+// the MCP sense: programs may be random or time-dependent.
+func annotations() *mcp.ToolAnnotations {
+	f := false
+	return &mcp.ToolAnnotations{
+		Title:           "Run Python in a sandbox",
+		ReadOnlyHint:    false,
+		DestructiveHint: &f,
+		IdempotentHint:  false,
+		OpenWorldHint:   &f,
+	}
+}

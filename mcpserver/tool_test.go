@@ -1,0 +1,121 @@
+package mcpserver
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestWithDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Options
+		want Options
+	}{{
+		name: "zero",
+		want: Options{Name: "mcp-exec", Version: "dev", Python: "python3", MaxCodeBytes: 1048576, MaxStdinBytes: 1048576,
+			MaxOutputBytes: 1048576, DefaultTimeout: 30 * time.Second, MaxTimeout: 300 * time.Second},
+	}, {
+		name: "set values kept",
+		in: Options{Name: "n", Version: "v", Python: "python3.13", MaxCodeBytes: 1, MaxStdinBytes: 2,
+			MaxOutputBytes: 3, DefaultTimeout: time.Second, MaxTimeout: time.Minute},
+		want: Options{Name: "n", Version: "v", Python: "python3.13", MaxCodeBytes: 1, MaxStdinBytes: 2,
+			MaxOutputBytes: 3, DefaultTimeout: time.Second, MaxTimeout: time.Minute},
+	}, {
+		name: "default above max is lowered, negatives mean default",
+		in:   Options{MaxCodeBytes: -1, DefaultTimeout: time.Hour, MaxTimeout: time.Minute},
+		want: Options{Name: "mcp-exec", Version: "dev", Python: "python3", MaxCodeBytes: 1048576, MaxStdinBytes: 1048576,
+			MaxOutputBytes: 1048576, DefaultTimeout: time.Minute, MaxTimeout: time.Minute},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.in.withDefaults()
+			// Logger is not defaulted (its zero value is already silent) and
+			// has unexported fields, so it is left out of the comparison.
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Options{}, "Logger")); diff != "" {
+				t.Errorf("withDefaults (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEffectiveTimeout(t *testing.T) {
+	o := Options{}.withDefaults()
+	ptr := func(v wholeSeconds) *wholeSeconds { return &v }
+	tests := []struct {
+		name    string
+		in      *wholeSeconds
+		want    time.Duration
+		wantErr string
+	}{
+		{"absent", nil, 30 * time.Second, ""},
+		{"one", ptr(1), time.Second, ""},
+		{"max", ptr(300), 300 * time.Second, ""},
+		{"over max", ptr(301), 300 * time.Second, ""},
+		{"would overflow Duration", ptr(1e18), 300 * time.Second, ""},
+		{"max int64", ptr(math.MaxInt64), 300 * time.Second, ""},
+		{"zero", ptr(0), 0, "timeout_s is 0; it must be a whole number of seconds from 1 to 300 (absent means 30)"},
+		{"min int64", ptr(math.MinInt64), 0, "timeout_s is -9223372036854775808;"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := effectiveTimeout(tt.in, o)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error: got %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("got (%v, %v), want (%v, nil)", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWholeSecondsUnmarshal(t *testing.T) {
+	tests := []struct {
+		in   string
+		want wholeSeconds
+	}{
+		{"5", 5},
+		{"10.0", 10},
+		{"1e+300", math.MaxInt64},
+		{"-1e+300", math.MinInt64},
+		{"9223372036854775808", math.MaxInt64},
+	}
+	for _, tt := range tests {
+		var got wholeSeconds
+		if err := got.UnmarshalJSON([]byte(tt.in)); err != nil || got != tt.want {
+			t.Errorf("UnmarshalJSON(%s): got (%d, %v), want (%d, nil)", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestSize(t *testing.T) {
+	tests := []struct {
+		in   int
+		want string
+	}{{1048576, "1 MiB"}, {3 << 20, "3 MiB"}, {65536, "64 KiB"}, {1000, "1000 bytes"}, {1048577, "1048577 bytes"}}
+	for _, tt := range tests {
+		if got := size(tt.in); got != tt.want {
+			t.Errorf("size(%d): got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestDescriptionFollowsOptions checks the numbers a model relies on come from Options.
+func TestDescriptionFollowsOptions(t *testing.T) {
+	d := description(Options{Python: "python3.12", DefaultTimeout: 10 * time.Second, MaxTimeout: time.Minute,
+		MaxOutputBytes: 64 << 10, MaxCodeBytes: 2 << 20, MaxStdinBytes: 1000}.withDefaults())
+	for _, want := range []string{"(python3.12)", "defaults to 10 s", "capped at 60 s", "capped at 64 KiB",
+		"code is limited to 2 MiB", "stdin to 1000 bytes", "no network", "/tmp", "matplotlib"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("description: got %q, want it to contain %q", d, want)
+		}
+	}
+}
