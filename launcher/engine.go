@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -95,9 +96,20 @@ func (l *Launcher) Reap(ctx context.Context) (int, error) {
 }
 
 func (l *Launcher) remove(ctx context.Context, id string) error {
-	_, err := l.eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) { // conflict: already being removed
-		return fmt.Errorf("removing container %s: %w", shortID(id), err)
+	// A conflict means the engine is busy with the container (still starting after a
+	// cancelled start, or already being removed): try again until it is gone.
+	for {
+		_, err := l.eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		switch {
+		case err == nil || cerrdefs.IsNotFound(err):
+			return nil
+		case !cerrdefs.IsConflict(err):
+			return fmt.Errorf("removing container %s: %w", shortID(id), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("removing container %s: %w", shortID(id), errors.Join(err, ctx.Err()))
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return nil
 }

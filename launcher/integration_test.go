@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,12 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 		opts.Instance = "test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 		if len(opts.Instance) > 60 {
 			opts.Instance = opts.Instance[:60]
+		}
+	}
+	if opts.PoolSize == 0 {
+		// CI runs the integration suite twice: cold, and with a warm pool.
+		if n, err := strconv.Atoi(os.Getenv("MCP_EXEC_TEST_POOL_SIZE")); err == nil {
+			opts.PoolSize = n
 		}
 	}
 	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)

@@ -24,7 +24,8 @@ type Options struct {
 	Instance       string        // label value naming this server's containers; "" is "default"
 	Preload        []string      // modules the bootstrap imports before the code arrives
 	MaxConcurrent  int           // sandboxes running at once; 0 is 4
-	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0 is none, <0 is 0 waiting
+	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
+	PoolSize       int           // sandboxes kept started ahead of demand; 0 is cold mode
 	Logger         zerolog.Logger
 }
 
@@ -73,6 +74,7 @@ type Launcher struct {
 	opts  Options
 	log   zerolog.Logger
 	slots *slots
+	pool  *pool // nil in cold mode
 
 	stop    context.Context // cancelled by Close: ends every run in flight
 	cancel  context.CancelFunc
@@ -90,14 +92,26 @@ func New(eng Engine, opts Options) (*Launcher, error) {
 		return nil, err
 	}
 	stop, cancel := context.WithCancel(context.Background())
-	return &Launcher{
+	l := &Launcher{
 		eng:    eng,
 		opts:   o,
 		log:    o.Logger,
 		slots:  newSlots(o.MaxConcurrent, o.MaxQueue),
 		stop:   stop,
 		cancel: cancel,
-	}, nil
+	}
+	if o.PoolSize > 0 {
+		l.pool = newPool(l, o.PoolSize)
+	}
+	return l, nil
+}
+
+// PoolStats reports the warm pool's state; Size is 0 in cold mode.
+func (l *Launcher) PoolStats() PoolStats {
+	if l.pool == nil {
+		return PoolStats{}
+	}
+	return l.pool.stats()
 }
 
 // Options returns the effective options, defaults applied.
@@ -124,13 +138,22 @@ func (l *Launcher) Run(ctx context.Context, job Job) (Result, error) {
 	if job.Timeout <= 0 {
 		job.Timeout = l.opts.DefaultTimeout
 	}
-	sb, err := l.start(ctx)
+	sb, err := l.sandbox(ctx)
 	if err != nil {
 		return Result{}, l.closedOr(err)
 	}
 	defer l.dispose(sb)
 	res, err := sb.exec(ctx, job)
 	return res, l.closedOr(err)
+}
+
+// sandbox returns a warm sandbox from the pool, or a cold one.
+func (l *Launcher) sandbox(ctx context.Context) (*sandbox, error) {
+	if l.pool == nil {
+		return l.start(ctx)
+	}
+	sb, _, err := l.pool.get(ctx)
+	return sb, err
 }
 
 // closedOr reports ErrClosed for a run that ended because the launcher closed.
@@ -161,6 +184,9 @@ func (l *Launcher) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		l.runs.Wait()
+		if l.pool != nil {
+			<-l.pool.done
+		}
 		l.cleanup.Wait()
 		close(done)
 	}()

@@ -28,6 +28,8 @@ type sandbox struct {
 	streamDone chan struct{}
 }
 
+const createTimeout = 30 * time.Second
+
 // start creates, attaches and starts a sandbox. Attach comes before start: output
 // written before an attach is lost, as there is no log driver to replay it.
 func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
@@ -36,7 +38,12 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 		return nil, err
 	}
 	cfg, host := containerSpec(l.opts, profile)
-	created, err := l.eng.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	// The create is not cancelled with ctx: an engine may finish creating a container
+	// after its client gave up, and that container would leak. It is quick; the
+	// cancellation is honoured right after.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	created, err := l.eng.ContainerCreate(cctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	cancel()
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("creating sandbox: %w: %q (build it with scripts/images.sh): %w", ErrImageMissing, l.opts.Image, err)
@@ -48,12 +55,16 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 		if err != nil {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			defer cancel()
+			l.log.Debug().Err(err).Str("container_id", shortID(sb.id)).Msg("start failed; removing")
 			if rmErr := l.remove(ctx, sb.id); rmErr != nil {
 				err = errorsJoin(err, rmErr)
 			}
 		}
 	}()
 
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	att, err := l.eng.ContainerAttach(ctx, sb.id, client.ContainerAttachOptions{
 		Stream: true, Stdin: true, Stdout: true, Stderr: true,
 	})
@@ -76,6 +87,16 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 	}
 	l.log.Debug().Str("container_id", shortID(sb.id)).Msg("sandbox started")
 	return sb, nil
+}
+
+// alive reports whether the sandbox is still running and has not been used.
+func (sb *sandbox) alive() bool {
+	select {
+	case <-sb.streamDone:
+		return false
+	default:
+		return !sb.dec.finished()
+	}
 }
 
 // exec delivers the job and waits for the program's end, the timeout, or ctx.

@@ -45,6 +45,8 @@ type Config struct {
 	Runtime        string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default
 	MaxConcurrent  int           // --max-concurrent MCP_EXEC_MAX_CONCURRENT
 	MaxQueue       int           // --max-queue MCP_EXEC_MAX_QUEUE
+	PoolSize       int           // --pool-size MCP_EXEC_POOL_SIZE: warm sandboxes kept ready; 0 = cold mode
+	Preload        string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
 	Instance       string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
 	LogLevel       string        // --log-level MCP_EXEC_LOG_LEVEL
 	LogFormat      string        // --log-format MCP_EXEC_LOG_FORMAT
@@ -66,6 +68,7 @@ const (
 	cfgMinPids        = 8
 	cfgMaxCPUs        = 64.0
 	cfgMinTmpfs       = 1 * units.MiB
+	cfgMaxPool        = 64
 )
 
 var (
@@ -75,6 +78,7 @@ var (
 
 	cfgInstanceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 	cfgRuntimeRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	cfgPreloadRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*(,[A-Za-z_][A-Za-z0-9_.]*)*$`)
 )
 
 // cfgHostname supplies the default --instance; tests replace it.
@@ -99,6 +103,8 @@ func cfgDefaults() Config {
 		TmpfsSize:      64 * units.MiB,
 		MaxConcurrent:  4,
 		MaxQueue:       64,
+		PoolSize:       2,
+		Preload:        "",
 		Instance:       host,
 		LogLevel:       "info",
 		LogFormat:      "auto",
@@ -151,6 +157,10 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxConcurrent) }},
 	{"max-queue", "MCP_EXEC_MAX_QUEUE", "calls waiting for a free slot before new ones are refused",
 		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxQueue) }},
+	{"pool-size", "MCP_EXEC_POOL_SIZE", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
+		func(c *Config) flag.Value { return (*cfgInt)(&c.PoolSize) }},
+	{"preload", "MCP_EXEC_PRELOAD", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Preload) }},
 	{"instance", "MCP_EXEC_INSTANCE", "label value marking this server's containers (default: host name)",
 		func(c *Config) flag.Value { return (*cfgString)(&c.Instance) }},
 	{"log-level", "MCP_EXEC_LOG_LEVEL", "trace, debug, info, warn or error",
@@ -315,6 +325,12 @@ func (c Config) Validate() error {
 	}
 	atLeast("max-concurrent", int64(c.MaxConcurrent), 1)
 	atLeast("max-queue", int64(c.MaxQueue), 0)
+	if c.PoolSize < 0 || c.PoolSize > cfgMaxPool {
+		bad("pool-size", "must be from 0 to %d, got %d", cfgMaxPool, c.PoolSize)
+	}
+	if c.Preload != "" && !cfgPreloadRE.MatchString(c.Preload) {
+		bad("preload", "must be module names separated by commas (e.g. numpy,pandas), got %q", c.Preload)
+	}
 	if !cfgInstanceRE.MatchString(c.Instance) {
 		bad("instance", "must match %s, got %q", cfgInstanceRE, c.Instance)
 	}
@@ -366,6 +382,8 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 		Str("runtime", c.Runtime).
 		Int("max_concurrent", c.MaxConcurrent).
 		Int("max_queue", c.MaxQueue).
+		Int("pool_size", c.PoolSize).
+		Str("preload", c.Preload).
 		Str("instance", c.Instance).
 		Str("log_level", c.LogLevel).
 		Str("log_format", c.LogFormat)

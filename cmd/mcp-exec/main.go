@@ -122,6 +122,8 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger) (*launcher
 		Instance:       cfg.Instance,
 		MaxConcurrent:  cfg.MaxConcurrent,
 		MaxQueue:       cfg.MaxQueue,
+		PoolSize:       cfg.PoolSize,
+		Preload:        splitList(cfg.Preload),
 		Logger:         log,
 	})
 	if err != nil {
@@ -150,4 +152,11 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger) (*launcher
 	}
 	log.Debug().Str("engine", cli.DaemonHost()).Msg("engine ready")
 	return l, cleanup, nil
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

@@ -1,0 +1,262 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// pool keeps sandboxes started ahead of demand: created, attached, started, the
+// interpreter loaded (and Options.Preload imported) and blocked reading its code. Each
+// serves exactly one job and is then removed like a cold one; the pool refills in the
+// background. An idle sandbox holds no caller data: none has been sent to it yet.
+type pool struct {
+	l    *Launcher
+	size int
+
+	mu       sync.Mutex
+	idle     []*sandbox
+	starting int           // sandboxes being prepared
+	avail    chan struct{} // signalled (non-blocking) when idle grows
+	wake     chan struct{} // signalled when the refill loop should look again
+	imageID  string        // image the idle sandboxes were made from
+	lastErr  error         // the last refill failure, for readiness reports
+	done     chan struct{}
+}
+
+func newPool(l *Launcher, size int) *pool {
+	p := &pool{
+		l:     l,
+		size:  size,
+		avail: make(chan struct{}, 1),
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	go p.refill()
+	return p
+}
+
+// get returns a ready sandbox: an idle one at once, or else whichever comes first of
+// a pooled one becoming ready and a cold start of our own. A cold start that loses the
+// race joins the pool, so no engine work is wasted.
+func (p *pool) get(ctx context.Context) (*sandbox, bool, error) {
+	if sb := p.take(); sb != nil {
+		return sb, true, nil
+	}
+	cold := make(chan started, 1)
+	go func() {
+		sb, err := p.l.start(context.WithoutCancel(ctx))
+		cold <- started{sb, err}
+	}()
+	for {
+		select {
+		case <-p.avail:
+			if sb := p.take(); sb != nil {
+				p.adoptLater(cold)
+				return sb, true, nil
+			}
+		case c := <-cold:
+			return c.sb, false, c.err
+		case <-ctx.Done():
+			p.adoptLater(cold)
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+type started struct {
+	sb  *sandbox
+	err error
+}
+
+// adoptLater gives the pool the cold start that lost the race. It is called within a
+// Run, whose count it extends so that Close waits for it.
+func (p *pool) adoptLater(cold <-chan started) {
+	p.l.runs.Add(1)
+	go func() {
+		defer p.l.runs.Done()
+		if c := <-cold; c.err == nil {
+			p.adopt(c.sb)
+		}
+	}()
+}
+
+// take removes and returns a live idle sandbox, disposing of dead ones, or nil.
+func (p *pool) take() *sandbox {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer p.signal(p.wake)
+	for len(p.idle) > 0 {
+		sb := p.idle[0]
+		p.idle = p.idle[1:]
+		if sb.alive() {
+			if len(p.idle) > 0 {
+				p.signal(p.avail)
+			}
+			return sb
+		}
+		p.l.dispose(sb)
+	}
+	return nil
+}
+
+// adopt adds a started sandbox to the pool once its interpreter is ready, or removes
+// it when the pool is full, closed, or the sandbox dies first.
+func (p *pool) adopt(sb *sandbox) {
+	select {
+	case <-sb.dec.ready:
+	case <-sb.streamDone:
+	case <-p.l.stop.Done():
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !sb.alive() || p.l.stop.Err() != nil || len(p.idle)+p.starting >= p.size {
+		p.l.dispose(sb)
+		return
+	}
+	p.idle = append(p.idle, sb)
+	p.signal(p.avail)
+}
+
+func (p *pool) signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// refill keeps idle+starting at size, retrying with backoff while the engine fails,
+// and drains the pool when the image changes under the same name.
+func (p *pool) refill() {
+	defer close(p.done)
+	p.checkImage()
+	check := time.NewTicker(imageCheckInterval)
+	defer check.Stop()
+	var backoff time.Duration
+	var retry <-chan time.Time // non-nil while backing off
+	for {
+		if retry == nil && p.needed() {
+			if err := p.startOne(); err != nil {
+				backoff = nextBackoff(backoff)
+				retry = time.After(backoff)
+				if p.l.stop.Err() == nil {
+					p.l.log.Warn().Err(err).Dur("retry_in", backoff).Msg("refilling warm pool")
+				}
+			} else {
+				backoff = 0
+			}
+			continue
+		}
+		select {
+		case <-p.l.stop.Done():
+			p.drain()
+			return
+		case <-p.wake:
+		case <-retry:
+			retry = nil
+		case <-check.C:
+			p.checkImage()
+		}
+	}
+}
+
+func (p *pool) needed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.l.stop.Err() == nil && len(p.idle)+p.starting < p.size
+}
+
+// startOne prepares one sandbox and adds it to the pool once it is ready.
+func (p *pool) startOne() error {
+	p.mu.Lock()
+	p.starting++
+	p.mu.Unlock()
+	sb, err := p.l.start(p.l.stop)
+	if err == nil {
+		err = p.waitReady(sb)
+	}
+	p.mu.Lock()
+	p.starting--
+	p.lastErr = err
+	p.mu.Unlock()
+	if err == nil {
+		p.adopt(sb)
+	}
+	return err
+}
+
+const imageCheckInterval = 30 * time.Second
+
+func nextBackoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return 500 * time.Millisecond
+	}
+	return min(2*d, 30*time.Second)
+}
+
+// waitReady waits for the bootstrap's ready frame, so that a pooled sandbox is one
+// whose interpreter (and preloaded modules) are loaded.
+func (p *pool) waitReady(sb *sandbox) error {
+	select {
+	case <-sb.dec.ready:
+		return nil
+	case <-sb.streamDone:
+		p.l.dispose(sb)
+		return sb.brokenErr(errNoReady)
+	case <-p.l.stop.Done():
+		p.l.dispose(sb)
+		return ErrClosed
+	}
+}
+
+// checkImage drains the idle sandboxes when the image tag now names another image
+// (rebuilt or re-pulled), so that every exec runs on the image currently configured.
+func (p *pool) checkImage() {
+	ctx, cancel := context.WithTimeout(p.l.stop, 10*time.Second)
+	defer cancel()
+	img, err := p.l.eng.ImageInspect(ctx, p.l.opts.Image)
+	if err != nil {
+		return // the next refill reports what is wrong
+	}
+	p.mu.Lock()
+	changed := p.imageID != "" && p.imageID != img.ID
+	p.imageID = img.ID
+	var stale []*sandbox
+	if changed {
+		stale, p.idle = p.idle, nil
+	}
+	p.mu.Unlock()
+	for _, sb := range stale {
+		p.l.dispose(sb)
+	}
+	if changed {
+		p.l.log.Info().Int("drained", len(stale)).Msg("sandbox image changed; warm pool refilled")
+		p.signal(p.wake)
+	}
+}
+
+func (p *pool) drain() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, sb := range idle {
+		p.l.dispose(sb)
+	}
+}
+
+// PoolStats describes the warm pool.
+type PoolStats struct {
+	Size    int   // configured size; 0 is cold mode
+	Idle    int   // ready sandboxes waiting for a job
+	LastErr error // the last refill failure, nil once a refill succeeds
+}
+
+func (p *pool) stats() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PoolStats{Size: p.size, Idle: len(p.idle), LastErr: p.lastErr}
+}
+
+var errNoReady = errors.New("sandbox ended before its interpreter was ready")
