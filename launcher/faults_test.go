@@ -1,0 +1,239 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
+)
+
+// waitForSandbox returns the id of the first container of instance once it runs.
+func waitForSandbox(t *testing.T, cli *client.Client, instance string) string {
+	t.Helper()
+	f := make(client.Filters).Add("label", LabelInstance+"="+instance).Add("status", "running")
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{Filters: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) > 0 {
+			return list.Items[0].ID
+		}
+	}
+	t.Fatal("no running sandbox appeared")
+	return ""
+}
+
+// TestKilledFromOutside: a sandbox killed by someone else gives a clear result, not
+// a hang or a server error.
+func TestKilledFromOutside(t *testing.T) {
+	l := testLauncher(t, Options{PoolSize: -1})
+	cli := l.eng.(*client.Client)
+	go func() {
+		id := waitForSandbox(t, cli, l.opts.Instance)
+		time.Sleep(500 * time.Millisecond)
+		_, _ = cli.ContainerKill(context.Background(), id, client.ContainerKillOptions{Signal: "KILL"})
+	}()
+	res, err := l.Run(t.Context(), Job{Code: "import time\nprint('started', flush=True)\ntime.sleep(60)"})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.ExitCode != 137 || res.Signal != 9 || res.TimedOut {
+		t.Errorf("got exit %d signal %d timed_out %v, want 137, 9, false", res.ExitCode, res.Signal, res.TimedOut)
+	}
+	if !strings.Contains(res.Stderr, "sandbox was stopped before the program reported its exit") {
+		t.Errorf("stderr: got %q, want a note that the sandbox was stopped", res.Stderr)
+	}
+	if res.Stdout != "started\n" {
+		t.Errorf("stdout: got %q, want %q", res.Stdout, "started\n")
+	}
+}
+
+// TestImageDeleted: deleting the image under a running server gives a clear error
+// naming the image and how to build it.
+func TestImageDeleted(t *testing.T) {
+	base := testLauncher(t, Options{})
+	tag := "mcp-exec/test-deleted:" + randomHex(4)
+	if out, err := exec.Command("docker", "tag", base.opts.Image, tag).CombinedOutput(); err != nil {
+		t.Skipf("docker CLI: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", tag).Run() })
+	l := testLauncher(t, Options{Image: tag, Instance: "test-image-deleted", PoolSize: -1})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.Run(context.Background(), Job{Code: "import time; time.sleep(2); print('done')"})
+		errc <- err
+	}()
+	waitForSandbox(t, l.eng.(*client.Client), l.opts.Instance)
+	if out, err := exec.Command("docker", "rmi", tag).CombinedOutput(); err != nil {
+		t.Fatalf("docker rmi: %v: %s", err, out)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("run in flight: got %v, want it to finish (its container holds the image)", err)
+	}
+	_, err := l.Run(t.Context(), Job{Code: "print(1)"})
+	if !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), tag) {
+		t.Errorf("got %v, want ErrImageMissing naming %s", err, tag)
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// syncBuffer is a log sink the launcher's goroutines can write to concurrently.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestNoCallerDataPersisted puts canaries in the code, the stdin and the output and
+// searches the engine's records (inspect, the data root's container files and the
+// container's writable layer) while the sandbox runs and after it is gone, and our
+// own log at trace level. The output canary is computed by the program, so it is in
+// neither the code nor the stdin.
+func TestNoCallerDataPersisted(t *testing.T) {
+	var logs syncBuffer
+	l := testLauncher(t, Options{PoolSize: -1})
+	l.log = zerolog.New(&logs).Level(zerolog.TraceLevel)
+	cli := l.eng.(*client.Client)
+	info, err := cli.Info(t.Context(), client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := info.Info.DockerRootDir
+	if _, err := os.ReadDir(filepath.Join(root, "containers")); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("cannot read the engine's data root: %v", err)
+		}
+		t.Fatalf("cannot read the engine's data root %s: %v", root, err)
+	}
+
+	codeCanary := "code-canary-" + randomHex(12)
+	stdinCanary := "stdin-canary-" + randomHex(12)
+	outSeed := randomHex(12)
+	outCanary := "output-canary-" + outSeed // printed reversed-then-restored at run time
+	code := "# " + codeCanary + "\n" +
+		"import sys, time\n" +
+		"data = sys.stdin.read()\n" +
+		"print(data)\n" +
+		"print('output-canary-' + '" + reverse(outSeed) + "'[::-1], flush=True)\n" +
+		"open('/tmp/f', 'w').write(data)\n" +
+		"time.sleep(4)\n"
+	canaries := []string{codeCanary, stdinCanary, outCanary}
+
+	type found struct{ where, canary string }
+	search := func(id string) []found {
+		var hits []found
+		if id != "" {
+			ins, err := cli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
+			if err == nil {
+				for _, c := range canaries {
+					if bytes.Contains(ins.Raw, []byte(c)) {
+						hits = append(hits, found{"docker inspect", c})
+					}
+				}
+			}
+		}
+		dirs := []string{filepath.Join(root, "containers")}
+		// The container's own layers, wherever the storage driver keeps them.
+		if id != "" {
+			if ins, err := cli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{}); err == nil {
+				for _, k := range []string{"UpperDir", "WorkDir", "MergedDir"} {
+					if d := ins.Container.GraphDriver.Data[k]; d != "" && k != "MergedDir" {
+						dirs = append(dirs, d)
+					}
+				}
+			}
+		}
+		for _, d := range dirs {
+			_ = filepath.WalkDir(d, func(path string, e os.DirEntry, err error) error {
+				if err != nil || !e.Type().IsRegular() {
+					return nil
+				}
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return nil
+				}
+				for _, c := range canaries {
+					if bytes.Contains(b, []byte(c)) {
+						hits = append(hits, found{path, c})
+					}
+				}
+				return nil
+			})
+		}
+		return hits
+	}
+
+	type outcome struct {
+		res Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := l.Run(context.Background(), Job{Code: code, Stdin: stdinCanary, Timeout: 30 * time.Second})
+		done <- outcome{res, err}
+	}()
+	id := waitForSandbox(t, cli, l.opts.Instance)
+	time.Sleep(1500 * time.Millisecond) // the program has read its stdin and printed
+	if hits := search(id); len(hits) > 0 {
+		t.Errorf("while running: caller data found: %v", hits)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if !strings.Contains(o.res.Stdout, outCanary) || !strings.Contains(o.res.Stdout, stdinCanary) {
+		t.Fatalf("stdout %q lacks the canaries: the test would prove nothing", o.res.Stdout)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hits := search(""); len(hits) > 0 {
+		t.Errorf("after removal: caller data found: %v", hits)
+	}
+	for _, c := range canaries {
+		if strings.Contains(logs.String(), c) {
+			t.Errorf("our log contains %s", c)
+		}
+	}
+	if !strings.Contains(logs.String(), "sandbox started") {
+		t.Errorf("log: got %q, want lifecycle lines at trace level (else this proves nothing)", logs.String())
+	}
+}
+
+func reverse(s string) string {
+	b := []byte(s)
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b)
+}
