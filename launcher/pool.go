@@ -192,7 +192,7 @@ func nextBackoff(d time.Duration) time.Duration {
 	if d == 0 {
 		return 500 * time.Millisecond
 	}
-	return min(2*d, 30*time.Second)
+	return min(2*d, 10*time.Second)
 }
 
 // waitReady waits for the bootstrap's ready frame, so that a pooled sandbox is one

@@ -28,6 +28,12 @@ step "go test -race"
 export CI=${CI:-}
 go test -race -count=1 -timeout 20m ./...
 
+step "launcher suite again, with a warm pool"
+MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m ./launcher/...
+
+step "engine restart (stops and restarts dockerd)"
+go test -tags enginefault -count=1 -timeout 5m -run '^TestEngineRestart$' ./launcher
+
 step "short fuzz"
 go test ./launcher -run '^$' -fuzz '^FuzzCapture$' -fuzztime "${FUZZTIME:-10s}"
 go test ./launcher -run '^$' -fuzz '^FuzzDecoder$' -fuzztime "${FUZZTIME:-10s}"
