@@ -201,16 +201,54 @@ func TestCloseEndsRuns(t *testing.T) {
 		errc <- err
 	}()
 	time.Sleep(1500 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	// A grace period of one second: the run in flight is killed when it ends.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
+	start := time.Now()
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("Close took %v, want about the grace period", d)
 	}
 	if err := <-errc; !errors.Is(err, ErrClosed) {
 		t.Errorf("run error: got %v, want ErrClosed", err)
 	}
 	if _, err := l.Run(t.Context(), Job{Code: "print(1)"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("run after close: got %v, want ErrClosed", err)
+	}
+}
+
+// TestCloseLetsRunsFinish: within the grace period a run in flight completes
+// normally while new runs are refused.
+func TestCloseLetsRunsFinish(t *testing.T) {
+	l := testLauncher(t, Options{})
+	type outcome struct {
+		res Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := l.Run(context.Background(), Job{Code: "import time; time.sleep(2); print('finished')"})
+		done <- outcome{res, err}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		closed <- l.Close(ctx)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := l.Run(t.Context(), Job{Code: "print(1)"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("run while closing: got %v, want ErrClosed", err)
+	}
+	o := <-done
+	if o.err != nil || o.res.Stdout != "finished\n" {
+		t.Errorf("run in flight: got %+v, %v; want it to finish", o.res, o.err)
+	}
+	if err := <-closed; err != nil {
+		t.Error(err)
 	}
 }
 

@@ -76,8 +76,10 @@ type Launcher struct {
 	slots *slots
 	pool  *pool // nil in cold mode
 
-	stop    context.Context // cancelled by Close: ends every run in flight
-	cancel  context.CancelFunc
+	stop     context.Context // cancelled by Close after the grace period: ends every run in flight
+	cancel   context.CancelFunc
+	closing  context.Context // cancelled as Close begins: the pool stops and drains
+	stopPool context.CancelFunc
 	mu      sync.Mutex
 	closed  bool
 	runs    sync.WaitGroup // Run calls in flight
@@ -92,13 +94,16 @@ func New(eng Engine, opts Options) (*Launcher, error) {
 		return nil, err
 	}
 	stop, cancel := context.WithCancel(context.Background())
+	closing, stopPool := context.WithCancel(stop)
 	l := &Launcher{
-		eng:    eng,
-		opts:   o,
-		log:    o.Logger,
-		slots:  newSlots(o.MaxConcurrent, o.MaxQueue),
-		stop:   stop,
-		cancel: cancel,
+		eng:      eng,
+		opts:     o,
+		log:      o.Logger,
+		slots:    newSlots(o.MaxConcurrent, o.MaxQueue),
+		stop:     stop,
+		cancel:   cancel,
+		closing:  closing,
+		stopPool: stopPool,
 	}
 	if o.PoolSize > 0 {
 		l.pool = newPool(l, o.PoolSize)
@@ -174,27 +179,40 @@ func (l *Launcher) enter() bool {
 	return true
 }
 
-// Close stops taking jobs, ends the runs in flight (their containers are killed) and
-// waits until every container this launcher made is removed, or ctx ends.
+// Close shuts the launcher down gracefully: it takes no new jobs and empties the warm
+// pool at once, lets the runs in flight finish until ctx ends, then kills those still
+// running, and waits (up to cleanupTimeout) until every container it made is removed.
+// An already-ended ctx kills the runs in flight immediately.
 func (l *Launcher) Close(ctx context.Context) error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	l.cancel()
-	done := make(chan struct{})
+	l.stopPool()
+	runsDone := make(chan struct{})
 	go func() {
 		l.runs.Wait()
-		if l.pool != nil {
-			<-l.pool.done
-		}
-		l.cleanup.Wait()
-		close(done)
+		close(runsDone)
 	}()
 	select {
-	case <-done:
-		return nil
+	case <-runsDone:
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for sandboxes to be removed: %w", ctx.Err())
+		l.log.Warn().Msg("grace period over: killing the sandboxes still running")
+	}
+	l.cancel()
+	<-runsDone
+	if l.pool != nil {
+		<-l.pool.done
+	}
+	cleaned := make(chan struct{})
+	go func() {
+		l.cleanup.Wait()
+		close(cleaned)
+	}()
+	select {
+	case <-cleaned:
+		return nil
+	case <-time.After(cleanupTimeout):
+		return errors.New("timed out waiting for sandboxes to be removed")
 	}
 }
 

@@ -107,11 +107,11 @@ func (p *pool) adopt(sb *sandbox) {
 	select {
 	case <-sb.dec.ready:
 	case <-sb.streamDone:
-	case <-p.l.stop.Done():
+	case <-p.l.closing.Done():
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !sb.alive() || p.l.stop.Err() != nil || len(p.idle)+p.starting >= p.size {
+	if !sb.alive() || p.l.closing.Err() != nil || len(p.idle)+p.starting >= p.size {
 		p.l.dispose(sb)
 		return
 	}
@@ -140,7 +140,7 @@ func (p *pool) refill() {
 			if err := p.startOne(); err != nil {
 				backoff = nextBackoff(backoff)
 				retry = time.After(backoff)
-				if p.l.stop.Err() == nil {
+				if p.l.closing.Err() == nil {
 					p.l.log.Warn().Err(err).Dur("retry_in", backoff).Msg("refilling warm pool")
 				}
 			} else {
@@ -149,7 +149,7 @@ func (p *pool) refill() {
 			continue
 		}
 		select {
-		case <-p.l.stop.Done():
+		case <-p.l.closing.Done():
 			p.drain()
 			return
 		case <-p.wake:
@@ -164,7 +164,7 @@ func (p *pool) refill() {
 func (p *pool) needed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.l.stop.Err() == nil && len(p.idle)+p.starting < p.size
+	return p.l.closing.Err() == nil && len(p.idle)+p.starting < p.size
 }
 
 // startOne prepares one sandbox and adds it to the pool once it is ready.
@@ -172,7 +172,7 @@ func (p *pool) startOne() error {
 	p.mu.Lock()
 	p.starting++
 	p.mu.Unlock()
-	sb, err := p.l.start(p.l.stop)
+	sb, err := p.l.start(p.l.closing)
 	if err == nil {
 		err = p.waitReady(sb)
 	}
@@ -204,7 +204,7 @@ func (p *pool) waitReady(sb *sandbox) error {
 	case <-sb.streamDone:
 		p.l.dispose(sb)
 		return sb.brokenErr(errNoReady)
-	case <-p.l.stop.Done():
+	case <-p.l.closing.Done():
 		p.l.dispose(sb)
 		return ErrClosed
 	}
@@ -213,7 +213,7 @@ func (p *pool) waitReady(sb *sandbox) error {
 // checkImage drains the idle sandboxes when the image tag now names another image
 // (rebuilt or re-pulled), so that every exec runs on the image currently configured.
 func (p *pool) checkImage() {
-	ctx, cancel := context.WithTimeout(p.l.stop, 10*time.Second)
+	ctx, cancel := context.WithTimeout(p.l.closing, 10*time.Second)
 	defer cancel()
 	img, err := p.l.eng.ImageInspect(ctx, p.l.opts.Image)
 	if err != nil {

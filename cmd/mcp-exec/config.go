@@ -26,30 +26,33 @@ import (
 // auth token, which has no flag (flags are visible in ps): it comes from
 // MCP_EXEC_AUTH_TOKEN or from the file named by --auth-token-file.
 type Config struct {
-	Transport      string        // --transport MCP_EXEC_TRANSPORT: stdio, http or sse
-	Addr           string        // --addr MCP_EXEC_ADDR: listen address for http and sse
-	DefaultTimeout time.Duration // --default-timeout-s MCP_EXEC_DEFAULT_TIMEOUT_S
-	MaxTimeout     time.Duration // --max-timeout-s MCP_EXEC_MAX_TIMEOUT_S
-	MaxOutputBytes int64         // --max-output-bytes MCP_EXEC_MAX_OUTPUT_BYTES
-	MaxStdinBytes  int64         // --max-stdin-bytes MCP_EXEC_MAX_STDIN_BYTES
-	MaxCodeBytes   int64         // --max-code-bytes MCP_EXEC_MAX_CODE_BYTES
-	Python         string        // --python MCP_EXEC_PYTHON: interpreter inside the image
-	AuthToken      string        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never logged
-	AuthTokenFile  string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
-	Image          string        // --image MCP_EXEC_IMAGE
-	Memory         int64         // --memory MCP_EXEC_MEMORY, bytes
-	Pids           int64         // --pids MCP_EXEC_PIDS
-	CPUs           float64       // --cpus MCP_EXEC_CPUS
-	TmpfsSize      int64         // --tmpfs-size MCP_EXEC_TMPFS_SIZE, bytes
-	EngineHost     string        // --engine-host MCP_EXEC_ENGINE_HOST; "" = DOCKER_HOST or the default socket
-	Runtime        string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default
-	MaxConcurrent  int           // --max-concurrent MCP_EXEC_MAX_CONCURRENT
-	MaxQueue       int           // --max-queue MCP_EXEC_MAX_QUEUE
-	PoolSize       int           // --pool-size MCP_EXEC_POOL_SIZE: warm sandboxes kept ready; 0 = cold mode
-	Preload        string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
-	Instance       string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
-	LogLevel       string        // --log-level MCP_EXEC_LOG_LEVEL
-	LogFormat      string        // --log-format MCP_EXEC_LOG_FORMAT
+	Transport             string        // --transport MCP_EXEC_TRANSPORT: stdio, http or sse
+	Addr                  string        // --addr MCP_EXEC_ADDR: listen address for http and sse
+	DefaultTimeout        time.Duration // --default-timeout-s MCP_EXEC_DEFAULT_TIMEOUT_S
+	MaxTimeout            time.Duration // --max-timeout-s MCP_EXEC_MAX_TIMEOUT_S
+	MaxOutputBytes        int64         // --max-output-bytes MCP_EXEC_MAX_OUTPUT_BYTES
+	MaxStdinBytes         int64         // --max-stdin-bytes MCP_EXEC_MAX_STDIN_BYTES
+	MaxCodeBytes          int64         // --max-code-bytes MCP_EXEC_MAX_CODE_BYTES
+	Python                string        // --python MCP_EXEC_PYTHON: interpreter inside the image
+	AuthToken             string        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never logged
+	AuthTokenFile         string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
+	Image                 string        // --image MCP_EXEC_IMAGE
+	Memory                int64         // --memory MCP_EXEC_MEMORY, bytes
+	Pids                  int64         // --pids MCP_EXEC_PIDS
+	CPUs                  float64       // --cpus MCP_EXEC_CPUS
+	TmpfsSize             int64         // --tmpfs-size MCP_EXEC_TMPFS_SIZE, bytes
+	EngineHost            string        // --engine-host MCP_EXEC_ENGINE_HOST; "" = DOCKER_HOST or the default socket
+	Runtime               string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default
+	MaxConcurrent         int           // --max-concurrent MCP_EXEC_MAX_CONCURRENT
+	MaxQueue              int           // --max-queue MCP_EXEC_MAX_QUEUE
+	Stateless             bool          // --stateless MCP_EXEC_STATELESS: streamable HTTP without sessions, for replicas behind a load balancer
+	ShutdownGrace         time.Duration // --shutdown-grace-s MCP_EXEC_SHUTDOWN_GRACE_S: how long in-flight execs may finish after SIGTERM
+	AllowUnenforcedLimits bool          // --allow-unenforced-limits MCP_EXEC_ALLOW_UNENFORCED_LIMITS: serve even if the engine ignores a limit
+	PoolSize              int           // --pool-size MCP_EXEC_POOL_SIZE: warm sandboxes kept ready; 0 = cold mode
+	Preload               string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
+	Instance              string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
+	LogLevel              string        // --log-level MCP_EXEC_LOG_LEVEL
+	LogFormat             string        // --log-format MCP_EXEC_LOG_FORMAT
 }
 
 // cfgAuthTokenEnv is the only source of the token besides the token file.
@@ -103,6 +106,7 @@ func cfgDefaults() Config {
 		TmpfsSize:      64 * units.MiB,
 		MaxConcurrent:  4,
 		MaxQueue:       64,
+		ShutdownGrace:  30 * time.Second,
 		PoolSize:       2,
 		Preload:        "",
 		Instance:       host,
@@ -157,6 +161,12 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxConcurrent) }},
 	{"max-queue", "MCP_EXEC_MAX_QUEUE", "calls waiting for a free slot before new ones are refused",
 		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxQueue) }},
+	{"stateless", "MCP_EXEC_STATELESS", "streamable HTTP without sessions, so replicas need no affinity behind a load balancer (http only)",
+		func(c *Config) flag.Value { return (*cfgBool)(&c.Stateless) }},
+	{"shutdown-grace-s", "MCP_EXEC_SHUTDOWN_GRACE_S", "seconds in-flight execs may take to finish after SIGTERM/SIGINT before their sandboxes are killed",
+		func(c *Config) flag.Value { return (*cfgSeconds)(&c.ShutdownGrace) }},
+	{"allow-unenforced-limits", "MCP_EXEC_ALLOW_UNENFORCED_LIMITS", "serve even when the engine does not enforce the memory, pids or CPU limit (UNSAFE; logged loudly)",
+		func(c *Config) flag.Value { return (*cfgBool)(&c.AllowUnenforcedLimits) }},
 	{"pool-size", "MCP_EXEC_POOL_SIZE", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
 		func(c *Config) flag.Value { return (*cfgInt)(&c.PoolSize) }},
 	{"preload", "MCP_EXEC_PRELOAD", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
@@ -325,6 +335,9 @@ func (c Config) Validate() error {
 	}
 	atLeast("max-concurrent", int64(c.MaxConcurrent), 1)
 	atLeast("max-queue", int64(c.MaxQueue), 0)
+	if c.ShutdownGrace < 0 || c.ShutdownGrace > cfgMaxTimeoutCap {
+		bad("shutdown-grace-s", "must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.ShutdownGrace))
+	}
 	if c.PoolSize < 0 || c.PoolSize > cfgMaxPool {
 		bad("pool-size", "must be from 0 to %d, got %d", cfgMaxPool, c.PoolSize)
 	}
@@ -382,6 +395,9 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 		Str("runtime", c.Runtime).
 		Int("max_concurrent", c.MaxConcurrent).
 		Int("max_queue", c.MaxQueue).
+		Bool("stateless", c.Stateless).
+		Float64("shutdown_grace_s", c.ShutdownGrace.Seconds()).
+		Bool("allow_unenforced_limits", c.AllowUnenforcedLimits).
 		Int("pool_size", c.PoolSize).
 		Str("preload", c.Preload).
 		Str("instance", c.Instance).
@@ -417,9 +433,7 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	line := func(f *flag.Flag) {
 		def := f.DefValue
-		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() && def == "false" {
-			def = ""
-		} else if def == "" {
+		if def == "" {
 			def = `""`
 		}
 		name := "--" + f.Name
@@ -463,6 +477,21 @@ type cfgString string
 func (v *cfgString) String() string     { return string(*v) }
 func (v *cfgString) Set(s string) error { *v = cfgString(s); return nil }
 func (v *cfgString) Get() any           { return string(*v) }
+
+// cfgBool is a boolean flag: --name alone means true.
+type cfgBool bool
+
+func (v *cfgBool) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *cfgBool) Get() any         { return bool(*v) }
+func (v *cfgBool) IsBoolFlag() bool { return true }
+func (v *cfgBool) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want true or false, got %q", s)
+	}
+	*v = cfgBool(b)
+	return nil
+}
 
 // cfgInt is an int flag.
 type cfgInt int

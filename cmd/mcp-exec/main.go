@@ -131,7 +131,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger) (*launcher
 		return nil, nil, err
 	}
 	cleanup := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 		defer cancel()
 		if err := l.Close(ctx); err != nil {
 			log.Warn().Err(err).Msg("closing launcher")

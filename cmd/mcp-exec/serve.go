@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -15,9 +16,6 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
-
-// shutdownGrace is how long in-flight HTTP requests may take after a signal.
-const shutdownGrace = 30 * time.Second
 
 func serve(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) error {
 	srv := mcpserver.New(l, mcpserver.Options{
@@ -31,17 +29,48 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Lo
 		Logger:         log,
 	})
 	if cfg.Transport == "stdio" {
-		log.Info().Str("transport", "stdio").Msg("serving")
-		err := srv.Run(ctx, &mcp.StdioTransport{})
-		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return serveStdio(ctx, cfg, srv, l, log)
+	}
+	return serveHTTP(ctx, cfg, srv, l, log)
+}
+
+// serveStdio serves until the client closes stdin or a signal arrives. On a signal
+// the execs in flight get the grace period to finish before the session ends.
+func serveStdio(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, log zerolog.Logger) error {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	errc := make(chan error, 1)
+	log.Info().Str("transport", "stdio").Msg("serving")
+	go func() { errc <- srv.Run(sctx, &mcp.StdioTransport{}) }()
+	select {
+	case err := <-errc:
+		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 			return nil
 		}
 		return err
+	case <-ctx.Done():
 	}
-	return serveHTTP(ctx, cfg, srv, log)
+	drain(cfg, l, log)
+	cancel()
+	select {
+	case <-errc:
+	case <-time.After(5 * time.Second):
+	}
+	return nil
 }
 
-func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, log zerolog.Logger) error {
+// drain lets the execs in flight finish within the grace period, then kills the rest
+// and waits for their containers to be removed.
+func drain(cfg Config, l *launcher.Launcher, log zerolog.Logger) {
+	log.Info().Dur("grace", cfg.ShutdownGrace).Msg("shutting down: no new execs; waiting for those in flight")
+	gctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if err := l.Close(gctx); err != nil {
+		log.Warn().Err(err).Msg("closing launcher")
+	}
+}
+
+func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, log zerolog.Logger) error {
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	// The body limit fits the largest legal call (code and stdin at their caps, JSON
 	// escaping can grow text up to six times) and no more.
@@ -52,7 +81,7 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, log zerolog.Log
 	case "http":
 		path = "/mcp"
 		mux.Handle(path, requireToken(cfg.AuthToken, mcp.NewStreamableHTTPHandler(getServer,
-			&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: bodyLimit})))
+			&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: bodyLimit, Stateless: cfg.Stateless})))
 	case "sse":
 		path = "/sse"
 		mux.Handle(path, requireToken(cfg.AuthToken, mcp.NewSSEHandler(getServer,
@@ -61,6 +90,7 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, log zerolog.Log
 		return fmt.Errorf("unknown transport %q", cfg.Transport)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("/readyz", readyHandler(l))
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -77,7 +107,7 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, log zerolog.Log
 		MaxHeaderBytes:    64 << 10,
 	}
 	log.Info().Str("transport", cfg.Transport).Str("addr", ln.Addr().String()).Str("path", path).
-		Bool("auth", cfg.TokenSet()).Msg("serving")
+		Bool("auth", cfg.TokenSet()).Bool("stateless", cfg.Stateless).Msg("serving")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -85,13 +115,45 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, log zerolog.Log
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-		return fmt.Errorf("shutting down: %w", err)
-	}
+	// Stop accepting at once; requests in flight keep their connections while the
+	// launcher gives their execs the grace period. Then close what is left (streams).
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	drain(cfg, l, log)
+	time.Sleep(100 * time.Millisecond) // let handlers write their last results
+	hs.Close()
 	return nil
+}
+
+// readyHandler answers 200 when the engine answers, the image is present and the warm
+// pool (if any) has a sandbox ready; 503 otherwise, with a reason that reveals nothing
+// about the deployment.
+func readyHandler(l *launcher.Launcher) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if reason := notReady(r.Context(), l); reason != "" {
+			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+}
+
+func notReady(ctx context.Context, l *launcher.Launcher) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	switch err := l.Check(ctx); {
+	case errors.Is(err, launcher.ErrImageMissing):
+		return "sandbox image missing"
+	case err != nil:
+		return "engine unreachable"
+	}
+	if st := l.PoolStats(); st.Size > 0 && st.Idle == 0 {
+		return "warm pool empty"
+	}
+	return ""
 }
 
 // requireToken answers 401, with no detail, to any request whose X-MCP-AUTH header

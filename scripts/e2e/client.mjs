@@ -1,0 +1,377 @@
+#!/usr/bin/env node
+// End-to-end client for mcp-exec, built on the official TypeScript MCP SDK so that the
+// server is checked by an implementation other than the Go SDK it is built with.
+//
+//   node client.mjs --transport stdio [--cmd BINARY]
+//   node client.mjs --transport http  [--url http://127.0.0.1:8080/mcp] [--token T]
+//   node client.mjs --transport sse   [--url http://127.0.0.1:8080/sse] [--token T]
+//
+// It connects, runs a fixed battery of checks against the exec tool and prints ONE JSON
+// object on stdout (see `report` below). Progress, one line per check, goes to stderr,
+// and so does the server's own stderr for stdio. The exit status is 0 only when the
+// connection succeeded and every check passed, 1 otherwise, 2 for a usage error.
+//
+// For stdio the server (BINARY, default "mcp-exec" on PATH) is spawned with this
+// process's whole environment, so set MCP_EXEC_* variables (e.g. MCP_EXEC_INSTANCE,
+// MCP_EXEC_IMAGE) and DOCKER_HOST for it here. For http and sse the token, if given, is
+// sent in the X-MCP-AUTH header of every request: the POSTs, the GET that opens the
+// event stream and, for http, the session's DELETE.
+//
+// Run `npm ci` in this directory first. cmd/mcp-exec/e2e_test.go (TestE2E) drives it.
+
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const AUTH_HEADER = 'X-MCP-AUTH';
+const CONNECT_TIMEOUT_MS = 30_000;
+const CALL_TIMEOUT_MS = 120_000;
+const STDIN_LIMIT = 1 << 20; // the server's default MCP_EXEC_MAX_STDIN_BYTES
+
+const USAGE = 'usage: node client.mjs --transport stdio|http|sse [--url URL] [--token T] [--cmd BINARY]';
+
+function usage(msg) {
+  process.stderr.write(`client.mjs: ${msg}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+let opts;
+try {
+  ({ values: opts } = parseArgs({
+    options: {
+      transport: { type: 'string' },
+      url: { type: 'string' },
+      token: { type: 'string' },
+      cmd: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  }));
+} catch (err) {
+  usage(err.message);
+}
+if (opts.help) {
+  process.stdout.write(USAGE + '\n');
+  process.exit(0);
+}
+const transportName = opts.transport;
+if (!['stdio', 'http', 'sse'].includes(transportName)) {
+  usage(`--transport must be stdio, http or sse, got ${JSON.stringify(transportName ?? '')}`);
+}
+if (transportName === 'stdio' && (opts.url || opts.token)) {
+  usage('--url and --token are for http and sse only');
+}
+if (transportName !== 'stdio' && opts.cmd) {
+  usage('--cmd is for stdio only');
+}
+const token = opts.token ?? '';
+const url = transportName === 'stdio' ? undefined
+  : new URL(opts.url ?? `http://127.0.0.1:8080/${transportName === 'http' ? 'mcp' : 'sse'}`);
+
+function sdkVersion() {
+  try {
+    const p = new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url);
+    return JSON.parse(readFileSync(p, 'utf8')).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+// Every HTTP request the transports make goes through recordingFetch, which makes
+// sure the auth header is on it and counts requests by method and status, and how
+// many already carried the token when the SDK handed them over (fromSdk) and when
+// they left (withToken), so the report shows the header really went everywhere.
+const requests = { total: 0, byMethod: {}, statuses: {}, fromSdk: 0, withToken: 0 };
+
+async function recordingFetch(input, init = {}) {
+  const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
+  if (token && headers.get(AUTH_HEADER) === token) requests.fromSdk++;
+  if (token) headers.set(AUTH_HEADER, token);
+  const method = (init.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+  requests.total++;
+  requests.byMethod[method] = (requests.byMethod[method] ?? 0) + 1;
+  if (token && headers.get(AUTH_HEADER) === token) requests.withToken++;
+  const res = await fetch(input, { ...init, headers });
+  const key = `${method} ${res.status}`;
+  requests.statuses[key] = (requests.statuses[key] ?? 0) + 1;
+  return res;
+}
+
+function makeTransport() {
+  const requestInit = token ? { headers: { [AUTH_HEADER]: token } } : undefined;
+  switch (transportName) {
+    case 'stdio':
+      return new StdioClientTransport({
+        command: opts.cmd ?? 'mcp-exec',
+        args: [],
+        env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' },
+        stderr: 'inherit',
+      });
+    case 'http':
+      return new StreamableHTTPClientTransport(url, { requestInit, fetch: recordingFetch });
+    case 'sse':
+      // The GET that opens the stream goes through eventSourceInit.fetch, the POSTs
+      // through fetch; both add the header (and so does requestInit, via the SDK).
+      return new SSEClientTransport(url, {
+        requestInit,
+        fetch: recordingFetch,
+        eventSourceInit: { fetch: recordingFetch },
+      });
+  }
+  throw new Error('unreachable');
+}
+
+// ---- helpers for checks ----------------------------------------------------------
+
+class CheckError extends Error {}
+
+function expect(cond, msg) {
+  if (!cond) throw new CheckError(msg);
+}
+
+function short(v, n = 300) {
+  let s = typeof v === 'string' ? v : JSON.stringify(v);
+  if (s === undefined) s = String(v);
+  return s.length > n ? s.slice(0, n) + `... (${s.length} chars)` : s;
+}
+
+function textOf(result) {
+  return (result?.content ?? []).filter(c => c.type === 'text').map(c => c.text).join('\n');
+}
+
+function call(client, args) {
+  return client.callTool({ name: 'exec', arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS });
+}
+
+// runResult checks the shape every successful run shares and returns structuredContent.
+function runResult(result) {
+  expect(!result.isError, `isError is ${result.isError}, want falsy; text: ${short(textOf(result))}`);
+  const sc = result.structuredContent;
+  expect(sc && typeof sc === 'object', `no structuredContent: ${short(result)}`);
+  expect((result.content ?? []).some(c => c.type === 'text' && c.text.length > 0),
+    `no non-empty text content block: ${short(result.content)}`);
+  for (const [k, t] of [['stdout', 'string'], ['stderr', 'string'], ['exit_code', 'number'],
+    ['duration_ms', 'number'], ['truncated', 'boolean'], ['timed_out', 'boolean']]) {
+    expect(typeof sc[k] === t, `structuredContent.${k} is ${short(sc[k])}, want a ${t}`);
+  }
+  return sc;
+}
+
+// toolError checks a tool error (isError true) and returns its text.
+function toolError(result) {
+  expect(result.isError === true, `isError is ${result.isError}, want true; result: ${short(result)}`);
+  const text = textOf(result);
+  expect(text.length > 0, `tool error without text: ${short(result)}`);
+  return text;
+}
+
+// ---- the battery -----------------------------------------------------------------
+
+const checks = [
+  ['list_tools', async (client) => {
+    const { tools } = await client.listTools();
+    expect(Array.isArray(tools) && tools.length === 1,
+      `want exactly one tool, got ${short(tools?.map(t => t.name))}`);
+    const [tool] = tools;
+    expect(tool.name === 'exec', `tool is named ${short(tool.name)}, want exec`);
+    const is = tool.inputSchema ?? {};
+    const p = is.properties ?? {};
+    expect(is.type === 'object', `inputSchema.type is ${short(is.type)}`);
+    expect(p.code?.type === 'string', `inputSchema code: ${short(p.code)}`);
+    expect(p.timeout_s?.type === 'integer', `inputSchema timeout_s: ${short(p.timeout_s)}`);
+    expect(p.stdin?.type === 'string', `inputSchema stdin: ${short(p.stdin)}`);
+    expect(Array.isArray(is.required) && is.required.includes('code'),
+      `inputSchema.required is ${short(is.required)}, want it to include code`);
+    expect(!is.required.includes('timeout_s') && !is.required.includes('stdin'),
+      `timeout_s and stdin must be optional, required is ${short(is.required)}`);
+    const op = tool.outputSchema?.properties ?? {};
+    for (const k of ['stdout', 'stderr', 'exit_code', 'duration_ms', 'truncated', 'timed_out']) {
+      expect(k in op, `outputSchema has no ${k}: ${short(Object.keys(op))}`);
+    }
+    expect(typeof tool.description === 'string' && tool.description.length > 0, 'tool has no description');
+    return `input ${Object.keys(p).join(',')}; output ${Object.keys(op).join(',')}`;
+  }],
+
+  ['hello', async (client) => {
+    const sc = runResult(await call(client, { code: "print('hello')" }));
+    expect(sc.stdout === 'hello\n', `stdout is ${short(sc.stdout)}, want "hello\\n"`);
+    expect(sc.exit_code === 0, `exit_code is ${sc.exit_code}, want 0; stderr: ${short(sc.stderr)}`);
+    expect(sc.timed_out === false && sc.truncated === false, `flags: ${short(sc)}`);
+    return `duration_ms ${sc.duration_ms}`;
+  }],
+
+  ['stdin_roundtrip', async (client) => {
+    const input = 'line one\nzwei: ünïcödé ✓ 🐍\n\tlast line without newline';
+    const sc = runResult(await call(client, {
+      code: 'import sys\nsys.stdout.write(sys.stdin.read())',
+      stdin: input,
+    }));
+    expect(sc.exit_code === 0, `exit_code is ${sc.exit_code}; stderr: ${short(sc.stderr)}`);
+    expect(sc.stdout === input, `stdout is ${short(sc.stdout)}, want ${short(input)}`);
+  }],
+
+  ['exit_code_3', async (client) => {
+    const sc = runResult(await call(client, { code: 'import sys\nsys.exit(3)' }));
+    expect(sc.exit_code === 3, `exit_code is ${sc.exit_code}, want 3`);
+  }],
+
+  ['exception', async (client) => {
+    const sc = runResult(await call(client, { code: "raise ValueError('boom')" }));
+    expect(sc.exit_code === 1, `exit_code is ${sc.exit_code}, want 1`);
+    expect(sc.stderr.includes('ValueError'), `stderr does not mention ValueError: ${short(sc.stderr)}`);
+  }],
+
+  ['timeout', async (client) => {
+    const t0 = Date.now();
+    const sc = runResult(await call(client, { code: 'while True:\n    pass', timeout_s: 1 }));
+    expect(sc.timed_out === true, `timed_out is ${sc.timed_out}, want true; ${short(sc)}`);
+    expect(sc.exit_code !== 0, `exit_code is 0 after a timeout`);
+    return `exit_code ${sc.exit_code}, duration_ms ${sc.duration_ms}, call took ${Date.now() - t0} ms`;
+  }],
+
+  ['empty_code', async (client) => {
+    const text = toolError(await call(client, { code: '' }));
+    expect(/empty/i.test(text), `error text does not mention "empty": ${short(text)}`);
+    return short(text, 120);
+  }],
+
+  ['negative_timeout', async (client) => {
+    const text = toolError(await call(client, { code: 'print(1)', timeout_s: -1 }));
+    expect(text.includes('timeout_s'), `error text does not name timeout_s: ${short(text)}`);
+    return short(text, 120);
+  }],
+
+  ['stdin_too_large', async (client) => {
+    const text = toolError(await call(client, { code: 'print(1)', stdin: 'x'.repeat(STDIN_LIMIT + 1) }));
+    expect(/limit/i.test(text) && text.includes(String(STDIN_LIMIT)),
+      `error text does not state the ${STDIN_LIMIT}-byte limit: ${short(text)}`);
+    return short(text, 120);
+  }],
+
+  ['unknown_argument', async (client) => {
+    let result;
+    try {
+      result = await call(client, { code: 'print(1)', bogus: true });
+    } catch (err) {
+      // A protocol error (e.g. -32602 invalid params) is an acceptable refusal too.
+      expect(typeof err?.code === 'number', `call failed without a JSON-RPC error: ${err?.stack ?? err}`);
+      return `protocol error ${err.code}: ${short(err.message, 120)}`;
+    }
+    const text = toolError(result);
+    return `tool error: ${short(text, 120)}`;
+  }],
+
+  ['network_blocked', async (client) => {
+    const sc = runResult(await call(client, {
+      code: 'import socket\nsocket.create_connection(("1.1.1.1", 53), timeout=2)\nprint("CONNECTED")',
+    }));
+    expect(sc.exit_code !== 0, `exit_code is 0: the sandbox reached the network; stdout ${short(sc.stdout)}`);
+    expect(!sc.stdout.includes('CONNECTED'), 'the sandbox reached the network');
+    const last = sc.stderr.trim().split('\n').pop();
+    return `exit_code ${sc.exit_code}: ${short(last, 120)}`;
+  }],
+];
+
+if (token) {
+  checks.push(['auth_header_sent', async () => {
+    expect(requests.total > 0, 'no HTTP request went through the recording fetch');
+    expect(requests.withToken === requests.total,
+      `${requests.total - requests.withToken} of ${requests.total} requests lacked the token`);
+    if (transportName === 'sse') {
+      expect((requests.byMethod.GET ?? 0) >= 1, `no GET (event stream) was recorded: ${short(requests)}`);
+    }
+    expect((requests.byMethod.POST ?? 0) >= 1, `no POST was recorded: ${short(requests)}`);
+    return `${short(requests.byMethod)}; ${requests.fromSdk} of ${requests.total} had it from the SDK already`;
+  }]);
+}
+
+// ---- main ------------------------------------------------------------------------
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+function log(line) {
+  process.stderr.write(`[client.mjs ${transportName}] ${line}\n`);
+}
+
+const report = {
+  ok: false,
+  transport: transportName,
+  url: url?.href,
+  auth: Boolean(token),
+  sdk: { name: '@modelcontextprotocol/sdk', version: sdkVersion() },
+  node: process.version,
+  server: undefined,
+  connect_ms: undefined,
+  passed: [],
+  failed: [],
+  checks: [],
+  requests: transportName === 'stdio' ? undefined : requests,
+  error: undefined,
+  duration_ms: undefined,
+};
+
+async function main() {
+  const t0 = Date.now();
+  const client = new Client({ name: 'mcp-exec-e2e', version: '1.0.0' }, { capabilities: {} });
+  const transport = makeTransport();
+  try {
+    try {
+      await withTimeout(client.connect(transport), CONNECT_TIMEOUT_MS, 'connect');
+    } catch (err) {
+      report.error = `connect: ${String(err?.message ?? err).trim()}`;
+      log(`FAIL connect: ${report.error}`);
+      return;
+    }
+    report.connect_ms = Date.now() - t0;
+    report.server = client.getServerVersion();
+    log(`connected to ${short(report.server)} in ${report.connect_ms} ms`);
+    for (const [name, fn] of checks) {
+      const c0 = Date.now();
+      const entry = { name, ok: false, ms: 0, detail: undefined };
+      try {
+        entry.detail = (await fn(client)) ?? undefined;
+        entry.ok = true;
+      } catch (err) {
+        entry.detail = err instanceof CheckError ? err.message : `threw: ${err?.stack ?? err}`;
+      }
+      entry.ms = Date.now() - c0;
+      report.checks.push(entry);
+      (entry.ok ? report.passed : report.failed).push(name);
+      log(`${entry.ok ? 'PASS' : 'FAIL'} ${name} (${entry.ms} ms)${entry.detail ? ': ' + entry.detail : ''}`);
+    }
+    report.ok = report.failed.length === 0;
+  } finally {
+    try {
+      await withTimeout(client.close(), 10_000, 'close');
+    } catch (err) {
+      log(`closing: ${err?.message ?? err}`);
+    }
+    report.duration_ms = Date.now() - t0;
+  }
+}
+
+let exitCode = 1;
+try {
+  await main();
+  exitCode = report.ok ? 0 : 1;
+} catch (err) {
+  report.error = `unexpected: ${err?.stack ?? err}`;
+  log(report.error);
+}
+log(`${report.ok ? 'OK' : 'FAILED'}: ${report.passed.length} passed, ${report.failed.length} failed` +
+  (report.failed.length ? ` (${report.failed.join(', ')})` : '') + `, ${report.duration_ms} ms`);
+// process.exit only once stdout is flushed: it may be a pipe.
+process.stdout.write(JSON.stringify(report) + '\n', () => process.exit(exitCode));
