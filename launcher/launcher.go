@@ -80,10 +80,10 @@ type Launcher struct {
 	cancel   context.CancelFunc
 	closing  context.Context // cancelled as Close begins: the pool stops and drains
 	stopPool context.CancelFunc
-	mu      sync.Mutex
-	closed  bool
-	runs    sync.WaitGroup // Run calls in flight
-	cleanup sync.WaitGroup // container removals in flight
+	mu       sync.Mutex
+	closed   bool
+	runs     sync.WaitGroup // Run calls in flight
+	cleanup  sync.WaitGroup // container removals in flight
 }
 
 // New returns a Launcher that talks to eng. It does not contact the engine: call
