@@ -427,7 +427,13 @@ func (c Config) GoString() string {
 // description and variable, then the settings that exist only as variables.
 // Flags registered on fs by others are listed after the configuration flags.
 func usage(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprintln(w, "Usage: mcp-exec [flags] | mcp-exec run [--json] FILE|- | mcp-exec version")
+	fmt.Fprintln(w, "Usage: mcp-exec [serve|run|selftest|healthcheck|version] [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Subcommands:")
+	for _, c := range subcommands {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.help)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Flags (each defaults to its environment variable when set; a flag given here wins):")
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)

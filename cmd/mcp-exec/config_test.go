@@ -687,7 +687,7 @@ func TestUsageListsEveryFlag(t *testing.T) {
 	usage(fs, &buf)
 	help := buf.String()
 
-	if first, _, _ := strings.Cut(help, "\n"); first != "Usage: mcp-exec [flags] | mcp-exec run [--json] FILE|- | mcp-exec version" {
+	if first, _, _ := strings.Cut(help, "\n"); first != "Usage: mcp-exec [serve|run|selftest|healthcheck|version] [flags] [args]" {
 		t.Errorf("usage first line: got %q, want the synopsis", first)
 	}
 	lines := strings.Split(help, "\n")

@@ -31,7 +31,9 @@ func main() {
 // subcommands, as listed by --help.
 var subcommands = []struct{ name, help string }{
 	{"serve", "serve the MCP tool (the default when no subcommand is given)"},
-	{"run", "run one program (FILE, or - for standard input) in the sandbox and print its result"},
+	{"run", "run one program (FILE, or - for standard input) in the sandbox and print its result (--json: the tool's structured result)"},
+	{"selftest", "run the built-in sandbox probes against the configured engine and image; non-zero exit on any failure"},
+	{"healthcheck", "exit 0 if the server is ready: /readyz for http and sse, the engine and image for stdio"},
 	{"version", "print the version and build information"},
 }
 
@@ -44,7 +46,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
-	case "serve", "run":
+	case "serve", "run", "healthcheck":
 	case "help":
 		args = []string{"--help"}
 		sub = "serve"
@@ -68,8 +70,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	log := newLogger(cfg, stderr)
+	if sub == "healthcheck" {
+		return healthcheck(ctx, cfg, stderr)
+	}
+	if sub == "run" {
+		// A one-off run must never reap the sandboxes of a server sharing the
+		// instance name, so it gets a name of its own.
+		cfg.Instance = fmt.Sprintf("%.40s-run-%d", cfg.Instance, os.Getpid())
+		cfg.PoolSize = 0
+	}
 
-	l, cleanup, err := newLauncher(ctx, cfg, log)
+	l, cleanup, err := newLauncher(ctx, cfg, log, sub == "serve")
 	if err != nil {
 		log.Error().Err(err).Msg("starting")
 		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
@@ -104,7 +115,7 @@ func newLogger(cfg Config, w io.Writer) zerolog.Logger {
 
 // newLauncher connects to the engine, checks it and the image, and removes sandboxes
 // an earlier run of this instance left behind. Its errors say what to do.
-func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger) (*launcher.Launcher, func(), error) {
+func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, reap bool) (*launcher.Launcher, func(), error) {
 	cli, err := launcher.NewClient(cfg.EngineHost)
 	if err != nil {
 		return nil, nil, err
@@ -144,11 +155,13 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger) (*launcher
 		cleanup()
 		return nil, nil, err
 	}
-	n, err := l.Reap(cctx)
-	if err != nil {
-		log.Warn().Err(err).Msg("removing leftover sandboxes")
-	} else if n > 0 {
-		log.Info().Int("containers", n).Msg("removed sandboxes left by an earlier run of this instance")
+	if reap {
+		n, err := l.Reap(cctx)
+		if err != nil {
+			log.Warn().Err(err).Msg("removing leftover sandboxes")
+		} else if n > 0 {
+			log.Info().Int("containers", n).Msg("removed sandboxes left by an earlier run of this instance")
+		}
 	}
 	log.Debug().Str("engine", cli.DaemonHost()).Msg("engine ready")
 	return l, cleanup, nil

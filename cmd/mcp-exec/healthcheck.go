@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// healthcheck is `mcp-exec healthcheck`, for compose healthchecks and for stdio
+// deployments: with http or sse it asks the local server's /readyz; with stdio, where
+// there is no server to ask, it checks the engine and the image itself. It never
+// touches containers.
+func healthcheck(ctx context.Context, cfg Config, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if cfg.Transport == "stdio" {
+		cli, err := launcher.NewClient(cfg.EngineHost)
+		if err != nil {
+			fmt.Fprintf(stderr, "unhealthy: %v\n", err)
+			return 1
+		}
+		defer cli.Close()
+		l, err := launcher.New(cli, launcher.Options{Image: cfg.Image, Logger: zerolog.Nop()})
+		if err == nil {
+			err = l.Check(ctx)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "unhealthy: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "unhealthy: bad --addr %q: %v\n", cfg.Addr, err)
+		return 1
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/readyz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "unhealthy: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "unhealthy: %s: %s", resp.Status, body)
+		return 1
+	}
+	return 0
+}
