@@ -51,6 +51,7 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 		}
 		t.Fatalf("engine check: %v", err)
 	}
+	l.StartPool()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -288,4 +289,23 @@ func TestMissingInterpreter(t *testing.T) {
 		t.Fatal("got no error, want one for a missing interpreter")
 	}
 	t.Logf("error: %v", err)
+}
+
+func TestVerifyLimits(t *testing.T) {
+	l := testLauncher(t, Options{Memory: 200 << 20, Pids: 64, CPUs: 0.5})
+	lim, err := l.MeasureLimits(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Limits{Memory: 200 << 20, Pids: 64, CPUQuota: lim.CPUPeriod / 2, CPUPeriod: lim.CPUPeriod}
+	if lim != want {
+		t.Errorf("limits seen in the sandbox: got %+v, want %+v", lim, want)
+	}
+	if err := l.VerifyLimits(t.Context()); err != nil {
+		t.Error(err)
+	}
+	// The check itself must be able to fail.
+	if bad := l.Unenforced(Limits{Memory: -1, Pids: -1, CPUQuota: -1, CPUPeriod: 100000}); len(bad) != 3 {
+		t.Errorf("unenforced limits: got %q, want all three", bad)
+	}
 }

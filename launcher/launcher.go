@@ -111,6 +111,15 @@ func New(eng Engine, opts Options) (*Launcher, error) {
 	return l, nil
 }
 
+// StartPool begins filling the warm pool (no-op in cold mode). It is separate from
+// New so that Reap can first remove what an earlier run left: the pool's containers
+// carry the same labels. Until then, Run starts sandboxes cold.
+func (l *Launcher) StartPool() {
+	if l.pool != nil {
+		l.pool.start()
+	}
+}
+
 // PoolStats reports the warm pool's state; Size is 0 in cold mode.
 func (l *Launcher) PoolStats() PoolStats {
 	if l.pool == nil {
@@ -201,7 +210,7 @@ func (l *Launcher) Close(ctx context.Context) error {
 	l.cancel()
 	<-runsDone
 	if l.pool != nil {
-		<-l.pool.done
+		<-l.pool.stopped()
 	}
 	cleaned := make(chan struct{})
 	go func() {

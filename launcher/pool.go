@@ -22,7 +22,8 @@ type pool struct {
 	wake     chan struct{} // signalled when the refill loop should look again
 	imageID  string        // image the idle sandboxes were made from
 	lastErr  error         // the last refill failure, for readiness reports
-	done     chan struct{}
+	once     sync.Once     // starts the refill loop, or marks it never started
+	done     chan struct{} // closed when the refill loop has ended
 }
 
 func newPool(l *Launcher, size int) *pool {
@@ -33,8 +34,16 @@ func newPool(l *Launcher, size int) *pool {
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}
-	go p.refill()
 	return p
+}
+
+// start begins filling the pool.
+func (p *pool) start() { p.once.Do(func() { go p.refill() }) }
+
+// stopped waits for the refill loop to end; a loop never started counts as ended.
+func (p *pool) stopped() <-chan struct{} {
+	p.once.Do(func() { close(p.done) })
+	return p.done
 }
 
 // get returns a ready sandbox: an idle one at once, or else whichever comes first of

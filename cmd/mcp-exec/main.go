@@ -162,7 +162,12 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, reap bool)
 		} else if n > 0 {
 			log.Info().Int("containers", n).Msg("removed sandboxes left by an earlier run of this instance")
 		}
+		if err := verifyLimits(ctx, cfg, l, log); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
 	}
+	l.StartPool()
 	log.Debug().Str("engine", cli.DaemonHost()).Msg("engine ready")
 	return l, cleanup, nil
 }
@@ -172,4 +177,20 @@ func splitList(s string) []string {
 		return nil
 	}
 	return strings.Split(s, ",")
+}
+
+// verifyLimits runs one sandbox that reports the limits it actually gets, and refuses
+// to serve when the engine ignores one, unless the operator overrode that loudly.
+func verifyLimits(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	err := l.VerifyLimits(ctx)
+	if errors.Is(err, launcher.ErrLimitsNotEnforced) && cfg.AllowUnenforcedLimits {
+		log.Error().Err(err).Msg("UNSAFE: serving although the engine does not enforce these limits (--allow-unenforced-limits, MCP_EXEC_ALLOW_UNENFORCED_LIMITS)")
+		return nil
+	}
+	if errors.Is(err, launcher.ErrLimitsNotEnforced) {
+		return fmt.Errorf("%w; refusing to serve (override, at your own risk, with --allow-unenforced-limits or MCP_EXEC_ALLOW_UNENFORCED_LIMITS=true)", err)
+	}
+	return err
 }
