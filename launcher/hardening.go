@@ -73,6 +73,11 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 		LogConfig: container.LogConfig{Type: "none"},
 		Tmpfs: map[string]string{
 			WorkDir: tmpfsOptions(o.TmpfsSize, "rw,noexec,nosuid,nodev"),
+			// Podman mounts writable, unlimited, exec-allowed tmpfs at /run and
+			// /var/tmp even under a read-only root; explicit read-only mounts close
+			// them (on Docker they merely shadow empty directories).
+			"/run":     "ro,noexec,nosuid,nodev,size=65536",
+			"/var/tmp": "ro,noexec,nosuid,nodev,size=65536",
 		},
 		IpcMode:     "private",
 		ShmSize:     o.TmpfsSize,
@@ -84,11 +89,17 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 		Resources: container.Resources{
 			Memory:     o.Memory,
 			MemorySwap: o.Memory, // equal to Memory: no swap
-			NanoCPUs:   int64(o.CPUs * 1e9),
+			NanoCPUs:   nanoCPUs(o.CPUs),
 			PidsLimit:  &pids,
 		},
 	}
 	return cfg, host
+}
+
+// nanoCPUs converts a CPU count to the engine's unit. It never returns 0, which the
+// engine would read as "no limit": the smallest quota Docker accepts is 0.01 CPU.
+func nanoCPUs(cpus float64) int64 {
+	return max(int64(cpus*1e9), 1e7)
 }
 
 func tmpfsOptions(size int64, flags string) string {
