@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -27,17 +30,155 @@ type Engine interface {
 
 // NewClient connects to the engine at host, or where DOCKER_HOST (and
 // DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) point when host is empty, negotiating the API
-// version down to what the engine speaks.
+// version down to what the engine speaks. When neither names an engine and Docker's
+// default socket (/var/run/docker.sock) does not exist, it uses Podman's socket:
+// $XDG_RUNTIME_DIR/podman/podman.sock (rootless), then /run/podman/podman.sock
+// (rootful), the first that exists. EngineName says which engine answered.
 func NewClient(host string) (*client.Client, error) {
 	opts := []client.Opt{client.FromEnv}
-	if host != "" {
-		opts = append(opts, client.WithHost(host))
+	if h := defaultDiscovery().host(host); h != "" {
+		opts = append(opts, client.WithHost(h))
 	}
 	cli, err := client.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating engine client: %w", err)
 	}
 	return cli, nil
+}
+
+// Where engines listen by default on Linux.
+const (
+	dockerSocket       = "/var/run/docker.sock"    // client.DefaultDockerHost
+	podmanRootfulSock  = "/run/podman/podman.sock" // podman system service, as root
+	podmanRootlessSock = "podman/podman.sock"      // under $XDG_RUNTIME_DIR
+)
+
+// discovery finds the engine's address when none is configured. Its environment and
+// file system are parameters so that tests can point it at temporary directories.
+type discovery struct {
+	getenv       func(string) string
+	exists       func(path string) bool
+	dockerSocket string
+	podmanSocket string // the rootful one; the rootless one is under XDG_RUNTIME_DIR
+}
+
+func defaultDiscovery() discovery {
+	return discovery{
+		getenv: os.Getenv,
+		exists: func(path string) bool {
+			_, err := os.Stat(path)
+			return err == nil
+		},
+		dockerSocket: dockerSocket,
+		podmanSocket: podmanRootfulSock,
+	}
+}
+
+// host returns the address to connect to, or "" to leave it to the client's own
+// defaults (DOCKER_HOST, else Docker's socket).
+func (d discovery) host(explicit string) string {
+	switch {
+	case explicit != "":
+		return explicit
+	case d.getenv(client.EnvOverrideHost) != "":
+		return "" // client.FromEnv applies it
+	case d.exists(d.dockerSocket):
+		return "" // client.DefaultDockerHost
+	}
+	var candidates []string
+	if xdg := d.getenv("XDG_RUNTIME_DIR"); xdg != "" {
+		candidates = append(candidates, filepath.Join(xdg, podmanRootlessSock))
+	}
+	candidates = append(candidates, d.podmanSocket)
+	for _, c := range candidates {
+		if d.exists(c) {
+			return "unix://" + c
+		}
+	}
+	return "" // nothing found: errors will name Docker's default socket
+}
+
+// Engine products, as EngineInfo.Product names them.
+const (
+	ProductDocker = "Docker Engine"
+	ProductPodman = "Podman Engine"
+)
+
+// EngineInfo identifies the engine behind a client.
+type EngineInfo struct {
+	Product    string // ProductDocker, ProductPodman, or the name the engine gives itself
+	Version    string // the product's version (for Podman, Podman's, not the API's)
+	APIVersion string // the Docker API version the engine speaks
+	Platform   string // the engine's platform name, when it gives one
+}
+
+func (e EngineInfo) String() string {
+	s := e.Product
+	if e.Version != "" {
+		s += " " + e.Version
+	}
+	if e.APIVersion != "" {
+		s += " (API " + e.APIVersion + ")"
+	}
+	return s
+}
+
+// IsPodman reports whether the engine is Podman's Docker-compatible service.
+func (e EngineInfo) IsPodman() bool { return e.Product == ProductPodman }
+
+// versioner is the part of the client IdentifyEngine needs.
+type versioner interface {
+	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
+}
+
+// IdentifyEngine asks the engine which product and version it is, from its version
+// report: Podman lists a "Podman Engine" component, Docker an "Engine" component (and
+// a platform name such as "Docker Engine - Community" in official builds).
+func IdentifyEngine(ctx context.Context, eng versioner) (EngineInfo, error) {
+	v, err := eng.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return EngineInfo{}, fmt.Errorf("asking the engine for its version: %w", err)
+	}
+	return identify(v), nil
+}
+
+func identify(v client.ServerVersionResult) EngineInfo {
+	info := EngineInfo{Version: v.Version, APIVersion: v.APIVersion, Platform: v.Platform.Name}
+	for _, c := range v.Components {
+		switch {
+		case strings.EqualFold(c.Name, ProductPodman) || strings.HasPrefix(strings.ToLower(c.Name), "podman"):
+			info.Product = ProductPodman
+		case c.Name == "Engine":
+			info.Product = ProductDocker
+		default:
+			continue
+		}
+		if c.Version != "" {
+			info.Version = c.Version
+		}
+		return info
+	}
+	switch p := v.Platform.Name; {
+	case strings.Contains(strings.ToLower(p), "podman"):
+		info.Product = ProductPodman
+	case strings.Contains(strings.ToLower(p), "docker"):
+		info.Product = ProductDocker
+	case p != "":
+		info.Product = p
+	default:
+		info.Product = "unknown engine"
+	}
+	return info
+}
+
+// EngineName is IdentifyEngine as one line, e.g. "Podman Engine 4.3.1 (API 1.41)" or
+// "Docker Engine 20.10.24+dfsg1 (API 1.41)", for the server's start-up log.
+func EngineName(ctx context.Context, eng versioner) (string, error) {
+	info, err := IdentifyEngine(ctx, eng)
+	if err != nil {
+		return "", err
+	}
+	return info.String(), nil
 }
 
 // Check verifies that the engine answers and the image is present, with errors that
@@ -59,6 +200,7 @@ func (l *Launcher) Check(ctx context.Context) error {
 // engineErr classifies an engine error. Connection failures become
 // ErrEngineUnavailable naming the address tried.
 func (l *Launcher) engineErr(doing string, err error) error {
+	l.opts.Metrics.EngineError()
 	if client.IsErrConnectionFailed(err) || errors.Is(err, context.DeadlineExceeded) && !isCtxErr(err) {
 		return fmt.Errorf("%s: %w at %s (is the engine running? set DOCKER_HOST or --engine-host): %w",
 			doing, ErrEngineUnavailable, l.eng.DaemonHost(), err)
@@ -101,7 +243,10 @@ func (l *Launcher) remove(ctx context.Context, id string) error {
 	for {
 		_, err := l.eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		switch {
-		case err == nil || cerrdefs.IsNotFound(err):
+		case err == nil:
+			l.opts.Metrics.ContainerRemoved()
+			return nil
+		case cerrdefs.IsNotFound(err):
 			return nil
 		case !cerrdefs.IsConflict(err):
 			return fmt.Errorf("removing container %s: %w", shortID(id), err)

@@ -15,6 +15,9 @@ type Job struct {
 	// Timeout is the wall-clock limit, counted from the moment the code has been
 	// delivered. Zero means the launcher's default.
 	Timeout time.Duration
+
+	// internal marks the launcher's own checks, which are not counted as executions.
+	internal bool
 }
 
 // Result is what the program did. A non-zero exit, a timeout or an OOM kill is a
@@ -29,6 +32,9 @@ type Result struct {
 	Truncated bool          // stdout+stderr exceeded the output cap
 	TimedOut  bool          // killed by the wall-clock timeout
 	OOMKilled bool          // the kernel killed a process of the program for memory
+	// QueueWait is how long the job waited for a free slot; it is not part of the
+	// timeout.
+	QueueWait time.Duration
 }
 
 // Errors a Runner reports for infrastructure failures, to be matched with errors.Is.

@@ -26,6 +26,7 @@ type Options struct {
 	MaxConcurrent  int           // sandboxes running at once; 0 is 4
 	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
 	PoolSize       int           // sandboxes kept started ahead of demand; 0 is cold mode
+	Metrics        Metrics       // nil records nothing
 	Logger         zerolog.Logger
 }
 
@@ -64,6 +65,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConcurrent == 0 {
 		o.MaxConcurrent = 4
+	}
+	if o.Metrics == nil {
+		o.Metrics = noMetrics{}
 	}
 	return o
 }
@@ -134,20 +138,28 @@ func (l *Launcher) Options() Options { return l.opts }
 // Run runs job in a fresh sandbox and returns what the program did. The returned error
 // is for infrastructure failures only (see ErrEngineUnavailable and friends) or the
 // context's error when ctx ends first; in every case the container is removed.
-func (l *Launcher) Run(ctx context.Context, job Job) (Result, error) {
+func (l *Launcher) Run(ctx context.Context, job Job) (res Result, err error) {
 	if !l.enter() {
 		return Result{}, ErrClosed
 	}
 	defer l.runs.Done()
+	defer func() {
+		if !job.internal {
+			l.opts.Metrics.ExecDone(Outcome(res, err), res)
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(l.stop, cancel)()
 
+	queued := time.Now()
 	release, err := l.slots.acquire(ctx)
 	if err != nil {
-		return Result{}, l.closedOr(err)
+		return Result{QueueWait: since(queued)}, l.closedOr(err)
 	}
 	defer release()
+	wait := since(queued)
+	defer func() { res.QueueWait = wait }()
 
 	if job.Timeout <= 0 {
 		job.Timeout = l.opts.DefaultTimeout
@@ -157,7 +169,7 @@ func (l *Launcher) Run(ctx context.Context, job Job) (Result, error) {
 		return Result{}, l.closedOr(err)
 	}
 	defer l.dispose(sb)
-	res, err := sb.exec(ctx, job)
+	res, err = sb.exec(ctx, job)
 	return res, l.closedOr(err)
 }
 
@@ -236,6 +248,7 @@ func (l *Launcher) dispose(sb *sandbox) {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		if err := l.remove(ctx, sb.id); err != nil {
+			l.opts.Metrics.CleanupFailed()
 			l.log.Warn().Err(err).Str("container_id", shortID(sb.id)).Msg("removing sandbox")
 			return
 		}

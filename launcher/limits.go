@@ -51,7 +51,7 @@ type Limits struct {
 
 // MeasureLimits runs a sandbox that reports the limits it actually runs under.
 func (l *Launcher) MeasureLimits(ctx context.Context) (Limits, error) {
-	res, err := l.Run(ctx, Job{Code: limitsProgram, Timeout: 20 * time.Second})
+	res, err := l.Run(ctx, Job{Code: limitsProgram, Timeout: 20 * time.Second, internal: true})
 	if err != nil {
 		return Limits{}, fmt.Errorf("measuring sandbox limits: %w", err)
 	}

@@ -50,6 +50,7 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 		}
 		return nil, l.engineErr("creating sandbox", err)
 	}
+	l.opts.Metrics.ContainerCreated()
 	sb := &sandbox{l: l, id: created.ID, streamDone: make(chan struct{}), diag: &limitedBuffer{max: 4096}}
 	defer func() {
 		if err != nil {

@@ -137,6 +137,15 @@ func (h *handler) runnerFailed(id string, job launcher.Job, err error) error {
 		h.log.Info().Str("exec_id", id).Msg("exec canceled")
 		return err
 	}
+	// Load and shutdown are not failures of the sandbox: say what to do.
+	if errors.Is(err, launcher.ErrBusy) {
+		h.log.Warn().Str("exec_id", id).Msg("exec refused: busy")
+		return err
+	}
+	if errors.Is(err, launcher.ErrClosed) {
+		h.log.Info().Str("exec_id", id).Msg("exec refused: shutting down")
+		return errors.New("the server is shutting down: try again on another instance or after it restarts")
+	}
 	// Runner errors describe the infrastructure, never the program, so
 	// logging err keeps the no-caller-data rule.
 	h.log.Error().Err(err).Str("exec_id", id).
@@ -163,7 +172,7 @@ func (h *handler) logDone(id string, job launcher.Job, res launcher.Result) {
 		Int("exit_code", res.ExitCode).Int64("duration_ms", res.Duration.Milliseconds()).
 		Int("stdout_bytes", len(res.Stdout)).Int("stderr_bytes", len(res.Stderr)).
 		Bool("truncated", res.Truncated).Bool("timed_out", res.TimedOut).
-		Bool("oom_killed", res.OOMKilled).
+		Bool("oom_killed", res.OOMKilled).Int64("queue_wait_ms", res.QueueWait.Milliseconds()).
 		Msg("exec")
 }
 

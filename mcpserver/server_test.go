@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -330,6 +331,8 @@ func TestRunnerError(t *testing.T) {
 		{"engine down", launcher.ErrEngineUnavailable, "sandbox unavailable: container engine unreachable", ""},
 		{"image missing", launcher.ErrImageMissing, "sandbox unavailable: sandbox image missing", ""},
 		{"canceled is passed through", context.Canceled, "context canceled", "sandbox unavailable"},
+		{"busy says try again", fmt.Errorf("%w (4 running, 64 queued)", launcher.ErrBusy), "busy: every sandbox slot is taken and the queue is full, try again", "sandbox unavailable"},
+		{"shutting down", launcher.ErrClosed, "the server is shutting down", "sandbox unavailable"},
 	}
 	r := &fakeRunner{}
 	cs := connect(t, t.Context(), r, Options{})

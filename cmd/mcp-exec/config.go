@@ -45,6 +45,7 @@ type Config struct {
 	Runtime               string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default
 	MaxConcurrent         int           // --max-concurrent MCP_EXEC_MAX_CONCURRENT
 	MaxQueue              int           // --max-queue MCP_EXEC_MAX_QUEUE
+	MetricsAddr           string        // --metrics-addr MCP_EXEC_METRICS_ADDR: "" = /metrics on the http/sse listener; "off"; or host:port of its own
 	Stateless             bool          // --stateless MCP_EXEC_STATELESS: streamable HTTP without sessions, for replicas behind a load balancer
 	ShutdownGrace         time.Duration // --shutdown-grace-s MCP_EXEC_SHUTDOWN_GRACE_S: how long in-flight execs may finish after SIGTERM
 	AllowUnenforcedLimits bool          // --allow-unenforced-limits MCP_EXEC_ALLOW_UNENFORCED_LIMITS: serve even if the engine ignores a limit
@@ -161,6 +162,8 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxConcurrent) }},
 	{"max-queue", "MCP_EXEC_MAX_QUEUE", "calls waiting for a free slot before new ones are refused",
 		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxQueue) }},
+	{"metrics-addr", "MCP_EXEC_METRICS_ADDR", "Prometheus /metrics: empty serves it on the http/sse listener, off disables it, host:port gives it a listener of its own",
+		func(c *Config) flag.Value { return (*cfgString)(&c.MetricsAddr) }},
 	{"stateless", "MCP_EXEC_STATELESS", "streamable HTTP without sessions, so replicas need no affinity behind a load balancer (http only)",
 		func(c *Config) flag.Value { return (*cfgBool)(&c.Stateless) }},
 	{"shutdown-grace-s", "MCP_EXEC_SHUTDOWN_GRACE_S", "seconds in-flight execs may take to finish after SIGTERM/SIGINT before their sandboxes are killed",
@@ -335,6 +338,11 @@ func (c Config) Validate() error {
 	}
 	atLeast("max-concurrent", int64(c.MaxConcurrent), 1)
 	atLeast("max-queue", int64(c.MaxQueue), 0)
+	if c.MetricsAddr != "" && c.MetricsAddr != "off" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("metrics-addr", "must be empty, off, or host:port, got %q", c.MetricsAddr)
+		}
+	}
 	if c.ShutdownGrace < 0 || c.ShutdownGrace > cfgMaxTimeoutCap {
 		bad("shutdown-grace-s", "must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.ShutdownGrace))
 	}
@@ -395,6 +403,7 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 		Str("runtime", c.Runtime).
 		Int("max_concurrent", c.MaxConcurrent).
 		Int("max_queue", c.MaxQueue).
+		Str("metrics_addr", c.MetricsAddr).
 		Bool("stateless", c.Stateless).
 		Float64("shutdown_grace_s", c.ShutdownGrace.Seconds()).
 		Bool("allow_unenforced_limits", c.AllowUnenforcedLimits).

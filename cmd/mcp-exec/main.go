@@ -80,7 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		cfg.PoolSize = 0
 	}
 
-	l, cleanup, err := newLauncher(ctx, cfg, log, sub == "serve")
+	m := newMetrics()
+	l, cleanup, err := newLauncher(ctx, cfg, log, m, sub == "serve")
 	if err != nil {
 		log.Error().Err(err).Msg("starting")
 		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runOnce(ctx, l, cfg, fs.Args(), jsonOut, stdin, stdout, stderr)
 	}
 	cfg.LogFields(log.Info()).Str("version", version).Msg("configuration")
-	if err := serve(ctx, cfg, l, log); err != nil {
+	if err := serve(ctx, cfg, l, m, log); err != nil {
 		log.Error().Err(err).Msg("serving")
 		return 1
 	}
@@ -115,7 +116,7 @@ func newLogger(cfg Config, w io.Writer) zerolog.Logger {
 
 // newLauncher connects to the engine, checks it and the image, and removes sandboxes
 // an earlier run of this instance left behind. Its errors say what to do.
-func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, reap bool) (*launcher.Launcher, func(), error) {
+func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics, reap bool) (*launcher.Launcher, func(), error) {
 	cli, err := launcher.NewClient(cfg.EngineHost)
 	if err != nil {
 		return nil, nil, err
@@ -135,12 +136,14 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, reap bool)
 		MaxQueue:       cfg.MaxQueue,
 		PoolSize:       cfg.PoolSize,
 		Preload:        splitList(cfg.Preload),
+		Metrics:        m,
 		Logger:         log,
 	})
 	if err != nil {
 		cli.Close()
 		return nil, nil, err
 	}
+	m.watchPool(l)
 	cleanup := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 		defer cancel()

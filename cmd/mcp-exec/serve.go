@@ -17,7 +17,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
 
-func serve(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) error {
+func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
 	srv := mcpserver.New(l, mcpserver.Options{
 		Version:        version,
 		MaxCodeBytes:   int(cfg.MaxCodeBytes),
@@ -28,10 +28,37 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Lo
 		Python:         cfg.Python,
 		Logger:         log,
 	})
+	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
+		if err := serveMetrics(ctx, cfg.MetricsAddr, m, l, log); err != nil {
+			return err
+		}
+	}
 	if cfg.Transport == "stdio" {
 		return serveStdio(ctx, cfg, srv, l, log)
 	}
-	return serveHTTP(ctx, cfg, srv, l, log)
+	return serveHTTP(ctx, cfg, srv, l, m, log)
+}
+
+// serveMetrics gives /metrics, /healthz and /readyz a listener of their own, for
+// stdio deployments or to keep them off the MCP port.
+func serveMetrics(ctx context.Context, addr string, m *metrics, l *launcher.Launcher, log zerolog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s (--metrics-addr, MCP_EXEC_METRICS_ADDR): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.handler())
+	addHealth(mux, l)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	context.AfterFunc(ctx, func() { hs.Close() })
+	log.Info().Str("addr", ln.Addr().String()).Msg("serving metrics")
+	return nil
+}
+
+func addHealth(mux *http.ServeMux, l *launcher.Launcher) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("/readyz", readyHandler(l))
 }
 
 // serveStdio serves until the client closes stdin or a signal arrives. On a signal
@@ -70,7 +97,7 @@ func drain(cfg Config, l *launcher.Launcher, log zerolog.Logger) {
 	}
 }
 
-func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, log zerolog.Logger) error {
+func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	// The body limit fits the largest legal call (code and stdin at their caps, JSON
 	// escaping can grow text up to six times) and no more.
@@ -89,8 +116,10 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	default:
 		return fmt.Errorf("unknown transport %q", cfg.Transport)
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("/readyz", readyHandler(l))
+	addHealth(mux, l)
+	if cfg.MetricsAddr == "" {
+		mux.Handle("/metrics", m.handler())
+	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
