@@ -1,6 +1,6 @@
 # mcp-exec sandbox bootstrap. Runs as PID 1 of every sandbox container:
 #
-#   python3 -I -c <this file> parent MAX_OUTPUT PRELOAD
+#   python3 -I -c <this file> parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES
 #
 # The parent starts the child interpreter at once (so that Python, and any preloaded
 # modules, load while the server is still sending the code), then relays the child's
@@ -10,6 +10,8 @@
 #   R  (empty)        the child is loaded and waits for its code
 #   O  bytes          a chunk of the program's stdout
 #   E  bytes          a chunk of the program's stderr
+#   D  u32 n, JSON, bytes  a file the program left in OUTDIR: n bytes of JSON header
+#                     {"name", "size", "skipped"} then its content (none if skipped)
 #   X  JSON           the program has ended: {"exit": N, "signal": S, "oom": B, "dropped": B}
 #   F  text           the bootstrap itself failed
 #
@@ -19,8 +21,12 @@
 # inside), ignores SIGINT, and makes itself non-dumpable, so that /proc/1/fd, /proc/1/mem
 # and ptrace are closed to the program even though both run as the same user.
 #
-# The child reads the container's stdin directly: a header line "MCPEXEC1 <n>\n", then
-# n bytes of code, then the rest of the stream is the program's own stdin.
+# The child reads the container's stdin directly: a header line "MCPEXEC2 <n> <m>\n",
+# n bytes of code, m bytes of input files (u32 name length, name, u32 size, bytes;
+# repeated), then the rest of the stream is the program's own stdin. Files in go to
+# the working directory; everything the program writes under OUTDIR comes back in D
+# frames after it ends, and so do matplotlib figures (saved there by plt.show() and at
+# exit).
 import os
 import sys
 
@@ -29,7 +35,10 @@ def _boot():
     # Imports stay local so that the program starts with a clean __main__.
     import os, signal, sys
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    ready = int(sys.argv[1])
+    files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
+    ready, outdir = int(sys.argv[1]), sys.argv[3]
+    _seed(os)
+    plots(sys, outdir)
     for name in filter(None, sys.argv[2].split(",")):
         try:
             __import__(name)
@@ -51,13 +60,15 @@ def _boot():
     header = b""
     while not header.endswith(b"\n"):
         b = os.read(0, 1)
-        if not b or len(header) > 32:
+        if not b or len(header) > 64:
             raise SystemExit("mcp-exec: no code header")
         header += b
-    magic, _, n = header.strip().partition(b" ")
-    if magic != b"MCPEXEC1" or not n.isdigit():
+    parts = header.split()
+    if len(parts) != 3 or parts[0] != b"MCPEXEC2" or not parts[1].isdigit() or not parts[2].isdigit():
         raise SystemExit("mcp-exec: bad code header")
-    source = read_exact(int(n)).decode("utf-8", "surrogateescape")
+    source = read_exact(int(parts[1])).decode("utf-8", "surrogateescape")
+    files(os, read_exact(int(parts[2])))
+    os.makedirs(outdir, exist_ok=True)
 
     import linecache
     linecache.cache["<exec>"] = (len(source), None, source.splitlines(True), "<exec>")
@@ -73,6 +84,84 @@ def _boot():
     sys.argv = ["<exec>"]
     sys.stdout.reconfigure(line_buffering=True)
     return compile(source, "<exec>", "exec", dont_inherit=True)
+
+def _seed(os):
+    # Copy the image's prebuilt matplotlib font cache into the private config
+    # directory, so that the first import of matplotlib does not rebuild it.
+    src, dst = "/usr/local/share/mcp-exec/matplotlib", os.environ.get("MPLCONFIGDIR")
+    try:
+        names = os.listdir(src)
+    except OSError:
+        return
+    if dst:
+        os.makedirs(dst, exist_ok=True)
+        for n in names:
+            try:
+                with open(os.path.join(src, n), "rb") as f, open(os.path.join(dst, n), "xb") as g:
+                    g.write(f.read())
+            except OSError:
+                pass
+
+def _files(os, blob):
+    # The caller's files: u32 name length, name, u32 size, bytes; repeated. Names were
+    # validated by the server; they are checked again here, and never follow a link.
+    i = 0
+    while i < len(blob):
+        n = int.from_bytes(blob[i:i + 4], "big"); i += 4
+        name = blob[i:i + n].decode("utf-8"); i += n
+        size = int.from_bytes(blob[i:i + 4], "big"); i += 4
+        data = blob[i:i + size]; i += size
+        parts = name.split("/")
+        if name.startswith("/") or "\0" in name or any(p in ("", ".", "..") for p in parts):
+            raise SystemExit("mcp-exec: refused file name %r" % name)
+        d = "."
+        for p in parts[:-1]:
+            d = d + "/" + p
+            try:
+                os.mkdir(d)
+            except FileExistsError:
+                pass
+            if os.path.islink(d) or not os.path.isdir(d):
+                raise SystemExit("mcp-exec: refused file name %r" % name)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+def _plots(sys, outdir):
+    # Figures come back as images, as a notebook shows them: plt.show() saves and
+    # closes every open figure, and so does the end of the program.
+    import importlib.abc, importlib.machinery, atexit, warnings
+    warnings.filterwarnings("ignore", message=".*non-interactive, and thus cannot be shown")
+    count = [0]
+    def save(plt):
+        import os
+        for num in plt.get_fignums():
+            count[0] += 1
+            try:
+                os.makedirs(outdir, exist_ok=True)
+                plt.figure(num).savefig("%s/figure-%d.png" % (outdir, count[0]), format="png")
+            except Exception as e:
+                print("mcp-exec: could not save figure %d: %s" % (num, e), file=sys.stderr)
+        plt.close("all")
+    class Loader(importlib.abc.Loader):
+        def __init__(self, real):
+            self.real = real
+        def create_module(self, spec):
+            return self.real.create_module(spec)
+        def exec_module(self, module):
+            self.real.exec_module(module)
+            module.show = lambda *a, **k: save(module)
+            atexit.register(lambda: save(module))
+    class Hook(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "matplotlib.pyplot":
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = Loader(spec.loader)
+            return spec
+    sys.meta_path.insert(0, Hook())
+
 exec(globals().pop("_boot")())
 '''
 
@@ -108,7 +197,7 @@ def fatal(msg):
     os._exit(70)
 
 
-def parent(max_output, preload):
+def parent(max_output, preload, outdir, max_file, max_files):
     import ctypes
     import select
     import signal
@@ -122,7 +211,7 @@ def parent(max_output, preload):
 
     ready_r, ready_w = os.pipe()
     child = subprocess.Popen(
-        [sys.executable, "-I", "-c", CHILD, str(ready_w), preload],
+        [sys.executable, "-I", "-c", CHILD, str(ready_w), preload, outdir],
         stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         pass_fds=(ready_w,), cwd="/tmp" if os.path.isdir("/tmp") else "/",
         close_fds=True, restore_signals=True)
@@ -183,6 +272,7 @@ def parent(max_output, preload):
             r, _, _ = select.select([fd], [], [], 0)
             if not r or not relay(fd):
                 break
+    send_files(outdir, max_file, max_files)
     sig = -status if status < 0 else 0
     result = {"exit": 128 + sig if sig else status, "signal": sig,
               "oom": oom_kills() > ooms, "dropped": dropped}
@@ -191,8 +281,68 @@ def parent(max_output, preload):
     os._exit(0)
 
 
+def send_files(outdir, max_file, max_total, max_count=64):
+    # Every regular file the program left under outdir, as D frames: u32 length of a
+    # JSON header {"name", "size", "skipped"}, the header, then the bytes unless skipped.
+    # Links are never followed; files past a cap are listed with the reason.
+    import json
+    import stat
+    found = []
+
+    def walk(d, prefix):
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            rel = prefix + e.name
+            if e.is_dir(follow_symlinks=False):
+                walk(e.path, rel + "/")
+            elif e.is_file(follow_symlinks=False):
+                found.append((rel, e.path))
+
+    walk(outdir, "")
+    total = 0
+    for i, (rel, path) in enumerate(found):
+        data, skipped, size = b"", "", 0
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            try:
+                st = os.fstat(fd)
+                size = st.st_size
+                if not stat.S_ISREG(st.st_mode):
+                    skipped = "not a regular file"
+                elif i >= max_count:
+                    skipped = "more than %d files" % max_count
+                elif size > max_file:
+                    skipped = "over the per-file cap of %d bytes" % max_file
+                elif total + size > max_total:
+                    skipped = "over the total cap of %d bytes for all files" % max_total
+                else:
+                    chunks = []
+                    while True:
+                        b = os.read(fd, 1 << 20)
+                        if not b or sum(map(len, chunks)) > max_file:
+                            break
+                        chunks.append(b)
+                    data = b"".join(chunks)[:max_file + 1]
+                    size = len(data)
+                    if size > max_file:
+                        data, skipped = b"", "over the per-file cap of %d bytes" % max_file
+                    elif total + size > max_total:
+                        data, skipped = b"", "over the total cap of %d bytes for all files" % max_total
+                    else:
+                        total += size
+            finally:
+                os.close(fd)
+        except OSError as e:
+            skipped = "unreadable: %s" % e.strerror
+        head = json.dumps({"name": rel, "size": size, "skipped": skipped}).encode()
+        write_all(1, frame(b"D", len(head).to_bytes(4, "big") + head + data))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] != "parent":
-        sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD\n")
+    if len(sys.argv) < 7 or sys.argv[1] != "parent":
+        sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES\n")
         sys.exit(64)
-    parent(int(sys.argv[2]), sys.argv[3])
+    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))

@@ -14,7 +14,10 @@ type capture struct {
 	out, err  []byte
 	total     int64 // every byte offered, kept or not
 	truncated bool
+	tail      []byte // the last tailSize bytes offered, for progress reports
 }
+
+const tailSize = 512
 
 func newCapture(limit int) *capture { return &capture{limit: limit} }
 
@@ -22,6 +25,10 @@ func (c *capture) add(stderr bool, p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.total += int64(len(p))
+	c.tail = append(c.tail, p[max(len(p)-tailSize, 0):]...)
+	if len(c.tail) > tailSize {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-tailSize:]...)
+	}
 	room := c.limit - len(c.out) - len(c.err)
 	if len(p) > room {
 		c.truncated = true
@@ -38,6 +45,26 @@ func (c *capture) markTruncated() {
 	c.mu.Lock()
 	c.truncated = true
 	c.mu.Unlock()
+}
+
+// progress returns the bytes offered so far and the last lines among them.
+func (c *capture) progress() (int64, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tail := c.tail
+	if i := indexByte(tail, '\n'); i >= 0 && len(tail) == tailSize {
+		tail = tail[i+1:] // start at a line
+	}
+	return c.total, repairUTF8(trimPartialRune(tail))
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // result returns stdout and stderr as valid UTF-8 whose lengths add up to at most the

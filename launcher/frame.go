@@ -14,6 +14,7 @@ const (
 	frameStderr = 'E'
 	frameExit   = 'X'
 	frameFatal  = 'F'
+	frameFile   = 'D'
 )
 
 // maxControlFrame bounds the frames the decoder buffers (R, X, F); output frames are
@@ -32,7 +33,9 @@ type exitStatus struct {
 // io.Writer that never fails, so the stream is always drained; after the end (an X or
 // F frame, or a protocol violation) it discards everything.
 type decoder struct {
-	out *capture
+	out     *capture
+	maxFile int          // largest file content a D frame may carry
+	files   []OutputFile // from D frames; read only after done
 
 	hdr     [5]byte
 	hdrLen  int
@@ -49,8 +52,8 @@ type decoder struct {
 	err       error
 }
 
-func newDecoder(out *capture) *decoder {
-	return &decoder{out: out, ready: make(chan struct{}), done: make(chan struct{})}
+func newDecoder(out *capture, maxFile int) *decoder {
+	return &decoder{out: out, maxFile: maxFile, ready: make(chan struct{}), done: make(chan struct{})}
 }
 
 func (d *decoder) Write(p []byte) (int, error) {
@@ -95,6 +98,11 @@ func (d *decoder) startFrame() {
 			d.finish(nil, "", fmt.Errorf("control frame %q of %d bytes", d.kind, d.remain))
 			return
 		}
+	case frameFile:
+		if int64(d.remain) > int64(d.maxFile)+maxControlFrame {
+			d.finish(nil, "", fmt.Errorf("file frame of %d bytes", d.remain))
+			return
+		}
 	default:
 		d.finish(nil, "", fmt.Errorf("unknown frame kind 0x%02x", d.kind))
 		return
@@ -128,6 +136,13 @@ func (d *decoder) endFrame() {
 		d.finish(&st, "", nil)
 	case frameFatal:
 		d.finish(nil, string(body), nil)
+	case frameFile:
+		f, err := decodeFile(body)
+		if err != nil {
+			d.finish(nil, "", err)
+			return
+		}
+		d.files = append(d.files, f)
 	}
 }
 
@@ -136,4 +151,29 @@ func (d *decoder) finish(st *exitStatus, fatal string, err error) {
 		d.exit, d.fatal, d.err = st, fatal, err
 		close(d.done)
 	})
+}
+
+// decodeFile parses a D frame: u32 header length, JSON header, content.
+func decodeFile(body []byte) (OutputFile, error) {
+	if len(body) < 4 {
+		return OutputFile{}, fmt.Errorf("file frame of %d bytes", len(body))
+	}
+	n := binary.BigEndian.Uint32(body)
+	if uint64(n) > uint64(len(body)-4) || n > maxControlFrame {
+		return OutputFile{}, fmt.Errorf("file frame header of %d bytes", n)
+	}
+	var h struct {
+		Name    string `json:"name"`
+		Size    int64  `json:"size"`
+		Skipped string `json:"skipped"`
+	}
+	if err := json.Unmarshal(body[4:4+n], &h); err != nil {
+		return OutputFile{}, fmt.Errorf("decoding file frame header: %w", err)
+	}
+	f := OutputFile{Name: h.Name, Size: h.Size, Skipped: h.Skipped}
+	if h.Skipped == "" {
+		f.Data = body[4+n:]
+		f.Size = int64(len(f.Data))
+	}
+	return f, nil
 }

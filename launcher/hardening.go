@@ -114,5 +114,8 @@ func bootCommand(o Options) []string {
 		"parent",
 		strconv.Itoa(o.MaxOutputBytes),
 		strings.Join(o.Preload, ","),
+		OutputDir,
+		strconv.Itoa(o.MaxFileBytes),
+		strconv.Itoa(o.MaxFilesBytes),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -307,5 +308,82 @@ func TestVerifyLimits(t *testing.T) {
 	// The check itself must be able to fail.
 	if bad := l.Unenforced(Limits{Memory: -1, Pids: -1, CPUQuota: -1, CPUPeriod: 100000}); len(bad) != 3 {
 		t.Errorf("unenforced limits: got %q, want all three", bad)
+	}
+}
+
+func TestFilesInAndOut(t *testing.T) {
+	l := testLauncher(t, Options{MaxFileBytes: 1 << 20, MaxFilesBytes: 3 << 19})
+	code := `
+import os, pandas as pd, matplotlib.pyplot as plt
+df = pd.read_csv("data/in.csv")
+os.makedirs("/tmp/outputs/sub", exist_ok=True)
+open("/tmp/outputs/sum.txt", "w").write(str(df["x"].sum()))
+open("/tmp/outputs/sub/big.bin", "wb").write(b"z" * (2 << 20))
+os.symlink("/etc/passwd", "/tmp/outputs/link")
+plt.plot(df["x"])
+plt.show()
+plt.plot([3, 2, 1])
+`
+	res, err := l.Run(t.Context(), Job{Code: code, Files: []File{{Name: "data/in.csv", Data: []byte("x\n1\n2\n3\n")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	byName := map[string]OutputFile{}
+	for _, f := range res.Files {
+		byName[f.Name] = f
+	}
+	if got := string(byName["sum.txt"].Data); got != "6" {
+		t.Errorf("sum.txt: got %q, want 6", got)
+	}
+	for _, n := range []string{"figure-1.png", "figure-2.png"} {
+		if d := byName[n].Data; len(d) < 8 || string(d[1:4]) != "PNG" {
+			t.Errorf("%s: got %d bytes, want a PNG (files %v)", n, len(d), names(res.Files))
+		}
+	}
+	if f := byName["sub/big.bin"]; f.Skipped == "" || f.Data != nil || f.Size != 2<<20 {
+		t.Errorf("sub/big.bin: got skipped %q, %d bytes of data, size %d; want it listed as over the cap", f.Skipped, len(f.Data), f.Size)
+	}
+	if _, ok := byName["link"]; ok {
+		t.Errorf("a symbolic link was returned: %+v", byName["link"])
+	}
+	if strings.Contains(res.Stderr, "non-interactive") {
+		t.Errorf("stderr: got %q, want no warning from plt.show()", res.Stderr)
+	}
+}
+
+func names(fs []OutputFile) []string {
+	var n []string
+	for _, f := range fs {
+		n = append(n, f.Name)
+	}
+	return n
+}
+
+func TestProgress(t *testing.T) {
+	l := testLauncher(t, Options{})
+	var mu sync.Mutex
+	var got []Progress
+	res, err := l.Run(t.Context(), Job{
+		Code: "import time\nfor i in range(4):\n    print('step', i, flush=True)\n    time.sleep(0.7)",
+		Progress: func(p Progress) {
+			mu.Lock()
+			got = append(got, p)
+			mu.Unlock()
+		},
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 2 {
+		t.Fatalf("got %d progress reports, want at least 2", len(got))
+	}
+	last := got[len(got)-1]
+	if last.OutputBytes == 0 || !strings.Contains(last.Tail, "step") || last.Elapsed < time.Second {
+		t.Errorf("last progress: got %+v, want output bytes, a tail with 'step', and elapsed time", last)
 	}
 }

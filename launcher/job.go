@@ -15,6 +15,12 @@ type Job struct {
 	// Timeout is the wall-clock limit, counted from the moment the code has been
 	// delivered. Zero means the launcher's default.
 	Timeout time.Duration
+	// Files are written into the working directory before the program starts. They
+	// travel like Code.
+	Files []File
+	// Progress, when set, is called about once a second while the program runs, from
+	// another goroutine.
+	Progress func(Progress)
 
 	// internal marks the launcher's own checks, which are not counted as executions.
 	internal bool
@@ -32,10 +38,37 @@ type Result struct {
 	Truncated bool          // stdout+stderr exceeded the output cap
 	TimedOut  bool          // killed by the wall-clock timeout
 	OOMKilled bool          // the kernel killed a process of the program for memory
+	// Files are what the program left in OutputDir (and its open matplotlib figures),
+	// in name order. Files past a cap are listed with Skipped set and no Data.
+	Files []OutputFile
 	// QueueWait is how long the job waited for a free slot; it is not part of the
 	// timeout.
 	QueueWait time.Duration
 }
+
+// File is an input file for the program.
+type File struct {
+	Name string // relative path: no leading "/", no "." or ".." parts; validated by the caller
+	Data []byte
+}
+
+// OutputFile is a file the program left in OutputDir.
+type OutputFile struct {
+	Name    string // path relative to OutputDir
+	Size    int64
+	Data    []byte // nil when Skipped
+	Skipped string // why the file was not returned, e.g. over a cap
+}
+
+// Progress is what a running program has done so far.
+type Progress struct {
+	Elapsed     time.Duration
+	OutputBytes int64  // stdout+stderr bytes written so far, kept or not
+	Tail        string // the last lines of output, valid UTF-8, at most about 512 bytes
+}
+
+// OutputDir is where a program leaves files to be returned, inside its private /tmp.
+const OutputDir = "/tmp/outputs"
 
 // Errors a Runner reports for infrastructure failures, to be matched with errors.Is.
 // Their text is written for the person who deploys the server.

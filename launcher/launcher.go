@@ -20,6 +20,8 @@ type Options struct {
 	TmpfsSize      int64         // bytes of the private /tmp (and /dev/shm); 0 is 64 MiB
 	Runtime        string        // OCI runtime name; "" is the engine's default
 	MaxOutputBytes int           // stdout+stderr cap; 0 is 1 MiB
+	MaxFileBytes   int           // cap on one returned file; 0 is 8 MiB
+	MaxFilesBytes  int           // cap on all returned files together; 0 is 16 MiB
 	DefaultTimeout time.Duration // when Job.Timeout is 0; 0 is 30 s
 	Instance       string        // label value naming this server's containers; "" is "default"
 	Preload        []string      // modules the bootstrap imports before the code arrives
@@ -56,6 +58,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxOutputBytes == 0 {
 		o.MaxOutputBytes = MiB
+	}
+	if o.MaxFileBytes == 0 {
+		o.MaxFileBytes = 8 * MiB
+	}
+	if o.MaxFilesBytes == 0 {
+		o.MaxFilesBytes = 16 * MiB
 	}
 	if o.DefaultTimeout == 0 {
 		o.DefaultTimeout = 30 * time.Second

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"encoding/binary"
+
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
@@ -74,7 +76,7 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 	}
 	sb.conn = att.HijackedResponse
 	sb.out = newCapture(l.opts.MaxOutputBytes)
-	sb.dec = newDecoder(sb.out)
+	sb.dec = newDecoder(sb.out, l.opts.MaxFileBytes)
 	go func() {
 		defer close(sb.streamDone)
 		// Always demultiplex: the API may not announce the stream's content type.
@@ -120,18 +122,46 @@ func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
 	began := time.Now()
 	timer := time.NewTimer(job.Timeout)
 	defer timer.Stop()
-	select {
-	case <-sb.dec.done:
-		return sb.finished(time.Since(began))
-	case <-sb.streamDone:
-		if sb.dec.finished() {
-			return sb.finished(time.Since(began))
+	var tick <-chan time.Time
+	if job.Progress != nil {
+		t := time.NewTicker(progressInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		if res, done, err := sb.wait(ctx, began, timer.C, tick, job); done {
+			return res, err
 		}
-		return sb.vanished(ctx, time.Since(began))
-	case <-timer.C:
-		return sb.timedOut(ctx, time.Since(began))
+	}
+}
+
+// progressInterval bounds the rate of progress reports.
+const progressInterval = time.Second
+
+// wait waits for one event; done is false after a progress report.
+func (sb *sandbox) wait(ctx context.Context, began time.Time, timeout, tick <-chan time.Time, job Job) (Result, bool, error) {
+	select {
+	case <-tick:
+		n, tail := sb.out.progress()
+		job.Progress(Progress{Elapsed: time.Since(began), OutputBytes: n, Tail: tail})
+		return Result{}, false, nil
+	case <-sb.dec.done:
+		res, err := sb.finished(time.Since(began))
+		return res, true, err
+	case <-sb.streamDone:
+		var res Result
+		var err error
+		if sb.dec.finished() {
+			res, err = sb.finished(time.Since(began))
+		} else {
+			res, err = sb.vanished(ctx, time.Since(began))
+		}
+		return res, true, err
+	case <-timeout:
+		res, err := sb.timedOut(ctx, time.Since(began))
+		return res, true, err
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return Result{}, true, ctx.Err()
 	}
 }
 
@@ -141,8 +171,13 @@ func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
 // (dispose) ends it.
 func (sb *sandbox) deliver(job Job, delivered chan<- error) {
 	w := sb.conn.Conn
-	header := "MCPEXEC1 " + strconv.Itoa(len(job.Code)) + "\n"
+	files := encodeFiles(job.Files)
+	header := "MCPEXEC2 " + strconv.Itoa(len(job.Code)) + " " + strconv.Itoa(len(files)) + "\n"
 	if _, err := io.WriteString(w, header+job.Code); err != nil {
+		delivered <- err
+		return
+	}
+	if _, err := w.Write(files); err != nil {
 		delivered <- err
 		return
 	}
@@ -153,6 +188,19 @@ func (sb *sandbox) deliver(job Job, delivered chan<- error) {
 		}
 	}
 	_ = sb.conn.CloseWrite()
+}
+
+// encodeFiles frames the input files for the bootstrap: u32 name length, name, u32
+// size, bytes; repeated.
+func encodeFiles(files []File) []byte {
+	var b []byte
+	for _, f := range files {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f.Name)))
+		b = append(b, f.Name...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f.Data)))
+		b = append(b, f.Data...)
+	}
+	return b
 }
 
 // finished builds the result from the bootstrap's exit frame.
@@ -172,7 +220,7 @@ func (sb *sandbox) finished(d time.Duration) (Result, error) {
 	return Result{
 		Stdout: stdout, Stderr: stderr, Truncated: truncated,
 		ExitCode: st.Exit, Signal: st.Signal, OOMKilled: st.OOM,
-		Duration: d,
+		Duration: d, Files: dec.files,
 	}, nil
 }
 
