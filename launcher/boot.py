@@ -337,6 +337,8 @@ def send_files(outdir, max_file, max_total, max_count=64):
                 os.close(fd)
         except OSError as e:
             skipped = "unreadable: %s" % e.strerror
+        if len(rel.encode("utf-8", "surrogateescape")) > 1024:
+            rel, data, skipped = rel[:200] + "...", b"", "name longer than 1024 bytes"
         head = json.dumps({"name": rel, "size": size, "skipped": skipped}).encode()
         write_all(1, frame(b"D", len(head).to_bytes(4, "big") + head + data))
 

@@ -73,7 +73,8 @@ func (c *capture) result() (stdout, stderr string, truncated bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out, err := c.out, c.err
-	if c.truncated {
+	truncated = c.truncated
+	if truncated {
 		// A cut may have split a character: drop the incomplete tail instead of
 		// reporting it as invalid.
 		out, err = trimPartialRune(out), trimPartialRune(err)
@@ -81,7 +82,7 @@ func (c *capture) result() (stdout, stderr string, truncated bool) {
 	o, e := repairUTF8(out), repairUTF8(err)
 	// Repair can grow the text (one invalid byte becomes three bytes of U+FFFD).
 	for len(o)+len(e) > c.limit {
-		c.truncated = true
+		truncated = true
 		excess := len(o) + len(e) - c.limit
 		if len(e) >= len(o) {
 			e = cutRunes(e, max(len(e)-excess, 0))
@@ -89,7 +90,7 @@ func (c *capture) result() (stdout, stderr string, truncated bool) {
 			o = cutRunes(o, max(len(o)-excess, 0))
 		}
 	}
-	return o, e, c.truncated
+	return o, e, truncated
 }
 
 // trimPartialRune removes a trailing sequence that is the beginning of a multi-byte

@@ -135,7 +135,11 @@ func (d *decoder) endFrame() {
 		}
 		d.finish(&st, "", nil)
 	case frameFatal:
-		d.finish(nil, string(body), nil)
+		msg := string(body)
+		if msg == "" {
+			msg = "(no message)" // an empty fatal frame must still end the run as a failure
+		}
+		d.finish(nil, msg, nil)
 	case frameFile:
 		f, err := decodeFile(body)
 		if err != nil {

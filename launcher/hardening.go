@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -99,7 +100,7 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 // nanoCPUs converts a CPU count to the engine's unit. It never returns 0, which the
 // engine would read as "no limit": the smallest quota Docker accepts is 0.01 CPU.
 func nanoCPUs(cpus float64) int64 {
-	return max(int64(cpus*1e9), 1e7)
+	return max(int64(math.Round(cpus*1e9)), 1e7)
 }
 
 func tmpfsOptions(size int64, flags string) string {

@@ -40,7 +40,7 @@ const (
 
 func (o Options) withDefaults() Options {
 	def := func(v *int64, d int64) {
-		if *v == 0 {
+		if *v <= 0 {
 			*v = d
 		}
 	}
@@ -53,16 +53,16 @@ func (o Options) withDefaults() Options {
 	if o.Python == "" {
 		o.Python = "python3"
 	}
-	if o.CPUs == 0 {
+	if !(o.CPUs > 0) {
 		o.CPUs = 1
 	}
-	if o.MaxOutputBytes == 0 {
+	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = MiB
 	}
-	if o.MaxFileBytes == 0 {
+	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = 8 * MiB
 	}
-	if o.MaxFilesBytes == 0 {
+	if o.MaxFilesBytes <= 0 {
 		o.MaxFilesBytes = 16 * MiB
 	}
 	if o.DefaultTimeout == 0 {
@@ -71,7 +71,7 @@ func (o Options) withDefaults() Options {
 	if o.Instance == "" {
 		o.Instance = "default"
 	}
-	if o.MaxConcurrent == 0 {
+	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = 4
 	}
 	if o.Metrics == nil {
