@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
-	case "serve", "run", "healthcheck":
+	case "serve", "run", "healthcheck", "selftest":
 	case "help":
 		args = []string{"--help"}
 		sub = "serve"
@@ -73,10 +73,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if sub == "healthcheck" {
 		return healthcheck(ctx, cfg, stderr)
 	}
-	if sub == "run" {
+	if sub == "run" || sub == "selftest" {
 		// A one-off run must never reap the sandboxes of a server sharing the
 		// instance name, so it gets a name of its own.
-		cfg.Instance = fmt.Sprintf("%.40s-run-%d", cfg.Instance, os.Getpid())
+		cfg.Instance = fmt.Sprintf("%.40s-%s-%d", cfg.Instance, sub, os.Getpid())
+	}
+	if sub == "run" {
 		cfg.PoolSize = 0
 	}
 
@@ -91,6 +93,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	if sub == "run" {
 		return runOnce(ctx, l, cfg, fs.Args(), jsonOut, stdin, stdout, stderr)
+	}
+	if sub == "selftest" {
+		cli, err := launcher.NewClient(cfg.EngineHost)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
+			return 1
+		}
+		defer cli.Close()
+		return selftest(ctx, cfg, l, cli, stdout)
 	}
 	cfg.LogFields(log.Info()).Str("version", version).Msg("configuration")
 	if err := serve(ctx, cfg, l, m, log); err != nil {
