@@ -123,9 +123,12 @@ def _files(os, blob):
                 pass
             if os.path.islink(d) or not os.path.isdir(d):
                 raise SystemExit("mcp-exec: refused file name %r" % name)
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise SystemExit("mcp-exec: could not write input file %r: %s" % (name, e.strerror))
 
 def _plots(sys, outdir):
     # Figures come back as images, as a notebook shows them: plt.show() saves and

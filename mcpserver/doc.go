@@ -14,8 +14,22 @@
 //     sandbox) is a tool error whose text is written for the person who deploys
 //     the server; retrying with different code will not help.
 //
+// Files travel both ways. Input files ("files") are checked (relative names
+// only, no "." or ".." parts, caps on count and size) and written into the
+// working directory before the program starts. What the program leaves in
+// /tmp/outputs, and its open matplotlib figures, come back after the text
+// block: PNG, JPEG, GIF and WebP files as image content, other files as
+// embedded resources; the structured result lists every file, with the reason
+// for each one not returned.
+//
+// A call whose request carries a progress token gets notifications/progress
+// about once a second while the program runs. A call the client cancels
+// (notifications/cancelled) has its context cancelled by the SDK, and the
+// runner kills and removes its sandbox.
+//
 // The server never logs caller data: not the code, not stdin, not stdout or
-// stderr. Log lines carry metadata only (sizes, durations, exit status and a
-// random per-call exec_id), so logs can be kept without becoming a copy of
-// what callers ran.
+// stderr, not file names or contents, not progress messages (they quote the
+// output). Log lines carry metadata only (sizes, counts, durations, exit status
+// and a random per-call exec_id), so logs can be kept without becoming a copy
+// of what callers ran.
 package mcpserver

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
@@ -106,5 +108,45 @@ func TestLogsCarryNoCallerData(t *testing.T) {
 	}
 	if len(ids) != 3 {
 		t.Errorf("exec_ids: got %d distinct in %d lines, want one per call", len(ids), len(lines))
+	}
+}
+
+// TestLogsCarryNoFileData: file names and contents, in and out, and progress
+// messages (which quote the program's output) never reach the log.
+func TestLogsCarryNoFileData(t *testing.T) {
+	canary := "canary-" + rand.Text()
+	var buf syncBuffer
+	r := funcRunner(func(_ context.Context, job launcher.Job) (launcher.Result, error) {
+		if job.Progress != nil {
+			job.Progress(launcher.Progress{Elapsed: time.Second, OutputBytes: 40, Tail: canary + "\n"})
+		}
+		return launcher.Result{Files: []launcher.OutputFile{
+			{Name: canary + ".txt", Size: int64(len(canary)), Data: []byte(canary)},
+			{Name: canary + ".bin", Size: 1 << 30, Skipped: "over the cap " + canary},
+		}}, nil
+	})
+	cs := connect(t, t.Context(), r, Options{Logger: zerolog.New(&buf).Level(zerolog.TraceLevel)})
+	params := &mcp.CallToolParams{Name: "exec", Arguments: json.RawMessage(
+		`{"code":"x","files":[{"name":"` + canary + `","content":"` + canary + `"}]}`)}
+	params.SetProgressToken(canary)
+	if res, err := cs.CallTool(t.Context(), params); err != nil || res.IsError {
+		t.Fatalf("CallTool: got (%v, %v), want a result", res, err)
+	}
+	call(t, t.Context(), cs, `{"code":"x","files":[{"name":"../`+canary+`","content":"`+canary+`"}]}`)
+	out := buf.String()
+	if strings.Contains(out, canary) {
+		t.Fatalf("log: got the canary in\n%s\nwant no caller data", out)
+	}
+	lines := logLines(t, out)
+	if len(lines) != 2 {
+		t.Fatalf("log lines: got %d\n%s\nwant 2 (done, rejected)", len(lines), out)
+	}
+	for key, want := range map[string]any{"files_in": 1.0, "files_in_bytes": float64(len(canary)), "files_out": 2.0, "progress": true} {
+		if got := lines[0][key]; got != want {
+			t.Errorf("done line %s: got %v, want %v", key, got, want)
+		}
+	}
+	if got, want := lines[1]["field"], "files"; got != want {
+		t.Errorf("rejected line field: got %v, want %v", got, want)
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -47,6 +49,20 @@ type Options struct {
 	// MaxTimeout caps timeout_s; larger requests are lowered to it, not refused.
 	// Zero or negative means 300s.
 	MaxTimeout time.Duration
+	// MaxFiles is the most input files ("files") one call may carry.
+	// Zero or negative means 32.
+	MaxFiles int
+	// MaxFileBytes is the largest accepted input file, in bytes after
+	// decoding. Zero or negative means 8 MiB (8388608).
+	MaxFileBytes int
+	// MaxFilesBytes caps the input files of one call together, in bytes after
+	// decoding. Zero or negative means 16 MiB (16777216).
+	MaxFilesBytes int
+	// MaxOutputFileBytes and MaxOutputFilesBytes are the runner's caps on one
+	// file returned from /tmp/outputs and on all of them together. The runner
+	// enforces them; here they only feed the tool description, so set them to
+	// what the runner really uses. Zero or negative means 8 MiB and 16 MiB.
+	MaxOutputFileBytes, MaxOutputFilesBytes int
 	// Python is the interpreter's name, used only in the tool description.
 	// "" means "python3".
 	Python string
@@ -65,6 +81,11 @@ func (o Options) withDefaults() Options {
 	o.MaxCodeBytes = positive(o.MaxCodeBytes, mib)
 	o.MaxStdinBytes = positive(o.MaxStdinBytes, mib)
 	o.MaxOutputBytes = positive(o.MaxOutputBytes, mib)
+	o.MaxFiles = positive(o.MaxFiles, 32)
+	o.MaxFileBytes = positive(o.MaxFileBytes, 8*mib)
+	o.MaxFilesBytes = positive(o.MaxFilesBytes, 16*mib)
+	o.MaxOutputFileBytes = positive(o.MaxOutputFileBytes, 8*mib)
+	o.MaxOutputFilesBytes = positive(o.MaxOutputFilesBytes, 16*mib)
 	o.MaxTimeout = positive(o.MaxTimeout, 300*time.Second)
 	o.DefaultTimeout = min(positive(o.DefaultTimeout, 30*time.Second), o.MaxTimeout)
 	return o
@@ -84,10 +105,11 @@ func New(r Runner, opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
 	h := &handler{runner: r, opts: opts, log: opts.Logger}
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        toolName,
-		Description: description(opts),
-		InputSchema: inputSchema(opts),
-		Annotations: annotations(),
+		Name:         toolName,
+		Description:  description(opts),
+		InputSchema:  inputSchema(opts),
+		OutputSchema: outputSchema(),
+		Annotations:  annotations(),
 	}, h.exec)
 	return s
 }
@@ -102,18 +124,28 @@ type handler struct {
 // against the input schema (types, required code, no unknown names); exec
 // checks the limits the schema cannot express, runs the job and maps the
 // outcome onto the three channels described in the package doc.
-func (h *handler) exec(ctx context.Context, _ *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execOutput, error) {
+//
+// When the client's request carries a progress token, the runner's progress
+// reports go back as notifications/progress. When the client cancels the call
+// (notifications/cancelled), the SDK cancels ctx and the runner stops the
+// sandbox.
+func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execOutput, error) {
 	id := newExecID()
 	job, err := newJob(in, h.opts)
 	if err != nil {
 		h.logRejected(id, in, err)
 		return nil, execOutput{}, err
 	}
+	if p := startProgress(ctx, req); p != nil {
+		job.Progress = p.report
+		defer p.stop()
+	}
 	res, err := h.runner.Run(ctx, job)
 	if err != nil {
 		return nil, execOutput{}, h.runnerFailed(id, job, err)
 	}
 	h.logDone(id, job, res)
+	files, infos, images := outputFiles(res.Files)
 	out := execOutput{
 		Stdout:     res.Stdout,
 		Stderr:     res.Stderr,
@@ -122,11 +154,15 @@ func (h *handler) exec(ctx context.Context, _ *mcp.CallToolRequest, in execInput
 		Truncated:  res.Truncated,
 		TimedOut:   res.TimedOut,
 		OOMKilled:  res.OOMKilled,
+		Files:      infos,
 	}
 	// Setting Content stops the SDK from filling it with the raw JSON of out,
 	// which reads badly for a model or a person looking at a transcript.
-	text := &mcp.TextContent{Text: render(out, job.Timeout, h.opts.MaxOutputBytes)}
-	return &mcp.CallToolResult{Content: []mcp.Content{text}}, out, nil
+	text := &mcp.TextContent{Text: render(out, images, job.Timeout, h.opts.MaxOutputBytes)}
+	content := append([]mcp.Content{text}, files...)
+	// The deferred p.stop runs before the SDK sends this result, so no
+	// progress notification follows it (a client would not expect one).
+	return &mcp.CallToolResult{Content: content}, out, nil
 }
 
 // runnerFailed logs a runner error and turns it into the tool error the
@@ -157,7 +193,7 @@ func (h *handler) runnerFailed(id string, job launcher.Job, err error) error {
 
 func (h *handler) logRejected(id string, in execInput, err error) {
 	ev := h.log.Info().Str("exec_id", id).
-		Int("code_bytes", len(in.Code)).Int("stdin_bytes", len(in.Stdin))
+		Int("code_bytes", len(in.Code)).Int("stdin_bytes", len(in.Stdin)).Int("files_in", len(in.Files))
 	var inv *invalidInput
 	if errors.As(err, &inv) {
 		ev = ev.Str("field", inv.field)
@@ -173,7 +209,18 @@ func (h *handler) logDone(id string, job launcher.Job, res launcher.Result) {
 		Int("stdout_bytes", len(res.Stdout)).Int("stderr_bytes", len(res.Stderr)).
 		Bool("truncated", res.Truncated).Bool("timed_out", res.TimedOut).
 		Bool("oom_killed", res.OOMKilled).Int64("queue_wait_ms", res.QueueWait.Milliseconds()).
+		Int("files_in", len(job.Files)).Int("files_in_bytes", filesBytes(job.Files)).
+		Int("files_out", len(res.Files)).Bool("progress", job.Progress != nil).
 		Msg("exec")
+}
+
+// filesBytes is the total size of the input files: a size, never a name.
+func filesBytes(files []launcher.File) int {
+	n := 0
+	for _, f := range files {
+		n += len(f.Data)
+	}
+	return n
 }
 
 // newExecID returns a short random id that ties one call's log lines
@@ -185,9 +232,10 @@ func newExecID() string {
 }
 
 // render is the readable text block of a result: a status line, one line per
-// abnormal condition, then both streams under fixed headers. The same result
-// always renders to the same text.
-func render(out execOutput, timeout time.Duration, maxOutput int) string {
+// abnormal condition, both streams under fixed headers, then the files, if
+// any (images[i] says whether out.Files[i] went back as an image). The same
+// result always renders to the same text.
+func render(out execOutput, images []bool, timeout time.Duration, maxOutput int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "exit_code: %d (duration %d ms)\n", out.ExitCode, out.DurationMS)
 	if out.TimedOut {
@@ -201,7 +249,45 @@ func render(out execOutput, timeout time.Duration, maxOutput int) string {
 	}
 	section(&b, "stdout", out.Stdout)
 	section(&b, "stderr", out.Stderr)
+	filesSection(&b, out.Files, images)
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// filesSection lists the files left in /tmp/outputs, if any: one line each,
+// saying how it comes back or why it does not.
+func filesSection(b *strings.Builder, files []fileInfo, images []bool) {
+	if len(files) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "--- files in %s (%d) ---\n", launcher.OutputDir, len(files))
+	for i, f := range files {
+		name := f.Name
+		if !isPlainName(name) {
+			name = strconv.Quote(name)
+		}
+		switch {
+		case !f.Returned:
+			fmt.Fprintf(b, "%s (%d bytes): NOT returned: %s\n", name, f.Size, f.Reason)
+		case i < len(images) && images[i]:
+			fmt.Fprintf(b, "%s (%s, %d bytes): returned as an image\n", name, f.MIMEType, f.Size)
+		default:
+			fmt.Fprintf(b, "%s (%s, %d bytes): returned as a resource\n", name, f.MIMEType, f.Size)
+		}
+	}
+}
+
+// isPlainName reports whether a name reads unambiguously unquoted: printable,
+// no spaces at its ends, nothing that looks like the text's own punctuation.
+func isPlainName(s string) bool {
+	if s == "" || strings.TrimSpace(s) != s || strings.ContainsAny(s, "\"()") {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 func section(b *strings.Builder, name, s string) {

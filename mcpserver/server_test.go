@@ -16,10 +16,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 )
+
+// jobOpts compare launcher.Jobs by what the runner is asked to do.
+var jobOpts = []cmp.Option{cmpopts.IgnoreFields(launcher.Job{}, "Progress"), cmpopts.IgnoreUnexported(launcher.Job{}), cmpopts.EquateEmpty()}
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the current output")
 
@@ -110,9 +114,12 @@ func structured(t *testing.T, res *mcp.CallToolResult) execOutput {
 	if err := json.Unmarshal(raw, &keys); err != nil {
 		t.Fatalf("structuredContent %s: got %v, want a JSON object", raw, err)
 	}
-	want := []string{"duration_ms", "exit_code", "oom_killed", "stderr", "stdout", "timed_out", "truncated"}
+	want := []string{"duration_ms", "exit_code", "files", "oom_killed", "stderr", "stdout", "timed_out", "truncated"}
 	if diff := cmp.Diff(want, slices.Sorted(maps.Keys(keys))); diff != "" {
 		t.Errorf("structuredContent keys (-want +got):\n%s", diff)
+	}
+	if files, ok := keys["files"].([]any); !ok || files == nil {
+		t.Errorf("structuredContent files: got %v, want an array", keys["files"])
 	}
 	var out execOutput
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -173,6 +180,26 @@ func TestInputSchema(t *testing.T) {
 	}
 	if ap := s.AdditionalProperties; ap == nil || ap.Not == nil {
 		t.Errorf("additionalProperties: got %v, want false", ap)
+	}
+	files := s.Properties["files"]
+	if files.Type != "array" || files.Types != nil {
+		t.Errorf("files type: got %q %q, want \"array\"", files.Type, files.Types)
+	}
+	if diff := cmp.Diff([]string{"name", "content"}, files.Items.Required); diff != "" {
+		t.Errorf("files items required (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]any{"utf-8", "base64"}, files.Items.Properties["encoding"].Enum); diff != "" {
+		t.Errorf("files encoding enum (-want +got):\n%s", diff)
+	}
+	if ap := files.Items.AdditionalProperties; ap == nil || ap.Not == nil {
+		t.Errorf("files items additionalProperties: got %v, want false", ap)
+	}
+	out := outputSchema()
+	if got := out.Properties["files"]; got.Type != "array" || got.Types != nil {
+		t.Errorf("output files type: got %q %q, want \"array\"", got.Type, got.Types)
+	}
+	if !slices.Contains(out.Required, "files") {
+		t.Errorf("output required: got %q, want it to include files", out.Required)
 	}
 }
 
@@ -258,10 +285,13 @@ func TestCallValid(t *testing.T) {
 			if res.IsError {
 				t.Fatalf("isError: got true (%q), want false", text(t, res))
 			}
-			if diff := cmp.Diff([]launcher.Job{tt.wantJob}, r.calls()); diff != "" {
+			if diff := cmp.Diff([]launcher.Job{tt.wantJob}, r.calls(), jobOpts...); diff != "" {
 				t.Errorf("jobs run (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.want, structured(t, res)); diff != "" {
+			if job := r.calls()[0]; job.Progress != nil {
+				t.Errorf("job.Progress: got a func, want nil without a progress token")
+			}
+			if diff := cmp.Diff(tt.want, structured(t, res), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("structuredContent (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.text, text(t, res)); diff != "" {

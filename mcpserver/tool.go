@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -25,6 +26,7 @@ type execInput struct {
 	// (the default).
 	TimeoutS *wholeSeconds `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit in whole seconds (inputSchema fills in the numbers)."`
 	Stdin    string        `json:"stdin,omitempty" jsonschema:"Text the program reads from standard input. Optional; empty when absent."`
+	Files    []inputFile   `json:"files,omitempty" jsonschema:"Input files (inputSchema fills in the limits)."`
 }
 
 // execOutput is the structured result. No omitempty: a model should always
@@ -37,6 +39,17 @@ type execOutput struct {
 	Truncated  bool   `json:"truncated" jsonschema:"True when stdout and stderr together exceeded the output cap and were cut."`
 	TimedOut   bool   `json:"timed_out" jsonschema:"True when the program was killed for exceeding its timeout."`
 	OOMKilled  bool   `json:"oom_killed" jsonschema:"True when the program was killed for running out of memory."`
+	// Files is never nil, so that it is always an array on the wire.
+	Files []fileInfo `json:"files" jsonschema:"Every file the program left in /tmp/outputs (open matplotlib figures among them, as figure-N.png), in name order; the returned ones follow the text as image or resource content, in this order."`
+}
+
+// fileInfo describes one file the program left in /tmp/outputs.
+type fileInfo struct {
+	Name     string `json:"name" jsonschema:"Path relative to /tmp/outputs."`
+	MIMEType string `json:"mime_type" jsonschema:"The file's MIME type, from its content or its extension."`
+	Size     int64  `json:"size" jsonschema:"Size in bytes."`
+	Returned bool   `json:"returned" jsonschema:"True when the file's content is in the result (as an image or an embedded resource)."`
+	Reason   string `json:"reason,omitempty" jsonschema:"Why the file was not returned (for example a size cap); absent when returned."`
 }
 
 // wholeSeconds is timeout_s. The schema has already checked that it is a
@@ -76,6 +89,27 @@ func inputSchema(o Options) *jsonschema.Schema {
 	ts.Types, ts.Type = nil, "integer"
 	ts.Description = fmt.Sprintf("Wall-clock limit in whole seconds, from 1 to %s. Optional; absent means %s. Larger values are lowered to %s.",
 		seconds(o.MaxTimeout), seconds(o.DefaultTimeout), seconds(o.MaxTimeout))
+	// files is a plain array, like timeout_s a plain integer. Its limits are
+	// stated but not encoded (no maxItems): our own checks give clearer messages.
+	fs := s.Properties["files"]
+	fs.Types, fs.Type = nil, "array"
+	fs.Description = fmt.Sprintf("Files to create in the working directory (/tmp) before the program starts. Optional. At most %d files, %s each and %s together (decoded).",
+		o.MaxFiles, size(o.MaxFileBytes), size(o.MaxFilesBytes))
+	enc := fs.Items.Properties["encoding"]
+	enc.Enum = []any{encodingUTF8, encodingBase64}
+	enc.Default = json.RawMessage(`"` + encodingUTF8 + `"`)
+	return s
+}
+
+// outputSchema is the schema inferred from execOutput, with files a plain
+// array: it is never null.
+func outputSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[execOutput](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: inferring output schema: %v", err)) // a bug in execOutput
+	}
+	fs := s.Properties["files"]
+	fs.Types, fs.Type = nil, "array"
 	return s
 }
 
@@ -103,7 +137,11 @@ func newJob(in execInput, o Options) (launcher.Job, error) {
 	if err != nil {
 		return launcher.Job{}, err
 	}
-	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout}, nil
+	files, err := newFiles(in.Files, o)
+	if err != nil {
+		return launcher.Job{}, err
+	}
+	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout, Files: files}, nil
 }
 
 func checkSize(field, s string, limit int, env string) error {
@@ -151,21 +189,26 @@ func size(n int) string {
 }
 
 // description is written for the model choosing and calling the tool: what
-// it can import, what it cannot do, and the limits it will run into.
+// it can import, what it cannot do, how files go in and out, and the limits it
+// will run into.
 func description(o Options) string {
-	return fmt.Sprintf(`Run a Python 3 program (%s) in a fresh, locked-down sandbox and return its stdout, stderr and exit code.
+	return fmt.Sprintf(`Run a Python 3 program (%s) in a fresh, locked-down sandbox and return its stdout, stderr, exit code and the files it writes to /tmp/outputs.
 
-Available: the Python standard library plus PyYAML, Jinja2, Pillow, numpy, pandas and matplotlib (headless, Agg backend: save figures to files under /tmp, never plt.show()).
+Available: the Python standard library plus PyYAML, Jinja2, Pillow, numpy, pandas and matplotlib (headless, Agg backend).
 
-Isolation: there is no network at all (no pip install, no HTTP, no DNS). Nothing persists between calls: each call runs in a new container, so every call must define and import everything it needs. /tmp is private and writable; the rest of the filesystem is read-only. Files do not come back to you; print what you need.
+Isolation: there is no network at all (no pip install, no HTTP, no DNS). Nothing persists between calls: each call runs in a new container, so every call must define and import everything it needs, and pass again any file it needs. The working directory /tmp is private and writable; the rest of the filesystem is read-only.
 
-Input: put the whole program in "code". Pass data for standard input in "stdin" (stdin is empty otherwise). Print results to stdout.
+Input: put the whole program in "code". Pass data for standard input in "stdin" (stdin is empty otherwise). To give the program files, list them in "files" as {"name": "data.csv", "content": "..."} (add "encoding": "base64" for binary content): they appear in the working directory /tmp under those relative names before the program starts, so open("data.csv") works.
 
-Limits: timeout_s defaults to %s s and is capped at %s s. stdout and stderr together are capped at %s; beyond that they are cut and "truncated" is true. code is limited to %s and stdin to %s.
+Output: print results to stdout. Files the program writes to /tmp/outputs (it exists; subdirectories are fine) come back to you when it ends: PNG, JPEG, GIF and WebP files as images, other files as embedded resources (as text when they are text). Open matplotlib figures come back as PNG images by themselves, whether the program calls plt.show() or just leaves them open; there is no need to save them.
 
-Result: stdout, stderr, exit_code, duration_ms, truncated, timed_out, oom_killed. A program that fails (non-zero exit_code, timed_out, oom_killed) is a normal result: read stderr and fix the code. A tool error means the arguments were invalid (the message says which limit) or the sandbox itself is unavailable (retrying with other code will not help).`,
+Limits: timeout_s defaults to %s s and is capped at %s s. stdout and stderr together are capped at %s; beyond that they are cut and "truncated" is true. code is limited to %s and stdin to %s. Input files: at most %d, each at most %s and %s together (decoded). Files in /tmp/outputs come back up to %s each and %s together; the others are listed with the reason but not returned.
+
+Result: stdout, stderr, exit_code, duration_ms, truncated, timed_out, oom_killed, and files (every file found in /tmp/outputs: name, mime_type, size, returned, reason). A program that fails (non-zero exit_code, timed_out, oom_killed) is a normal result: read stderr and fix the code. A tool error means the arguments were invalid (the message says which limit or rule) or the sandbox itself is unavailable (retrying with other code will not help).`,
 		o.Python, seconds(o.DefaultTimeout), seconds(o.MaxTimeout),
-		size(o.MaxOutputBytes), size(o.MaxCodeBytes), size(o.MaxStdinBytes))
+		size(o.MaxOutputBytes), size(o.MaxCodeBytes), size(o.MaxStdinBytes),
+		o.MaxFiles, size(o.MaxFileBytes), size(o.MaxFilesBytes),
+		size(o.MaxOutputFileBytes), size(o.MaxOutputFilesBytes))
 }
 
 // annotations: the tool changes nothing outside its own throwaway sandbox

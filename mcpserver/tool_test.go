@@ -18,18 +18,22 @@ func TestWithDefaults(t *testing.T) {
 	}{{
 		name: "zero",
 		want: Options{Name: "mcp-exec", Version: "dev", Python: "python3", MaxCodeBytes: 1048576, MaxStdinBytes: 1048576,
-			MaxOutputBytes: 1048576, DefaultTimeout: 30 * time.Second, MaxTimeout: 300 * time.Second},
+			MaxOutputBytes: 1048576, DefaultTimeout: 30 * time.Second, MaxTimeout: 300 * time.Second,
+			MaxFiles: 32, MaxFileBytes: 8388608, MaxFilesBytes: 16777216, MaxOutputFileBytes: 8388608, MaxOutputFilesBytes: 16777216},
 	}, {
 		name: "set values kept",
 		in: Options{Name: "n", Version: "v", Python: "python3.13", MaxCodeBytes: 1, MaxStdinBytes: 2,
-			MaxOutputBytes: 3, DefaultTimeout: time.Second, MaxTimeout: time.Minute},
+			MaxOutputBytes: 3, DefaultTimeout: time.Second, MaxTimeout: time.Minute,
+			MaxFiles: 4, MaxFileBytes: 5, MaxFilesBytes: 6, MaxOutputFileBytes: 7, MaxOutputFilesBytes: 8},
 		want: Options{Name: "n", Version: "v", Python: "python3.13", MaxCodeBytes: 1, MaxStdinBytes: 2,
-			MaxOutputBytes: 3, DefaultTimeout: time.Second, MaxTimeout: time.Minute},
+			MaxOutputBytes: 3, DefaultTimeout: time.Second, MaxTimeout: time.Minute,
+			MaxFiles: 4, MaxFileBytes: 5, MaxFilesBytes: 6, MaxOutputFileBytes: 7, MaxOutputFilesBytes: 8},
 	}, {
 		name: "default above max is lowered, negatives mean default",
-		in:   Options{MaxCodeBytes: -1, DefaultTimeout: time.Hour, MaxTimeout: time.Minute},
+		in:   Options{MaxCodeBytes: -1, DefaultTimeout: time.Hour, MaxTimeout: time.Minute, MaxFiles: -1, MaxFilesBytes: -5},
 		want: Options{Name: "mcp-exec", Version: "dev", Python: "python3", MaxCodeBytes: 1048576, MaxStdinBytes: 1048576,
-			MaxOutputBytes: 1048576, DefaultTimeout: time.Minute, MaxTimeout: time.Minute},
+			MaxOutputBytes: 1048576, DefaultTimeout: time.Minute, MaxTimeout: time.Minute,
+			MaxFiles: 32, MaxFileBytes: 8388608, MaxFilesBytes: 16777216, MaxOutputFileBytes: 8388608, MaxOutputFilesBytes: 16777216},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,9 +115,12 @@ func TestSize(t *testing.T) {
 // TestDescriptionFollowsOptions checks the numbers a model relies on come from Options.
 func TestDescriptionFollowsOptions(t *testing.T) {
 	d := description(Options{Python: "python3.12", DefaultTimeout: 10 * time.Second, MaxTimeout: time.Minute,
-		MaxOutputBytes: 64 << 10, MaxCodeBytes: 2 << 20, MaxStdinBytes: 1000}.withDefaults())
+		MaxOutputBytes: 64 << 10, MaxCodeBytes: 2 << 20, MaxStdinBytes: 1000,
+		MaxFiles: 7, MaxFileBytes: 3 << 20, MaxFilesBytes: 5 << 20, MaxOutputFileBytes: 100, MaxOutputFilesBytes: 4 << 10}.withDefaults())
 	for _, want := range []string{"(python3.12)", "defaults to 10 s", "capped at 60 s", "capped at 64 KiB",
-		"code is limited to 2 MiB", "stdin to 1000 bytes", "no network", "/tmp", "matplotlib"} {
+		"code is limited to 2 MiB", "stdin to 1000 bytes", "no network", "/tmp", "matplotlib",
+		"Input files: at most 7, each at most 3 MiB and 5 MiB together", "come back up to 100 bytes each and 4 KiB together",
+		"/tmp/outputs", "plt.show()", "PNG images", `"files"`, "working directory /tmp", `"encoding": "base64"`} {
 		if !strings.Contains(d, want) {
 			t.Errorf("description: got %q, want it to contain %q", d, want)
 		}

@@ -33,6 +33,9 @@ type Config struct {
 	MaxOutputBytes        int64         // --max-output-bytes MCP_EXEC_MAX_OUTPUT_BYTES
 	MaxStdinBytes         int64         // --max-stdin-bytes MCP_EXEC_MAX_STDIN_BYTES
 	MaxCodeBytes          int64         // --max-code-bytes MCP_EXEC_MAX_CODE_BYTES
+	MaxFiles              int           // --max-files MCP_EXEC_MAX_FILES: input files per call
+	MaxFileBytes          int64         // --max-file-bytes MCP_EXEC_MAX_FILE_BYTES: one file, in or out
+	MaxFilesBytes         int64         // --max-files-bytes MCP_EXEC_MAX_FILES_BYTES: all files of a call, in or out
 	Python                string        // --python MCP_EXEC_PYTHON: interpreter inside the image
 	AuthToken             string        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never logged
 	AuthTokenFile         string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
@@ -99,6 +102,9 @@ func cfgDefaults() Config {
 		MaxOutputBytes: 1 * units.MiB,
 		MaxStdinBytes:  1 * units.MiB,
 		MaxCodeBytes:   1 * units.MiB,
+		MaxFiles:       32,
+		MaxFileBytes:   8 * units.MiB,
+		MaxFilesBytes:  16 * units.MiB,
 		Python:         "python3",
 		Image:          "mcp-exec/python-sandbox:v1",
 		Memory:         256 * units.MiB,
@@ -142,6 +148,12 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxStdinBytes) }},
 	{"max-output-bytes", "MCP_EXEC_MAX_OUTPUT_BYTES", "stdout+stderr kept per run; the rest is cut (bytes, or with unit k/m)",
 		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxOutputBytes) }},
+	{"max-files", "MCP_EXEC_MAX_FILES", "input files one call may carry",
+		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxFiles) }},
+	{"max-file-bytes", "MCP_EXEC_MAX_FILE_BYTES", "largest file passed in or returned from /tmp/outputs (bytes, or with unit k/m)",
+		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFileBytes) }},
+	{"max-files-bytes", "MCP_EXEC_MAX_FILES_BYTES", "all files of one call together, in and out each (bytes, or with unit k/m)",
+		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFilesBytes) }},
 	{"image", "MCP_EXEC_IMAGE", "sandbox image",
 		func(c *Config) flag.Value { return (*cfgString)(&c.Image) }},
 	{"python", "MCP_EXEC_PYTHON", "Python interpreter inside the image",
@@ -313,6 +325,11 @@ func (c Config) Validate() error {
 	sizeRange("max-code-bytes", c.MaxCodeBytes, 1, cfgMaxInputBytes)
 	sizeRange("max-stdin-bytes", c.MaxStdinBytes, 1, cfgMaxInputBytes)
 	sizeRange("max-output-bytes", c.MaxOutputBytes, cfgMinOutputBytes, cfgMaxOutputBytes)
+	sizeRange("max-file-bytes", c.MaxFileBytes, 1, cfgMaxInputBytes)
+	sizeRange("max-files-bytes", c.MaxFilesBytes, 1, cfgMaxInputBytes)
+	if c.MaxFiles < 0 || c.MaxFiles > 1000 {
+		bad("max-files", "must be from 0 to 1000, got %d", c.MaxFiles)
+	}
 
 	if c.Python == "" {
 		bad("python", "must not be empty")
@@ -393,6 +410,9 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 		Int64("max_code_bytes", c.MaxCodeBytes).
 		Int64("max_stdin_bytes", c.MaxStdinBytes).
 		Int64("max_output_bytes", c.MaxOutputBytes).
+		Int("max_files", c.MaxFiles).
+		Int64("max_file_bytes", c.MaxFileBytes).
+		Int64("max_files_bytes", c.MaxFilesBytes).
 		Str("image", c.Image).
 		Str("python", c.Python).
 		Int64("memory", c.Memory).

@@ -141,6 +141,8 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 		TmpfsSize:      cfg.TmpfsSize,
 		Runtime:        cfg.Runtime,
 		MaxOutputBytes: int(cfg.MaxOutputBytes),
+		MaxFileBytes:   int(cfg.MaxFileBytes),
+		MaxFilesBytes:  int(cfg.MaxFilesBytes),
 		DefaultTimeout: cfg.DefaultTimeout,
 		Instance:       cfg.Instance,
 		MaxConcurrent:  cfg.MaxConcurrent,

@@ -19,14 +19,19 @@ import (
 
 func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
 	srv := mcpserver.New(l, mcpserver.Options{
-		Version:        version,
-		MaxCodeBytes:   int(cfg.MaxCodeBytes),
-		MaxStdinBytes:  int(cfg.MaxStdinBytes),
-		MaxOutputBytes: int(cfg.MaxOutputBytes),
-		DefaultTimeout: cfg.DefaultTimeout,
-		MaxTimeout:     cfg.MaxTimeout,
-		Python:         cfg.Python,
-		Logger:         log,
+		Version:             version,
+		MaxCodeBytes:        int(cfg.MaxCodeBytes),
+		MaxStdinBytes:       int(cfg.MaxStdinBytes),
+		MaxOutputBytes:      int(cfg.MaxOutputBytes),
+		MaxFiles:            cfg.MaxFiles,
+		MaxFileBytes:        int(cfg.MaxFileBytes),
+		MaxFilesBytes:       int(cfg.MaxFilesBytes),
+		MaxOutputFileBytes:  int(cfg.MaxFileBytes),
+		MaxOutputFilesBytes: int(cfg.MaxFilesBytes),
+		DefaultTimeout:      cfg.DefaultTimeout,
+		MaxTimeout:          cfg.MaxTimeout,
+		Python:              cfg.Python,
+		Logger:              log,
 	})
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		if err := serveMetrics(ctx, cfg.MetricsAddr, m, l, log); err != nil {
@@ -68,7 +73,8 @@ func serveStdio(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.La
 	defer cancel()
 	errc := make(chan error, 1)
 	log.Info().Str("transport", "stdio").Msg("serving")
-	go func() { errc <- srv.Run(sctx, &mcp.StdioTransport{}) }()
+	// A line is one JSON-RPC message: it must fit the largest legal call.
+	go func() { errc <- srv.Run(sctx, &mcp.StdioTransport{MaxLineLength: int(requestLimit(cfg))}) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
@@ -99,9 +105,7 @@ func drain(cfg Config, l *launcher.Launcher, log zerolog.Logger) {
 
 func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
 	getServer := func(*http.Request) *mcp.Server { return srv }
-	// The body limit fits the largest legal call (code and stdin at their caps, JSON
-	// escaping can grow text up to six times) and no more.
-	bodyLimit := 6*(cfg.MaxCodeBytes+cfg.MaxStdinBytes) + 64<<10
+	bodyLimit := requestLimit(cfg)
 	mux := http.NewServeMux()
 	var path string
 	switch cfg.Transport {
@@ -183,6 +187,12 @@ func notReady(ctx context.Context, l *launcher.Launcher) string {
 		return "warm pool empty"
 	}
 	return ""
+}
+
+// requestLimit is the size of the largest legal call: code, stdin and files at their
+// caps, where JSON escaping can grow text up to six times, plus room for the rest.
+func requestLimit(cfg Config) int64 {
+	return 6*(cfg.MaxCodeBytes+cfg.MaxStdinBytes+cfg.MaxFilesBytes) + 64<<10
 }
 
 // requireToken answers 401, with no detail, to any request whose X-MCP-AUTH header

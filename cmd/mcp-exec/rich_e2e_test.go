@@ -1,0 +1,133 @@
+package main
+
+// End-to-end test of the exec tool's rich features: the real binary, driven by the
+// TypeScript SDK (scripts/e2e/rich.mjs) over stdio and streamable HTTP against the real
+// engine and sandbox image. A matplotlib chart comes back as a PNG image, a CSV passed
+// in is read by pandas, a file written to /tmp/outputs comes back byte for byte, path
+// traversal in file names is refused, progress notifications arrive, and a cancelled
+// call's sandbox is gone within 2 s.
+//
+// Needs what TestE2E needs (node, npm, an engine, the image) plus the docker CLI, which
+// rich.mjs uses to watch the server's sandboxes. Outside CI a missing piece skips the
+// test; with CI set it fails. Skipped with -short.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestE2ERich(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: skipped with -short")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		e2eSkipOrFail(t, "node not found (%v): install Node.js 20 or later to run the end-to-end test", err)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		e2eSkipOrFail(t, "npm not found (%v): install npm to run the end-to-end test", err)
+	}
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		e2eSkipOrFail(t, "docker CLI not found (%v): rich.mjs lists the server's sandboxes with it", err)
+	}
+	e2eNpmCI(t, dir, npm)
+	bin := e2eBuild(t)
+
+	// Cold mode: the cancellation check expects no sandbox of the instance but the
+	// running one, and a warm pool keeps idle ones.
+	baseEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "MCP_EXEC_POOL_SIZE=0"}
+	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			baseEnv = append(baseEnv, k+"="+v)
+		}
+	}
+	suffix := strconv.Itoa(os.Getpid())
+
+	t.Run("http", func(t *testing.T) {
+		instance := "e2e-rich-http-" + suffix
+		srv, err := e2eStartServer(t, bin, baseEnv, "http", instance, "")
+		var se *e2eStartError
+		if errors.As(err, &se) && se.exitCode == 1 {
+			e2eSkipOrFail(t, "engine unavailable: the binary failed its start-up check (run scripts/engine.sh and scripts/images.sh):\n%s", se.logs)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e2eRunRich(t, node, dir, baseEnv, "--transport", "http", "--url", srv.endpoint, "--instance", instance, "--docker", docker)
+		e2eExpectPass(t, r)
+		e2eRichNoLeaks(t, srv.logs.String())
+	})
+
+	t.Run("stdio", func(t *testing.T) {
+		instance := "e2e-rich-stdio-" + suffix
+		// rich.mjs spawns the server with its own environment; the server logs to its
+		// stderr, which rich.mjs passes through to ours.
+		env := append(append([]string{}, baseEnv...), "MCP_EXEC_INSTANCE="+instance)
+		t.Cleanup(func() { e2eAssertNoContainers(t, instance) })
+		r := e2eRunRich(t, node, dir, env, "--transport", "stdio", "--cmd", bin, "--instance", instance, "--docker", docker)
+		e2eExpectPass(t, r)
+		e2eRichNoLeaks(t, r.stderr)
+	})
+}
+
+// e2eRunRich runs rich.mjs with env as its whole environment.
+func e2eRunRich(t *testing.T, node, dir string, env []string, args ...string) e2eClientRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), e2eClientTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{"rich.mjs"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	r := e2eClientRun{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(t0)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.exitCode = ee.ExitCode()
+	default:
+		t.Fatalf("running rich.mjs: %v\nstderr:\n%s", err, r.stderr)
+	}
+	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r.report); jerr != nil {
+		t.Errorf("rich.mjs %s: stdout is not one JSON object (%v):\n%s\nstderr:\n%s",
+			strings.Join(args, " "), jerr, r.stdout, r.stderr)
+	}
+	if r.exitCode != 0 {
+		t.Logf("rich.mjs stderr:\n%s", r.stderr)
+	}
+	return r
+}
+
+// e2eRichNoLeaks checks the server's log for caller data that rich.mjs sends or makes
+// the program print: file names and contents, and the output progress messages quote.
+func e2eRichNoLeaks(t *testing.T, logs string) {
+	t.Helper()
+	for _, s := range []string{"notes ü.txt", "ünïcödé", "city,amount", "sleeping", "step 3", "report.json"} {
+		// rich.mjs's own lines on stderr mention some of these in check details; only
+		// the server's JSON log lines count.
+		for line := range strings.Lines(logs) {
+			if strings.HasPrefix(line, "{") && strings.Contains(line, s) {
+				t.Errorf("server log line contains caller data %q: %s", s, line)
+			}
+		}
+	}
+}

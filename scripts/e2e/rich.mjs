@@ -1,0 +1,451 @@
+#!/usr/bin/env node
+// End-to-end checks of the exec tool's rich features (files in and out, images,
+// progress, cancellation) with the official TypeScript MCP SDK:
+//
+//   node rich.mjs --transport stdio [--cmd BINARY] --instance NAME [--docker docker]
+//   node rich.mjs --transport http  [--url http://127.0.0.1:8080/mcp] [--token T] --instance NAME [--docker docker]
+//
+// Like client.mjs it prints ONE JSON object on stdout (same shape: ok, transport, sdk,
+// server, passed, failed, checks, error, ...), one line per check on stderr, and exits
+// 0 only when every check passed (1 otherwise, 2 for a usage error).
+//
+// The cancellation check lists the server's sandboxes with the docker CLI
+// (`docker ps -aq --filter label=dev.mcp-exec.instance=NAME`), so the server must run in
+// cold mode (MCP_EXEC_POOL_SIZE=0): a warm pool keeps idle sandboxes with that label.
+// For stdio the server is spawned with this process's whole environment.
+//
+// Run `npm ci` in this directory first. cmd/mcp-exec/rich_e2e_test.go drives it.
+
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parseArgs, promisify } from 'node:util';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const AUTH_HEADER = 'X-MCP-AUTH';
+const CONNECT_TIMEOUT_MS = 30_000;
+const CALL_TIMEOUT_MS = 120_000;
+const CANCEL_CLEANUP_MS = 2_000; // the sandbox must be gone this soon after the abort
+const INSTANCE_LABEL = 'dev.mcp-exec.instance';
+
+const USAGE = 'usage: node rich.mjs --transport stdio|http [--url URL] [--token T] [--cmd BINARY] --instance NAME [--docker PATH]';
+
+function usage(msg) {
+  process.stderr.write(`rich.mjs: ${msg}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+let opts;
+try {
+  ({ values: opts } = parseArgs({
+    options: {
+      transport: { type: 'string' },
+      url: { type: 'string' },
+      token: { type: 'string' },
+      cmd: { type: 'string' },
+      instance: { type: 'string' },
+      docker: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  }));
+} catch (err) {
+  usage(err.message);
+}
+if (opts.help) {
+  process.stdout.write(USAGE + '\n');
+  process.exit(0);
+}
+const transportName = opts.transport;
+if (!['stdio', 'http'].includes(transportName)) {
+  usage(`--transport must be stdio or http, got ${JSON.stringify(transportName ?? '')}`);
+}
+if (!opts.instance) {
+  usage('--instance is required: the cancellation check looks for the server\'s sandboxes by it');
+}
+if (transportName === 'stdio' && (opts.url || opts.token)) {
+  usage('--url and --token are for http only');
+}
+if (transportName !== 'stdio' && opts.cmd) {
+  usage('--cmd is for stdio only');
+}
+const token = opts.token ?? '';
+const docker = opts.docker ?? 'docker';
+const url = transportName === 'stdio' ? undefined : new URL(opts.url ?? 'http://127.0.0.1:8080/mcp');
+
+function sdkVersion() {
+  try {
+    const p = new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url);
+    return JSON.parse(readFileSync(p, 'utf8')).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function makeTransport() {
+  switch (transportName) {
+    case 'stdio':
+      return new StdioClientTransport({
+        command: opts.cmd ?? 'mcp-exec',
+        args: [],
+        env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' },
+        stderr: 'inherit',
+      });
+    case 'http':
+      return new StreamableHTTPClientTransport(url, {
+        requestInit: token ? { headers: { [AUTH_HEADER]: token } } : undefined,
+      });
+  }
+  throw new Error('unreachable');
+}
+
+// ---- helpers ---------------------------------------------------------------------
+
+class CheckError extends Error {}
+
+function expect(cond, msg) {
+  if (!cond) throw new CheckError(msg);
+}
+
+function short(v, n = 300) {
+  let s = typeof v === 'string' ? v : JSON.stringify(v);
+  if (s === undefined) s = String(v);
+  return s.length > n ? s.slice(0, n) + `... (${s.length} chars)` : s;
+}
+
+function textOf(result) {
+  return (result?.content ?? []).filter(c => c.type === 'text').map(c => c.text).join('\n');
+}
+
+function call(client, args, options = {}) {
+  return client.callTool({ name: 'exec', arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS, ...options });
+}
+
+// runResult checks a successful run that exited 0 and returns structuredContent.
+function runResult(result) {
+  expect(!result.isError, `isError is ${result.isError}, want falsy; text: ${short(textOf(result))}`);
+  const sc = result.structuredContent;
+  expect(sc && typeof sc === 'object', `no structuredContent: ${short(result)}`);
+  expect(result.content?.[0]?.type === 'text', `content[0] is not text: ${short(result.content)}`);
+  expect(Array.isArray(sc.files), `structuredContent.files is ${short(sc.files)}, want an array`);
+  expect(sc.exit_code === 0, `exit_code is ${sc.exit_code}, want 0; stderr: ${short(sc.stderr, 2000)}`);
+  return sc;
+}
+
+function toolError(result) {
+  expect(result.isError === true, `isError is ${result.isError}, want true; result: ${short(result)}`);
+  const text = textOf(result);
+  expect(text.length > 0, `tool error without text: ${short(result)}`);
+  return text;
+}
+
+function sha256(buf) {
+  return createHash('sha256').update(buf).digest('hex');
+}
+
+// pngSize checks the PNG signature and the IHDR chunk, and returns the image's size.
+function pngSize(buf) {
+  const sig = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  expect(buf.length > 33, `PNG of ${buf.length} bytes is too short`);
+  expect(buf.subarray(0, 8).equals(sig), `no PNG signature: ${buf.subarray(0, 8).toString('hex')}`);
+  expect(buf.readUInt32BE(8) === 13 && buf.toString('latin1', 12, 16) === 'IHDR',
+    `the first chunk is not a 13-byte IHDR: ${buf.subarray(8, 16).toString('hex')}`);
+  return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };
+}
+
+const execFileP = promisify(execFile);
+
+// sandboxes lists the ids of every container, running or not, of the server's instance.
+async function sandboxes() {
+  const { stdout } = await execFileP(docker, ['ps', '-aq', '--filter', `label=${INSTANCE_LABEL}=${opts.instance}`],
+    { timeout: 10_000 });
+  return stdout.split('\n').map(s => s.trim()).filter(Boolean);
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+// Errors the SDK reports outside of any call, e.g. a progress notification for a call
+// that has already returned. There must be none, with one exception: the Go SDK answers
+// a cancelled call anyway (its JSON-RPC layer always responds; MCP says the receiver
+// SHOULD NOT), and the TypeScript SDK reports that answer as one for an unknown ID.
+const strayErrors = [];
+let cancelledAnswer; // when the answer to the cancelled call came, ms since the epoch
+
+function onSdkError(err) {
+  const msg = String(err?.message ?? err);
+  if (/^Received a response for an unknown message ID: .*"context canceled"/.test(msg) && cancelledAnswer === null) {
+    cancelledAnswer = Date.now();
+    return;
+  }
+  strayErrors.push(msg);
+  log(`SDK error: ${msg}`);
+}
+
+// ---- the battery -----------------------------------------------------------------
+
+const checks = [
+  ['schema', async (client) => {
+    const { tools } = await client.listTools(); // also primes the SDK's output validation
+    const tool = tools.find(t => t.name === 'exec');
+    expect(tool, `no exec tool: ${short(tools.map(t => t.name))}`);
+    const f = tool.inputSchema?.properties?.files;
+    expect(f?.type === 'array', `inputSchema files: ${short(f)}`);
+    const ip = f.items?.properties ?? {};
+    expect(ip.name?.type === 'string' && ip.content?.type === 'string', `files items: ${short(f.items)}`);
+    expect(JSON.stringify(ip.encoding?.enum) === '["utf-8","base64"]', `files encoding: ${short(ip.encoding)}`);
+    expect(!(tool.inputSchema.required ?? []).includes('files'), 'files must be optional');
+    const of = tool.outputSchema?.properties?.files;
+    expect(of?.type === 'array', `outputSchema files: ${short(of)}`);
+    for (const k of ['name', 'mime_type', 'size', 'returned', 'reason']) {
+      expect(k in (of.items?.properties ?? {}), `outputSchema files items lack ${k}`);
+    }
+    for (const s of ['/tmp/outputs', 'plt.show()', 'PNG']) {
+      expect(tool.description.includes(s), `description does not mention ${s}`);
+    }
+  }],
+
+  ['matplotlib_chart', async (client) => {
+    const result = await call(client, {
+      code: [
+        'import matplotlib.pyplot as plt',
+        'fig = plt.figure(figsize=(4, 3), dpi=50)',
+        'plt.plot([1, 2, 3], [1, 4, 9])',
+        'plt.title("squares")',
+        'plt.show()',
+        'plt.figure(figsize=(2, 2), dpi=50)',
+        'plt.bar(["a", "b"], [3, 5])',
+        'print("charted")',
+        '# the second figure is left open: it comes back at exit',
+      ].join('\n'),
+    });
+    const sc = runResult(result);
+    expect(sc.stdout === 'charted\n', `stdout is ${short(sc.stdout)}`);
+    const images = result.content.filter(c => c.type === 'image');
+    expect(images.length === 2, `want 2 image blocks, got ${images.length}: ${short(result.content.map(c => c.type))}`);
+    const sizes = images.map(img => {
+      expect(img.mimeType === 'image/png', `image mimeType is ${img.mimeType}`);
+      return pngSize(Buffer.from(img.data, 'base64'));
+    });
+    expect(sizes[0].width === 200 && sizes[0].height === 150, `first figure is ${short(sizes[0])}, want 200x150`);
+    expect(sizes[1].width === 100 && sizes[1].height === 100, `second figure is ${short(sizes[1])}, want 100x100`);
+    const figs = sc.files.filter(f => f.returned && f.mime_type === 'image/png');
+    expect(figs.length === 2 && figs.every(f => /^figure-\d+\.png$/.test(f.name) && f.size > 0),
+      `structured files: ${short(sc.files)}`);
+    return `PNG ${sizes.map(s => `${s.width}x${s.height}`).join(', ')}; ${figs.map(f => `${f.name} ${f.size} B`).join(', ')}`;
+  }],
+
+  ['csv_in_pandas', async (client) => {
+    const rows = ['city,amount'];
+    let sum = 0;
+    for (let i = 1; i <= 50; i++) {
+      rows.push(`c${i},${i * 3}`);
+      sum += i * 3;
+    }
+    const bin = randomBytes(4096);
+    const sc = runResult(await call(client, {
+      code: [
+        'import hashlib, pandas as pd',
+        'df = pd.read_csv("data.csv")',
+        'print(int(df["amount"].sum()))',
+        'print(open("in/notes ü.txt", encoding="utf-8").read())',
+        'print(hashlib.sha256(open("in/blob.bin", "rb").read()).hexdigest())',
+      ].join('\n'),
+      files: [
+        { name: 'data.csv', content: rows.join('\n') + '\n' },
+        { name: 'in/notes ü.txt', content: 'ünïcödé ✓', encoding: 'utf-8' },
+        { name: 'in/blob.bin', content: bin.toString('base64'), encoding: 'base64' },
+      ],
+    }));
+    const want = `${sum}\nünïcödé ✓\n${sha256(bin)}\n`;
+    expect(sc.stdout === want, `stdout is ${short(sc.stdout)}, want ${short(want)}`);
+    expect(sc.files.length === 0, `files out: ${short(sc.files)}, want none`);
+    return `sum ${sum}`;
+  }],
+
+  ['file_out_roundtrip', async (client) => {
+    const result = await call(client, {
+      code: [
+        'import hashlib, os, json',
+        'data = os.urandom(200_000)',
+        'open("/tmp/outputs/blob.bin", "wb").write(data)',
+        'os.makedirs("/tmp/outputs/sub dir", exist_ok=True)',
+        'open("/tmp/outputs/sub dir/report.json", "w").write(json.dumps({"n": 3}))',
+        'print(hashlib.sha256(data).hexdigest())',
+      ].join('\n'),
+    });
+    const sc = runResult(result);
+    const printed = sc.stdout.trim();
+    expect(/^[0-9a-f]{64}$/.test(printed), `stdout is ${short(sc.stdout)}, want a SHA-256`);
+    const res = result.content.filter(c => c.type === 'resource').map(c => c.resource);
+    const blob = res.find(r => r.uri === 'file:///tmp/outputs/blob.bin');
+    expect(blob && typeof blob.blob === 'string', `no blob resource for blob.bin: ${short(res)}`);
+    const bytes = Buffer.from(blob.blob, 'base64');
+    expect(bytes.length === 200_000, `blob.bin came back with ${bytes.length} bytes`);
+    expect(sha256(bytes) === printed, `SHA-256 ${sha256(bytes)} of what came back differs from the printed ${printed}`);
+    const report = res.find(r => r.uri === 'file:///tmp/outputs/sub%20dir/report.json');
+    expect(report && report.text === '{"n": 3}' && report.mimeType === 'application/json',
+      `report.json: ${short(report ?? res)}`);
+    const names = sc.files.map(f => `${f.name}:${f.returned}`).join(',');
+    expect(names === 'blob.bin:true,sub dir/report.json:true', `structured files: ${names}`);
+    return `sha256 ${printed.slice(0, 12)}... matches`;
+  }],
+
+  ['path_traversal_refused', async (client) => {
+    const details = [];
+    for (const name of ['../x', '/etc/x', 'a/../../b', '..\\x', 'a/./b']) {
+      const text = toolError(await call(client, { code: 'print(1)', files: [{ name, content: 'x' }] }));
+      expect(text.includes('files[0].name'), `error for ${JSON.stringify(name)} does not name files[0].name: ${short(text)}`);
+      details.push(`${JSON.stringify(name)}: ${short(text, 60)}`);
+    }
+    return details.join(' | ');
+  }],
+
+  ['progress', async (client) => {
+    const got = [];
+    const t0 = Date.now();
+    const sc = runResult(await call(client, {
+      code: 'import time\nfor i in range(5):\n    print(f"step {i}", flush=True)\n    time.sleep(1)\nprint("done")',
+    }, { onprogress: p => got.push({ ...p, at: Date.now() - t0 }) }));
+    expect(sc.stdout.endsWith('done\n'), `stdout is ${short(sc.stdout)}`);
+    expect(got.length >= 3, `got ${got.length} progress notifications for a 5 s program, want at least 3: ${short(got)}`);
+    for (let i = 1; i < got.length; i++) {
+      expect(got[i].progress > got[i - 1].progress, `progress does not increase: ${short(got)}`);
+    }
+    expect(got.every(p => p.total === undefined), `total is set: ${short(got)}`);
+    expect(got.every(p => /^running \d+ s, \d+ bytes of output/.test(p.message)), `messages: ${short(got)}`);
+    expect(got.some(p => /; last: step \d$/.test(p.message)), `no message quotes the last line: ${short(got)}`);
+    return `${got.length} notifications; last: ${short(got[got.length - 1])}`;
+  }],
+
+  ['cancel', async (client) => {
+    // Earlier calls' sandboxes are removed in the background: let them go first.
+    let before = await sandboxes();
+    for (let i = 0; before.length > 0 && i < 100; i++) {
+      await sleep(100);
+      before = await sandboxes();
+    }
+    expect(before.length === 0, `sandboxes of ${opts.instance} before the call: ${before}; the server must run with MCP_EXEC_POOL_SIZE=0`);
+    const ac = new AbortController();
+    let started;
+    const running = new Promise(resolve => { started = resolve; });
+    const pending = call(client, { code: 'import time\nprint("sleeping", flush=True)\ntime.sleep(60)', timeout_s: 120 },
+      { signal: ac.signal, onprogress: started });
+    const outcome = pending.then(r => ({ result: r }), err => ({ err }));
+    const first = await Promise.race([running.then(() => 'progress'), outcome.then(() => 'ended'), sleep(30_000).then(() => 'timeout')]);
+    expect(first === 'progress', `waiting for the program to run: ${first}`);
+    const during = await sandboxes();
+    expect(during.length === 1, `sandboxes while running: ${during.length}, want 1`);
+    const t0 = Date.now();
+    cancelledAnswer = null; // expect the Go SDK's answer from now on
+    ac.abort('e2e cancels the call');
+    const { err, result } = await outcome;
+    expect(err && result === undefined, `the aborted call resolved: ${short(result)}`);
+    let left = during;
+    while (left.length > 0 && Date.now() - t0 < CANCEL_CLEANUP_MS + 3_000) {
+      await sleep(50);
+      left = await sandboxes();
+    }
+    const took = Date.now() - t0;
+    expect(left.length === 0, `sandboxes ${left} still there ${took} ms after the abort`);
+    expect(took <= CANCEL_CLEANUP_MS, `the sandbox was removed ${took} ms after the abort, want at most ${CANCEL_CLEANUP_MS} ms`);
+    // The session is still good.
+    const sc = runResult(await call(client, { code: 'print("after")' }));
+    expect(sc.stdout === 'after\n', `call after the cancel: ${short(sc)}`);
+    const answered = cancelledAnswer ? `${cancelledAnswer - t0} ms` : 'never';
+    return `container ${during[0]} gone ${took} ms after the abort; server answered the cancelled call after ${answered} (${short(String(err?.message ?? err), 80)})`;
+  }],
+
+  ['no_stray_notifications', async () => {
+    await sleep(200); // anything late would have arrived by now
+    expect(strayErrors.length === 0, `the SDK reported: ${short(strayErrors)}`);
+  }],
+];
+
+// ---- main ------------------------------------------------------------------------
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+function log(line) {
+  process.stderr.write(`[rich.mjs ${transportName}] ${line}\n`);
+}
+
+const report = {
+  ok: false,
+  transport: transportName,
+  url: url?.href,
+  auth: Boolean(token),
+  sdk: { name: '@modelcontextprotocol/sdk', version: sdkVersion() },
+  node: process.version,
+  server: undefined,
+  connect_ms: undefined,
+  passed: [],
+  failed: [],
+  checks: [],
+  error: undefined,
+  duration_ms: undefined,
+};
+
+async function main() {
+  const t0 = Date.now();
+  const client = new Client({ name: 'mcp-exec-e2e-rich', version: '1.0.0' }, { capabilities: {} });
+  client.onerror = onSdkError;
+  const transport = makeTransport();
+  try {
+    try {
+      await withTimeout(client.connect(transport), CONNECT_TIMEOUT_MS, 'connect');
+    } catch (err) {
+      report.error = `connect: ${String(err?.message ?? err).trim()}`;
+      log(`FAIL connect: ${report.error}`);
+      return;
+    }
+    report.connect_ms = Date.now() - t0;
+    report.server = client.getServerVersion();
+    log(`connected to ${short(report.server)} in ${report.connect_ms} ms`);
+    for (const [name, fn] of checks) {
+      const c0 = Date.now();
+      const entry = { name, ok: false, ms: 0, detail: undefined };
+      try {
+        entry.detail = (await fn(client)) ?? undefined;
+        entry.ok = true;
+      } catch (err) {
+        entry.detail = err instanceof CheckError ? err.message : `threw: ${err?.stack ?? err}`;
+      }
+      entry.ms = Date.now() - c0;
+      report.checks.push(entry);
+      (entry.ok ? report.passed : report.failed).push(name);
+      log(`${entry.ok ? 'PASS' : 'FAIL'} ${name} (${entry.ms} ms)${entry.detail ? ': ' + entry.detail : ''}`);
+    }
+    report.ok = report.failed.length === 0;
+  } finally {
+    try {
+      await withTimeout(client.close(), 10_000, 'close');
+    } catch (err) {
+      log(`closing: ${err?.message ?? err}`);
+    }
+    report.duration_ms = Date.now() - t0;
+  }
+}
+
+let exitCode = 1;
+try {
+  await main();
+  exitCode = report.ok ? 0 : 1;
+} catch (err) {
+  report.error = `unexpected: ${err?.stack ?? err}`;
+  log(report.error);
+}
+log(`${report.ok ? 'OK' : 'FAILED'}: ${report.passed.length} passed, ${report.failed.length} failed` +
+  (report.failed.length ? ` (${report.failed.join(', ')})` : '') + `, ${report.duration_ms} ms`);
+process.stdout.write(JSON.stringify(report) + '\n', () => process.exit(exitCode));
