@@ -43,6 +43,15 @@ func NewClient(host string) (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating engine client: %w", err)
 	}
+	if strings.HasPrefix(cli.DaemonHost(), "ssh://") {
+		// The Docker CLI reaches ssh:// hosts through `ssh ... docker system
+		// dial-stdio`; the Go client alone would try TCP to "user@host" and fail with
+		// a misleading DNS error.
+		h := cli.DaemonHost()
+		cli.Close()
+		return nil, fmt.Errorf("engine host %s: ssh:// is not supported; forward the engine's socket instead "+
+			"(ssh -nNT -L /run/mcp-exec-engine.sock:/var/run/docker.sock user@host) and use unix:///run/mcp-exec-engine.sock", h)
+	}
 	return cli, nil
 }
 

@@ -39,6 +39,9 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 			opts.PoolSize = n
 		}
 	}
+	if opts.Runtime == "" {
+		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME") // CI runs a suite under crun too
+	}
 	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 	l, err := New(cli, opts)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,11 +56,21 @@ func invariantsLauncher(t *testing.T, opts launcher.Options) (*launcher.Launcher
 			opts.Instance = opts.Instance[:60]
 		}
 	}
+	if opts.PoolSize == 0 {
+		// CI runs the invariants twice: cold, and with a warm pool.
+		if n, err := strconv.Atoi(os.Getenv("MCP_EXEC_TEST_POOL_SIZE")); err == nil {
+			opts.PoolSize = n
+		}
+	}
+	if opts.Runtime == "" {
+		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME")
+	}
 	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	l, err := launcher.New(cli, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.StartPool()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := l.Check(ctx); err != nil {
