@@ -42,7 +42,7 @@ func TestKilledFromOutside(t *testing.T) {
 	cli := l.eng.(*client.Client)
 	go func() {
 		id := waitForSandbox(t, cli, l.opts.Instance)
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(3 * time.Second) // the program has printed and sleeps
 		_, _ = cli.ContainerKill(context.Background(), id, client.ContainerKillOptions{Signal: "KILL"})
 	}()
 	res, err := l.Run(t.Context(), Job{Code: "import time\nprint('started', flush=True)\ntime.sleep(60)"})
