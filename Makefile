@@ -28,5 +28,25 @@ fuzz: ## fuzz the output capture and the frame decoder for FUZZTIME each (defaul
 	go test ./launcher -run '^$$' -fuzz '^FuzzCapture$$' -fuzztime $${FUZZTIME:-30s}
 	go test ./launcher -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $${FUZZTIME:-30s}
 
+bench: engine image ## measure latency and throughput on the real engine, several minutes (BENCH_ARGS=-quick: a smoke run)
+	@bash cmd/mcp-exec-bench/report.sh $(BENCH_ARGS)
+
+.PHONY: server-image compose-up compose-down compose-test
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+
+server-image: engine ## build the server image mcp-exec/server:latest (offline too: seeds a Go toolchain image from the host's Go)
+	@bash scripts/images.sh --server
+
+compose-up: engine image ## build and start compose.yaml on 127.0.0.1:8080 (MCP_EXEC_PORT, MCP_EXEC_AUTH_TOKEN: docs/deploy.md)
+	DOCKER_GID=$${DOCKER_GID:-$$(stat -c %g /var/run/docker.sock)} \
+	MCP_EXEC_GO_IMAGE=$${MCP_EXEC_GO_IMAGE:-$$(bash scripts/images.sh --go-image)} \
+	$(COMPOSE) up -d --build
+
+compose-down: ## stop and remove what compose-up started
+	$(COMPOSE) down
+
+compose-test: engine ## test compose.yaml end to end: build, up, the e2e client, 401s, token as a secret, down
+	bash scripts/compose-test.sh
+
 clean: ## remove build output
 	rm -rf bin

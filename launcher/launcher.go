@@ -25,7 +25,7 @@ type Options struct {
 	DefaultTimeout time.Duration // when Job.Timeout is 0; 0 is 30 s
 	Instance       string        // label value naming this server's containers; "" is "default"
 	Preload        []string      // modules the bootstrap imports before the code arrives
-	MaxConcurrent  int           // sandboxes running at once; 0 is 4
+	MaxConcurrent  int           // sandboxes running at once; 0 is 2
 	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
 	PoolSize       int           // sandboxes kept started ahead of demand; 0 is cold mode
 	Metrics        Metrics       // nil records nothing
@@ -72,7 +72,7 @@ func (o Options) withDefaults() Options {
 		o.Instance = "default"
 	}
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 4
+		o.MaxConcurrent = 2
 	}
 	if o.Metrics == nil {
 		o.Metrics = noMetrics{}

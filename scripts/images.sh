@@ -2,35 +2,137 @@
 # Builds the sandbox image if it is missing (or always, with --force).
 # When debian:trixie-slim cannot be found locally it is first built with mmdebstrap
 # (installed from Debian's packages when absent), since no registry may be reachable.
+#
+# With --server it also builds the server image (images/server/Dockerfile, tag
+# $MCP_EXEC_SERVER_IMAGE, default mcp-exec/server:latest), always, since its sources
+# change. Its build stage needs a Go toolchain image: $MCP_EXEC_GO_IMAGE if set, else
+# golang:1.26-trixie when present or pullable, else mcp-exec/go-toolchain:1.26, which
+# this script seeds from the host's Go (/usr/local/go, or `go env GOROOT`) on top of
+# debian:trixie-slim. Modules are downloaded inside the build through the Go module
+# proxy (GOPROXY and GOSUMDB are passed on when set).
+# `scripts/images.sh --go-image` seeds the toolchain image if needed and prints the
+# reference to use as GO_IMAGE (scripts/compose-test.sh uses it).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 image=${MCP_EXEC_IMAGE:-$(cat images/python-sandbox/TAG)}
 base=debian:trixie-slim
+server_image=${MCP_EXEC_SERVER_IMAGE:-mcp-exec/server:latest}
+official_go=golang:1.26-trixie
+seeded_go=mcp-exec/go-toolchain:1.26
 force=0
-[ "${1:-}" = "--force" ] && force=1
+server=0
+print_go=0
+for arg in "$@"; do
+  case "$arg" in
+    --force) force=1 ;;
+    --server) server=1 ;;
+    --go-image) print_go=1 ;;
+    *) echo "usage: scripts/images.sh [--force] [--server] [--go-image]" >&2; exit 2 ;;
+  esac
+done
 
 log() { echo "images: $*" >&2; }
 
-if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
-  log "$image present"
-  exit 0
-fi
-
-if ! docker image inspect "$base" >/dev/null 2>&1; then
+ensure_base() {
+  if docker image inspect "$base" >/dev/null 2>&1; then
+    return
+  fi
   if docker pull "$base" >/dev/null 2>&1; then
     log "pulled $base"
-  else
-    if ! command -v mmdebstrap >/dev/null 2>&1; then
-      log "installing mmdebstrap"
-      DEBIAN_FRONTEND=noninteractive apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
-    fi
-    log "building $base with mmdebstrap (about a minute)"
-    mmdebstrap --quiet --variant=minbase trixie - | docker import - "$base" >/dev/null
+    return
   fi
-fi
+  if ! command -v mmdebstrap >/dev/null 2>&1; then
+    log "installing mmdebstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
+  fi
+  log "building $base with mmdebstrap (about a minute)"
+  mmdebstrap --quiet --variant=minbase trixie - | docker import - "$base" >/dev/null
+}
 
-log "building $image"
-docker build --quiet -t "$image" images/python-sandbox >/dev/null
-log "$image built"
+ensure_sandbox() {
+  if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
+    log "$image present"
+    return
+  fi
+  ensure_base
+  log "building $image"
+  docker build --quiet -t "$image" images/python-sandbox >/dev/null
+  log "$image built"
+}
+
+# go_image prints the Go toolchain image for the server's build stage, seeding
+# $seeded_go from the host's Go when neither $MCP_EXEC_GO_IMAGE nor the official
+# image can be had. The seeded image is rebuilt when the host's Go version changes.
+go_image() {
+  if [ -n "${MCP_EXEC_GO_IMAGE:-}" ]; then
+    echo "$MCP_EXEC_GO_IMAGE"
+    return
+  fi
+  if docker image inspect "$official_go" >/dev/null 2>&1 || docker pull "$official_go" >/dev/null 2>&1; then
+    echo "$official_go"
+    return
+  fi
+  local gobin goroot gover
+  gobin=$(command -v go || echo /usr/local/go/bin/go)
+  if [ ! -x "$gobin" ]; then
+    log "cannot pull $official_go and no Go toolchain on this host to seed $seeded_go from; install Go or set MCP_EXEC_GO_IMAGE"
+    return 1
+  fi
+  goroot=$("$gobin" env GOROOT)
+  gover=$("$gobin" env GOVERSION)
+  if [ "$(docker image inspect -f '{{index .Config.Labels "dev.mcp-exec.go-version"}}' "$seeded_go" 2>/dev/null)" = "$gover" ]; then
+    echo "$seeded_go"
+    return
+  fi
+  ensure_base
+  log "cannot pull $official_go: seeding $seeded_go from $goroot ($gover)"
+  local ctx
+  ctx=$(mktemp -d)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$ctx'" RETURN
+  cp /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"
+  cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM $base
+COPY go /usr/local/go
+COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+ENV PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin GOTOOLCHAIN=local
+LABEL dev.mcp-exec.go-version=$gover
+DOCKERFILE
+  # The context is streamed as a tar: the Dockerfile and CA bundle from the temporary
+  # directory and the toolchain straight from GOROOT, without copying it on disk.
+  tar -C "$ctx" -cf - Dockerfile ca-certificates.crt \
+      -C "$(dirname "$goroot")" --anchored --exclude="$(basename "$goroot")/test" \
+      --transform "s,^$(basename "$goroot"),go," "$(basename "$goroot")" \
+    | docker build --quiet -t "$seeded_go" - >/dev/null
+  log "$seeded_go built"
+  echo "$seeded_go"
+}
+
+build_server() {
+  local goimg version
+  goimg=$(go_image)
+  version=${MCP_EXEC_VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+  log "building $server_image (GO_IMAGE=$goimg, version $version)"
+  local t0=$SECONDS
+  # Only the directories the build copies go into the context (the legacy builder
+  # would send the whole repository: it ignores images/server/Dockerfile.dockerignore).
+  # They go whole, tests included, so that a later docker-compose 1.x build of the
+  # same sources finds every layer in the cache.
+  tar -cf - go.mod go.sum cmd launcher mcpserver images/server/Dockerfile \
+    | docker build --quiet -f images/server/Dockerfile -t "$server_image" \
+        --build-arg GO_IMAGE="$goimg" --build-arg VERSION="$version" \
+        ${GOPROXY:+--build-arg GOPROXY="$GOPROXY"} ${GOSUMDB:+--build-arg GOSUMDB="$GOSUMDB"} \
+        - >/dev/null
+  log "$server_image built in $((SECONDS - t0)) s"
+}
+
+if [ "$print_go" = 1 ]; then
+  go_image
+  exit 0
+fi
+ensure_sandbox
+if [ "$server" = 1 ]; then
+  build_server
+fi

@@ -72,6 +72,9 @@ step "short fuzz"
 go test ./launcher -run '^$' -fuzz '^FuzzCapture$' -fuzztime "${FUZZTIME:-10s}"
 go test ./launcher -run '^$' -fuzz '^FuzzDecoder$' -fuzztime "${FUZZTIME:-10s}"
 
+step "compose (server image, docker-compose up, the e2e client, down)"
+bash scripts/compose-test.sh
+
 step "leftover containers"
 left=$(docker ps -aq --filter label=dev.mcp-exec.role=sandbox | wc -l)
 if [ "$left" != 0 ]; then

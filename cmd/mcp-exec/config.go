@@ -111,7 +111,7 @@ func cfgDefaults() Config {
 		Pids:           128,
 		CPUs:           1.0,
 		TmpfsSize:      64 * units.MiB,
-		MaxConcurrent:  4,
+		MaxConcurrent:  2,
 		MaxQueue:       64,
 		ShutdownGrace:  30 * time.Second,
 		PoolSize:       2,

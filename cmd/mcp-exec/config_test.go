@@ -57,7 +57,7 @@ func cfgWantDefaults() Config {
 		Pids:           128,
 		CPUs:           1.0,
 		TmpfsSize:      64 << 20,
-		MaxConcurrent:  4,
+		MaxConcurrent:  2,
 		MaxQueue:       64,
 		ShutdownGrace:  30 * time.Second,
 		MaxFiles:       32,

@@ -1,0 +1,639 @@
+// Command mcp-exec-bench measures, in one run on this machine, what an exec costs:
+//
+//	(a) a bare host `python3 -c` subprocess: the floor without a sandbox;
+//	(b) `docker run --rm -i` with the launcher's hardening, code on stdin to `python3 -`;
+//	(c) mcp-exec cold (PoolSize 0), through the MCP layer (tools/call over in-memory
+//	    transports);
+//	(d) mcp-exec warm (a pool of started sandboxes), with and without Preload
+//	    numpy,pandas, each call either after the pool has refilled or back to back;
+//
+// then sustained throughput (cold, warm) at several concurrencies beside the engine's
+// own churn rate (create+start+wait+remove of a hardened container running `true`),
+// and prints a markdown report on stdout. Progress goes to stderr.
+//
+// Every container it makes is labelled dev.mcp-exec.role=sandbox and
+// dev.mcp-exec.instance=bench, and all are removed before it exits.
+//
+//	go run ./cmd/mcp-exec-bench            # the full run, several minutes
+//	go run ./cmd/mcp-exec-bench -quick     # a smoke run
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+type snippet struct{ name, code, want string }
+
+var snippets = []snippet{
+	{"print(1)", "print(1)", "1\n"},
+	{"pandas", `import pandas as pd; df = pd.DataFrame({"a": range(1000)}); print(df["a"].sum())`, "499500\n"},
+}
+
+type config struct {
+	n, warmup   int
+	duration    time.Duration
+	ramp        time.Duration
+	pool        int
+	conc        []int
+	image       string
+	hostPython  string
+	engineHost  string
+	quick, diag bool
+	only        map[string]bool
+	args        []string
+}
+
+var sections = []string{"host", "docker", "cold", "warm", "throughput"}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("mcp-exec-bench", flag.ContinueOnError)
+	fs.IntVar(&c.n, "n", 20, "measured iterations per latency series (concurrency 1)")
+	fs.IntVar(&c.warmup, "warmup", 2, "discarded warm-up iterations before each latency series")
+	fs.DurationVar(&c.duration, "duration", 20*time.Second, "measurement window of each throughput run")
+	fs.DurationVar(&c.ramp, "ramp", 3*time.Second, "load before each throughput window starts (not counted)")
+	fs.IntVar(&c.pool, "pool", 2, "warm pool size (MCP_EXEC_POOL_SIZE) for the warm runs")
+	conc := fs.String("concurrency", "1,2,4", "concurrencies of the throughput and churn runs")
+	fs.StringVar(&c.image, "image", launcher.DefaultImage, "sandbox image")
+	fs.StringVar(&c.hostPython, "host-python", "", "host interpreter for baseline (a); empty: python3 on PATH")
+	fs.StringVar(&c.engineHost, "engine-host", "", "engine address; empty: DOCKER_HOST, then the default socket")
+	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -n 5 -warmup 1 -duration 5s -ramp 1s")
+	fs.BoolVar(&c.diag, "diag", true, "also run the deferred-refill diagnostic of the warm path")
+	only := fs.String("only", "", "comma-separated sections to run (default all): "+strings.Join(sections, ","))
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.quick {
+		if !set["n"] {
+			c.n = 5
+		}
+		if !set["warmup"] {
+			c.warmup = 1
+		}
+		if !set["duration"] {
+			c.duration = 5 * time.Second
+		}
+		if !set["ramp"] {
+			c.ramp = time.Second
+		}
+	}
+	for _, s := range strings.Split(*conc, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || v < 1 {
+			return c, fmt.Errorf("-concurrency: %q is not a positive integer", s)
+		}
+		c.conc = append(c.conc, v)
+	}
+	if c.n < 1 || c.warmup < 0 || c.pool < 1 || c.duration <= 0 || c.ramp < 0 {
+		return c, errors.New("-n and -pool must be at least 1, -warmup and -ramp not negative, -duration positive")
+	}
+	c.only = map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(sections, s) {
+			return c, fmt.Errorf("-only: unknown section %q (have %s)", s, strings.Join(sections, ","))
+		}
+		c.only[s] = true
+	}
+	c.args = args
+	return c, nil
+}
+
+func (c config) runs(section string) bool { return len(c.only) == 0 || c.only[section] }
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-exec-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, cfg)
+	stop()
+	os.Exit(code)
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format(time.TimeOnly), fmt.Sprintf(format, args...))
+}
+
+// bench holds what a run needs and what it measured.
+type bench struct {
+	cfg     config
+	cli     *client.Client
+	profile string
+	rep     *report
+}
+
+func run(ctx context.Context, cfg config) int {
+	cli, err := launcher.NewClient(cfg.engineHost)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-exec-bench:", err)
+		return 1
+	}
+	defer cli.Close()
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	_, err = cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcp-exec-bench: the engine at %s does not answer: %v\n", cli.DaemonHost(), err)
+		return 1
+	}
+	profile, err := seccompProfile()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-exec-bench:", err)
+		return 1
+	}
+	b := &bench{cfg: cfg, cli: cli, profile: profile, rep: &report{started: time.Now(), cfg: cfg}}
+	if n, err := sweep(cli); err != nil {
+		progress("removing leftovers of an earlier run: %v", err)
+	} else if n > 0 {
+		progress("removed %d leftover bench containers", n)
+	}
+	b.rep.env = environment(ctx, cli, cfg)
+	b.rep.loadStart = loadavg()
+
+	err = b.all(ctx)
+
+	// Everything the bench made should be gone already; check, then make sure.
+	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	left, lerr := cli.ContainerList(lctx, client.ContainerListOptions{All: true, Filters: benchFilter()})
+	lcancel()
+	if lerr == nil {
+		b.rep.leftBeforeSweep = len(left.Items)
+	} else {
+		b.rep.leftBeforeSweep = -1
+	}
+	if _, serr := sweep(cli); serr != nil {
+		b.rep.notes = append(b.rep.notes, "final sweep failed: "+serr.Error())
+	}
+	b.rep.loadEnd = loadavg()
+	b.rep.finished = time.Now()
+	b.rep.print(os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-exec-bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func (b *bench) all(ctx context.Context) error {
+	steps := []struct {
+		section string
+		f       func(context.Context) error
+	}{
+		{"host", b.host},
+		{"docker", b.docker},
+		{"cold", b.cold},
+		{"warm", b.warm},
+		{"throughput", b.throughput},
+	}
+	for _, s := range steps {
+		if !b.cfg.runs(s.section) {
+			continue
+		}
+		if err := s.f(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.section, err)
+		}
+	}
+	return nil
+}
+
+// series is one latency measurement: one path, one snippet, concurrency 1.
+type series struct {
+	key, path, snippet string
+	lat                []time.Duration
+	inside             []time.Duration // the program's duration as the tool reports it
+	hits, calls        int             // back to back: calls that found an idle sandbox
+	engine             map[string][]time.Duration
+	err                error
+}
+
+// measure runs warmup+n iterations of once, timing each, and keeps the last n.
+// prep runs before each iteration, untimed, and says whether the pool had an idle
+// sandbox; after runs after each, untimed.
+func (b *bench) measure(ctx context.Context, s *series, prep func() (bool, error), once func() (time.Duration, error), after func()) {
+	progress("latency: %s, %s", s.path, s.snippet)
+	for i := range b.cfg.warmup + b.cfg.n {
+		if ctx.Err() != nil {
+			s.err = ctx.Err()
+			return
+		}
+		hit := false
+		if prep != nil {
+			var err error
+			if hit, err = prep(); err != nil {
+				s.err = err
+				return
+			}
+		}
+		t0 := time.Now()
+		inside, err := once()
+		d := time.Since(t0)
+		if after != nil {
+			after()
+		}
+		if err != nil {
+			s.err = err
+			return
+		}
+		if i < b.cfg.warmup {
+			continue
+		}
+		s.lat = append(s.lat, d)
+		if inside > 0 {
+			s.inside = append(s.inside, inside)
+		}
+		s.calls++
+		if hit {
+			s.hits++
+		}
+	}
+}
+
+func (b *bench) add(s *series) { b.rep.latency = append(b.rep.latency, s) }
+
+func (b *bench) host(ctx context.Context) error {
+	h := findHostPython(ctx, b.cfg.hostPython)
+	b.rep.host = h
+	b.rep.notes = append(b.rep.notes, h.notes...)
+	for _, sn := range snippets {
+		py := h.path
+		if sn.name == "pandas" {
+			py = h.pandas
+		}
+		s := &series{key: "a", path: "(a) host `python3 -c`", snippet: sn.name}
+		if py == "" {
+			s.err = errSkipped
+		} else {
+			b.measure(ctx, s, nil, func() (time.Duration, error) { return 0, runHost(ctx, py, sn) }, nil)
+		}
+		b.add(s)
+		if h.wrapper != "" && sn.name == "print(1)" {
+			w := &series{key: "a-wrapper", path: "(a') host `python3 -c` through the PATH wrapper", snippet: sn.name}
+			b.measure(ctx, w, nil, func() (time.Duration, error) { return 0, runHost(ctx, h.wrapper, sn) }, nil)
+			b.add(w)
+		}
+	}
+	return ctx.Err()
+}
+
+func (b *bench) docker(ctx context.Context) error {
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		b.rep.notes = append(b.rep.notes, "no docker CLI on PATH: (b) is skipped")
+		for _, sn := range snippets {
+			b.add(&series{key: "b", path: "(b) `docker run --rm -i`", snippet: sn.name, err: errSkipped})
+		}
+		return nil
+	}
+	file, err := writeProfile(b.profile)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(file)
+	args := dockerRunArgs(b.cfg.image, file)
+	if h := b.cfg.engineHost; h != "" {
+		args = append([]string{"--host", h}, args...)
+	}
+	b.rep.dockerArgs = args
+	for _, sn := range snippets {
+		s := &series{key: "b", path: "(b) `docker run --rm -i`", snippet: sn.name}
+		b.measure(ctx, s, nil, func() (time.Duration, error) { return 0, runDocker(ctx, docker, args, sn) }, nil)
+		b.add(s)
+	}
+	if b.cfg.diag && ctx.Err() == nil {
+		// Diagnostic: numpy starts one BLAS thread per host CPU, more than the
+		// sandbox's CPU quota; one thread shows what that costs a cold pandas run.
+		i := slices.Index(args, "--entrypoint")
+		blas := slices.Concat(args[:i], []string{"-e", "OPENBLAS_NUM_THREADS=1"}, args[i:])
+		sn := snippets[1]
+		s := &series{key: "b-blas", path: "(diag) `docker run --rm -i` with OPENBLAS_NUM_THREADS=1", snippet: sn.name}
+		b.measure(ctx, s, nil, func() (time.Duration, error) { return 0, runDocker(ctx, docker, blas, sn) }, nil)
+		b.add(s)
+	}
+	return ctx.Err()
+}
+
+func (b *bench) cold(ctx context.Context) error {
+	st, err := newStack(ctx, b.cli, b.cfg.image, launcher.Options{})
+	if err != nil {
+		return err
+	}
+	for _, sn := range snippets {
+		s := &series{key: "c", path: "(c) mcp-exec cold, via MCP", snippet: sn.name}
+		st.eng.snapshot()
+		b.measure(ctx, s, nil, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
+		s.engine = st.eng.snapshot()
+		b.add(s)
+	}
+	return errors.Join(st.close(), ctx.Err())
+}
+
+// preloads are the two warm configurations.
+var preloads = []string{"", "numpy,pandas"}
+
+func preloadName(p string) string {
+	if p == "" {
+		return `Preload ""`
+	}
+	return "Preload " + p
+}
+
+func (b *bench) warm(ctx context.Context) error {
+	for _, pre := range preloads {
+		var pl []string
+		if pre != "" {
+			pl = strings.Split(pre, ",")
+		}
+		st, err := newStack(ctx, b.cli, b.cfg.image, launcher.Options{PoolSize: b.cfg.pool, Preload: pl})
+		if err != nil {
+			return err
+		}
+		err = b.warmRuns(ctx, st, pre)
+		if cerr := st.close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
+	name := preloadName(pre)
+	tag := ""
+	if pre != "" {
+		tag = "+preload"
+	}
+	waitFull := func() (bool, error) { return true, st.waitFull(ctx) }
+
+	// What an idle sandbox costs, and whether the bench's copy of the hardening matches.
+	if err := st.waitFull(ctx); err != nil {
+		return err
+	}
+	time.Sleep(time.Second) // let the last one settle
+	mem, cpu, err := idleUsage(ctx, b.cli)
+	if err != nil {
+		b.rep.notes = append(b.rep.notes, "reading idle sandbox stats: "+err.Error())
+	}
+	b.rep.idle = append(b.rep.idle, idleCost{preload: name, mem: mem, cpu: cpu})
+	if b.rep.specChecked == "" {
+		b.rep.specChecked = b.checkSpec(ctx)
+	}
+
+	for _, sn := range snippets {
+		s := &series{key: "d-wait" + tag, path: "(d) mcp-exec warm, " + name + ", pool refilled before each call", snippet: sn.name}
+		st.eng.snapshot()
+		b.measure(ctx, s, waitFull, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
+		s.engine = st.eng.snapshot()
+		b.add(s)
+		if s.err != nil {
+			return s.err
+		}
+	}
+	for _, sn := range snippets {
+		if err := st.waitFull(ctx); err != nil {
+			return err
+		}
+		s := &series{key: "d-b2b" + tag, path: "(d) mcp-exec warm, " + name + ", back to back", snippet: sn.name}
+		idle := func() (bool, error) { return st.l.PoolStats().Idle > 0, nil }
+		st.eng.snapshot()
+		b.measure(ctx, s, idle, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
+		s.engine = st.eng.snapshot()
+		b.add(s)
+		if s.err != nil {
+			return s.err
+		}
+	}
+	if !b.cfg.diag {
+		return nil
+	}
+	// Diagnostic: the same warm hit, but the refill that the hit triggers may not
+	// create its container until the call has returned, so the call does not share
+	// the CPU with a container start. The difference is what the refill costs a hit.
+	for _, sn := range snippets {
+		s := &series{key: "diag" + tag, path: "(diag) warm, " + name + ", refill held until the call returns", snippet: sn.name}
+		var release func()
+		prep := func() (bool, error) {
+			ok, err := waitFull()
+			if err == nil {
+				release = st.eng.hold()
+			}
+			return ok, err
+		}
+		st.eng.snapshot()
+		b.measure(ctx, s, prep, func() (time.Duration, error) { return st.call(ctx, sn) }, func() { release() })
+		s.engine = st.eng.snapshot()
+		b.add(s)
+		if s.err != nil {
+			return s.err
+		}
+	}
+	// Diagnostic: the same warm hit, but the program ends with os._exit(0) after
+	// flushing, so the child interpreter skips its teardown (module and object
+	// finalisation, joining BLAS threads). The difference is what the teardown costs
+	// each call: the bootstrap sends the exit frame only after the child has exited.
+	for _, sn := range snippets {
+		sn := snippet{sn.name, sn.code + "\nimport os, sys; sys.stdout.flush(); os._exit(0)", sn.want}
+		s := &series{key: "diag-exit" + tag, path: "(diag) warm, " + name + ", program ends in os._exit(0)", snippet: sn.name}
+		st.eng.snapshot()
+		b.measure(ctx, s, waitFull, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
+		s.engine = st.eng.snapshot()
+		b.add(s)
+		if s.err != nil {
+			return s.err
+		}
+	}
+	return nil
+}
+
+// checkSpec compares an idle pool container's configuration with the bench's copy.
+func (b *bench) checkSpec(ctx context.Context) string {
+	f := benchFilter()
+	f.Add("status", "running")
+	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{Filters: f})
+	if err != nil || len(list.Items) == 0 {
+		return "not checked (no running pool container found)"
+	}
+	info, err := b.cli.ContainerInspect(ctx, list.Items[0].ID, client.ContainerInspectOptions{})
+	if err != nil || info.Container.HostConfig == nil || info.Container.Config == nil {
+		return fmt.Sprintf("not checked (inspect: %v)", err)
+	}
+	if d := specDiff(info.Container.HostConfig, info.Container.Config, b.profile); len(d) > 0 {
+		return "DIFFERS from the launcher's containers in: " + strings.Join(d, ", ")
+	}
+	return "matches the launcher's containers (network, read-only root, capabilities, no-new-privileges, seccomp profile, log driver, tmpfs, IPC, shm, memory+swap, CPUs, pids, user, environment)"
+}
+
+// tput is one sustained throughput run.
+type tput struct {
+	mode           string
+	c              int
+	rate           float64
+	execs, errs    int
+	p50            time.Duration
+	busy           string
+	createsPerExec float64
+	firstErr       error
+	phases         map[string][]time.Duration // churn only
+}
+
+// sustain runs c workers calling once back to back for ramp+window, and counts the
+// calls that completed inside the window.
+func (b *bench) sustain(ctx context.Context, mode string, c int, once func(context.Context) error, creates func() int64) tput {
+	progress("throughput: %s, concurrency %d, %s", mode, c, b.cfg.duration)
+	r := tput{mode: mode, c: c}
+	start := time.Now()
+	winStart, winEnd := start.Add(b.cfg.ramp), start.Add(b.cfg.ramp+b.cfg.duration)
+	var cpu0, cpu1 cpuSample
+	var cr0, cr1 int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		time.Sleep(time.Until(winStart))
+		cpu0 = readCPU()
+		if creates != nil {
+			cr0 = creates()
+		}
+		time.Sleep(time.Until(winEnd))
+		cpu1 = readCPU()
+		if creates != nil {
+			cr1 = creates()
+		}
+	}()
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	for range c {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(winEnd) {
+				t0 := time.Now()
+				err := once(ctx)
+				t1 := time.Now()
+				in := !t1.Before(winStart) && !t1.After(winEnd)
+				mu.Lock()
+				switch {
+				case err != nil && in:
+					r.errs++
+					if r.firstErr == nil {
+						r.firstErr = err
+					}
+				case err == nil && in:
+					r.execs++
+					lat = append(lat, t1.Sub(t0))
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	<-sampled
+	r.rate = float64(r.execs) / b.cfg.duration.Seconds()
+	r.p50 = percentile(lat, 0.5)
+	r.busy = busyPct(cpu0, cpu1)
+	if creates != nil && r.execs > 0 {
+		r.createsPerExec = float64(cr1-cr0) / float64(r.execs)
+	}
+	return r
+}
+
+// churn measures the engine's create+start+wait+remove rate for cmd at concurrency c.
+func (b *bench) churn(ctx context.Context, c int, cmd []string) tput {
+	var mu sync.Mutex
+	phases := map[string][]time.Duration{}
+	ch := b.sustain(ctx, "engine churn (`"+strings.Join(cmd, " ")+"`)", c, func(ctx context.Context) error {
+		t, err := churnOnce(ctx, b.cli, b.cfg.image, b.profile, cmd)
+		if err == nil {
+			mu.Lock()
+			phases["create"] = append(phases["create"], t.create)
+			phases["start"] = append(phases["start"], t.start)
+			phases["wait"] = append(phases["wait"], t.wait)
+			phases["remove"] = append(phases["remove"], t.remove)
+			mu.Unlock()
+		}
+		return err
+	}, nil)
+	ch.phases = phases
+	return ch
+}
+
+func (b *bench) throughput(ctx context.Context) error {
+	p1 := snippets[0]
+	for _, c := range b.cfg.conc {
+		// The engine's churn first, then each mode at the same concurrency, so that
+		// the ratios compare runs made close together.
+		ch := b.churn(ctx, c, []string{"true"})
+		b.rep.churn = append(b.rep.churn, ch)
+		if b.cfg.diag && ctx.Err() == nil {
+			// Diagnostic: the same loop running an interpreter, the least a Python
+			// sandbox must do; the launcher's bootstrap starts two.
+			b.rep.churnPy = append(b.rep.churnPy, b.churn(ctx, c, []string{"python3", "-I", "-c", "pass"}))
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		modes := []struct {
+			name    string
+			pool    int
+			preload []string
+		}{
+			{"cold", 0, nil},
+			{fmt.Sprintf("warm, pool %d", b.cfg.pool), b.cfg.pool, nil},
+			{fmt.Sprintf("warm, pool %d, Preload numpy,pandas", b.cfg.pool), b.cfg.pool, []string{"numpy", "pandas"}},
+		}
+		for _, m := range modes {
+			st, err := newStack(ctx, b.cli, b.cfg.image, launcher.Options{
+				PoolSize: m.pool, Preload: m.preload, MaxConcurrent: c, MaxQueue: 64,
+			})
+			if err != nil {
+				return err
+			}
+			if m.pool > 0 {
+				if err := st.waitFull(ctx); err != nil {
+					st.close()
+					return err
+				}
+			}
+			r := b.sustain(ctx, m.name, c, func(ctx context.Context) error {
+				_, err := st.call(ctx, p1)
+				return err
+			}, st.eng.creates.Load)
+			b.rep.tput = append(b.rep.tput, r)
+			if err := st.close(); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
