@@ -390,3 +390,28 @@ func TestProgress(t *testing.T) {
 		t.Errorf("last progress: got %+v, want output bytes, a tail with 'step', and elapsed time", last)
 	}
 }
+
+// TestQueueTimeNotCounted: a job that waited for a slot longer than its own timeout
+// still gets its whole timeout once it runs.
+func TestQueueTimeNotCounted(t *testing.T) {
+	l := testLauncher(t, Options{MaxConcurrent: 1, MaxQueue: 1, PoolSize: -1})
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.Run(context.Background(), Job{Code: "import time; time.sleep(4)"})
+		first <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the first holds the only slot
+	res, err := l.Run(t.Context(), Job{Code: "print('ran')", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TimedOut || res.Stdout != "ran\n" {
+		t.Errorf("queued job: got timed_out %v, stdout %q; want it to run to the end", res.TimedOut, res.Stdout)
+	}
+	if res.QueueWait < 2*time.Second {
+		t.Errorf("queue wait: got %v, want longer than the job's own 2 s timeout", res.QueueWait)
+	}
+	if err := <-first; err != nil {
+		t.Error(err)
+	}
+}

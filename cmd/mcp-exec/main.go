@@ -184,7 +184,11 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 		}
 	}
 	l.StartPool()
-	log.Debug().Str("engine", cli.DaemonHost()).Msg("engine ready")
+	name, err := launcher.EngineName(cctx, cli)
+	if err != nil {
+		name = "unknown engine: " + err.Error()
+	}
+	log.Info().Str("engine", name).Str("engine_host", cli.DaemonHost()).Str("runtime", cfg.Runtime).Msg("engine ready")
 	return l, cleanup, nil
 }
 
