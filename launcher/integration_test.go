@@ -258,7 +258,7 @@ func TestCloseLetsRunsFinish(t *testing.T) {
 }
 
 func TestMissingImage(t *testing.T) {
-	l := testLauncher(t, Options{})
+	l := testLauncher(t, Options{PoolSize: -1}) // no pool: the test changes the image under it
 	l.opts.Image = "mcp-exec/does-not-exist:never"
 	if err := l.Check(t.Context()); !errors.Is(err, ErrImageMissing) {
 		t.Errorf("Check: got %v, want ErrImageMissing", err)
