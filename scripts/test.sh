@@ -35,9 +35,11 @@ MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m ./launcher/...
 step "engine restart (stops and restarts dockerd)"
 go test -tags enginefault -count=1 -timeout 5m -run '^TestEngineRestart$' ./launcher
 
-# Other engines and runtimes (docs/engines.md). MCP_EXEC_SKIP_PODMAN=1 and
-# MCP_EXEC_SKIP_CRUN=1 skip them.
-if [ -z "${MCP_EXEC_SKIP_PODMAN:-}" ]; then
+# Other engines and runtimes (docs/engines.md). The Podman suites are opt-in
+# (MCP_EXEC_WITH_PODMAN=1) until the fixes in docs/patches/podman-fixes.patch land:
+# without them Podman 4.3 rejects the inline seccomp profile. MCP_EXEC_SKIP_CRUN=1
+# skips the crun suite.
+if [ -n "${MCP_EXEC_WITH_PODMAN:-}" ]; then
   step "podman (rootful): set-up, then the launcher suite against its Docker-compatible API"
   bash scripts/podman.sh >/dev/null
   DOCKER_HOST=unix:///run/podman/podman.sock go test -race -count=1 -timeout 20m ./launcher/...
