@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -210,11 +212,19 @@ func (l *Launcher) Check(ctx context.Context) error {
 // ErrEngineUnavailable naming the address tried.
 func (l *Launcher) engineErr(doing string, err error) error {
 	l.opts.Metrics.EngineError()
-	if client.IsErrConnectionFailed(err) || errors.Is(err, context.DeadlineExceeded) && !isCtxErr(err) {
+	if unreachable(err) || errors.Is(err, context.DeadlineExceeded) && !isCtxErr(err) {
 		return fmt.Errorf("%s: %w at %s (is the engine running? set DOCKER_HOST or --engine-host): %w",
 			doing, ErrEngineUnavailable, l.eng.DaemonHost(), err)
 	}
 	return fmt.Errorf("%s: %w", doing, err)
+}
+
+// unreachable reports an error of the connection to the engine, however the client
+// wrapped it (requests and hijacked attaches report it differently).
+func unreachable(err error) bool {
+	var op *net.OpError
+	return client.IsErrConnectionFailed(err) || errors.As(err, &op) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func isCtxErr(err error) bool {
@@ -251,19 +261,21 @@ func (l *Launcher) remove(ctx context.Context, id string) error {
 	// cancelled start, or already being removed): try again until it is gone.
 	for {
 		_, err := l.eng.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		// An unreachable engine is retried too, until ctx ends: a restarted engine
+		// still holds the container, stopped.
 		switch {
 		case err == nil:
 			l.opts.Metrics.ContainerRemoved()
 			return nil
 		case cerrdefs.IsNotFound(err):
 			return nil
-		case !cerrdefs.IsConflict(err):
+		case !cerrdefs.IsConflict(err) && !unreachable(err):
 			return fmt.Errorf("removing container %s: %w", shortID(id), err)
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("removing container %s: %w", shortID(id), errors.Join(err, ctx.Err()))
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }

@@ -49,6 +49,11 @@ func TestEngineRestart(t *testing.T) {
 			t.Fatal("dockerd did not stop")
 		}
 	}
+	for deadline := time.Now().Add(60 * time.Second); exec.Command("pgrep", "-x", "dockerd").Run() == nil; time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("dockerd did not exit")
+		}
+	}
 
 	o := <-inflight
 	// The exec in flight either reports the engine as unreachable or, if the engine

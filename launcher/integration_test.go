@@ -55,6 +55,10 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 		}
 		t.Fatalf("engine check: %v", err)
 	}
+	// Like the server at start: what an earlier, interrupted run of this test left.
+	if _, err := l.Reap(ctx); err != nil {
+		t.Fatalf("reaping leftovers: %v", err)
+	}
 	l.StartPool()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -39,6 +39,16 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
+# A dockerd that is still shutting down holds the pid file: wait for it to go.
+for _ in $(seq 1 120); do
+  pgrep -x dockerd >/dev/null 2>&1 || break
+  if engine_answers; then
+    log "engine answers"
+    exit 0
+  fi
+  sleep 0.5
+done
+
 if [ -f /var/run/docker.pid ]; then
   pid=$(cat /var/run/docker.pid 2>/dev/null || true)
   if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
