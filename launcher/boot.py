@@ -219,7 +219,10 @@ def parent(max_output, preload, outdir, max_file, max_files):
         pass_fds=(ready_w,), cwd="/tmp" if os.path.isdir("/tmp") else "/",
         close_fds=True, restore_signals=True)
     os.close(ready_w)
-    os.close(0)  # the container's stdin belongs to the child alone
+    # The container's stdin belongs to the child; the parent keeps a descriptor only to
+    # read what the program left unread, after the result (see the end).
+    rest = os.dup(0)
+    os.close(0)
     ooms = oom_kills()
 
     out_fd, err_fd = child.stdout.fileno(), child.stderr.fileno()
@@ -280,6 +283,16 @@ def parent(max_output, preload, outdir, max_file, max_files):
     result = {"exit": 128 + sig if sig else status, "signal": sig,
               "oom": oom_kills() > ooms, "dropped": dropped}
     write_all(1, frame(b"X", json.dumps(result).encode()))
+    # Read what the program left of its stdin (bounded): Podman's attach resets the
+    # stream, dropping output not yet relayed, when the container ends with stdin
+    # data still unread in its pipe.
+    deadline = time.monotonic() + 2
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([rest], [], [], left)[0]:
+            break
+        if not os.read(rest, 65536):
+            break
     # Returning ends PID 1, and with it every process the program left behind.
     os._exit(0)
 

@@ -269,7 +269,7 @@ func (l *Launcher) remove(ctx context.Context, id string) error {
 			return nil
 		case cerrdefs.IsNotFound(err):
 			return nil
-		case !cerrdefs.IsConflict(err) && !unreachable(err):
+		case !cerrdefs.IsConflict(err) && !unreachable(err) && !podmanRemoveRace(err):
 			return fmt.Errorf("removing container %s: %w", shortID(id), err)
 		}
 		select {
@@ -278,4 +278,11 @@ func (l *Launcher) remove(ctx context.Context, id string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// podmanRemoveRace: Podman 4.x answers a forced remove that races the container's own
+// exit with HTTP 500 "container state improper" (it tried to SIGKILL a container
+// that had just stopped). Trying again removes it.
+func podmanRemoveRace(err error) bool {
+	return strings.Contains(err.Error(), "container state improper")
 }

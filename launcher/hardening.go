@@ -32,6 +32,10 @@ var sandboxEnv = []string{
 	"XDG_CACHE_HOME=/tmp/.cache",
 	"XDG_CONFIG_HOME=/tmp/.config",
 	"PYTHONDONTWRITEBYTECODE=1",
+	// Podman adds TERM=xterm and container=podman unless they are set: pin them so
+	// that every engine gives the same environment.
+	"TERM=dumb",
+	"container=mcp-exec",
 }
 
 // containerSpec is the single place where a sandbox's configuration is decided. It is

@@ -25,6 +25,8 @@ var specWantEnv = []string{
 	"XDG_CACHE_HOME=/tmp/.cache",
 	"XDG_CONFIG_HOME=/tmp/.config",
 	"PYTHONDONTWRITEBYTECODE=1",
+	"TERM=dumb",
+	"container=mcp-exec",
 }
 
 // specCustomOptions overrides every option that reaches the container.

@@ -198,7 +198,9 @@ func awaitRemoved(t *testing.T, cli *client.Client, id string) {
 		info, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		cancel()
 		switch {
-		case cerrdefs.IsNotFound(err):
+		case cerrdefs.IsNotFound(err) || err != nil && strings.Contains(err.Error(), "no such container"):
+			// Podman answers 500 "does not exist in database: no such container" to an
+			// inspect that races the removal.
 			t.Logf("container %.12s is removed", id)
 			return
 		case err != nil:
@@ -221,6 +223,16 @@ func awaitRemoved(t *testing.T, cli *client.Client, id string) {
 // cannot be weakened from here, hence the CLI. The two-run probes run both their
 // jobs in one reused container, which their second job must notice.
 func TestProbesDetectWeakSandbox(t *testing.T) {
+	// The weakening goes through the docker CLI, whose options Podman's compat API does
+	// not all honour (systempaths=unconfined is ignored; run --rm exits 0): the probes'
+	// ability to fail is shown against Docker.
+	if cli, err := launcher.NewClient(""); err == nil {
+		info, err := launcher.IdentifyEngine(t.Context(), cli)
+		cli.Close()
+		if err == nil && info.IsPodman() {
+			t.Skipf("engine is %s: the probe self-test runs against Docker", info)
+		}
+	}
 	docker, err := exec.LookPath("docker")
 	if err != nil {
 		if os.Getenv("CI") != "" {

@@ -96,6 +96,9 @@ type Launcher struct {
 	closed   bool
 	runs     sync.WaitGroup // Run calls in flight
 	cleanup  sync.WaitGroup // container removals in flight
+
+	secMu  sync.Mutex
+	secOpt string // the value after "seccomp=": the profile, or for Podman a path to it
 }
 
 // New returns a Launcher that talks to eng. It does not contact the engine: call

@@ -35,7 +35,7 @@ const createTimeout = 30 * time.Second
 // start creates, attaches and starts a sandbox. Attach comes before start: output
 // written before an attach is lost, as there is no log driver to replay it.
 func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
-	profile, err := seccompJSON()
+	profile, err := l.seccompOption(ctx)
 	if err != nil {
 		return nil, err
 	}

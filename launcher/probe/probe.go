@@ -82,7 +82,7 @@ const SandboxUID = 65532
 // sets (launcher/hardening.go) and HOSTNAME, which Docker adds.
 var SandboxEnvKeys = []string{
 	"PATH", "HOME", "LANG", "MPLBACKEND", "MPLCONFIGDIR", "XDG_CACHE_HOME",
-	"XDG_CONFIG_HOME", "PYTHONDONTWRITEBYTECODE", "HOSTNAME",
+	"XDG_CONFIG_HOME", "PYTHONDONTWRITEBYTECODE", "HOSTNAME", "TERM", "container",
 }
 
 const (
