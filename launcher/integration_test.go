@@ -117,6 +117,19 @@ func TestRunPrograms(t *testing.T) {
 		{name: "invalid utf8 repaired", job: Job{Code: "import sys; sys.stdout.buffer.write(b'a\\xffb\\n')"}, wantOut: "a\uFFFDb\n"},
 		{name: "clean main namespace", job: Job{Code: "print(sorted(k for k in globals() if not k.startswith('__')))"}, wantOut: "[]\n"},
 		{name: "closed stdout", job: Job{Code: "import sys, os; print('before'); sys.stdout.flush(); os.close(1); sys.exit(4)"}, wantExit: 4, wantOut: "before\n"},
+		// The program ends the way the interpreter's own exit ends it (the bootstrap
+		// skips only the teardown of loaded modules): each of these would differ.
+		{name: "exit code past 255", job: Job{Code: "import sys; sys.exit(258)"}, wantExit: 2},
+		{name: "exit code negative", job: Job{Code: "raise SystemExit(-1)"}, wantExit: 255},
+		{name: "exit None", job: Job{Code: "import sys; print('x'); sys.exit(None)"}, wantOut: "x\n"},
+		{name: "atexit runs", job: Job{Code: "import atexit\natexit.register(lambda: print('at exit'))\nprint('main')"}, wantOut: "main\nat exit\n"},
+		{name: "atexit sees exit code", job: Job{Code: "import atexit, sys\natexit.register(lambda: print('bye'))\nsys.exit(5)"}, wantExit: 5, wantOut: "bye\n"},
+		{name: "non-daemon thread joined", job: Job{Code: "import threading, time\ndef w():\n    time.sleep(0.3); print('thread done')\nthreading.Thread(target=w).start()\nprint('main done')"}, wantOut: "main done\nthread done\n"},
+		{name: "unflushed stdout", job: Job{Code: "import sys; sys.stdout.reconfigure(line_buffering=False); sys.stdout.write('no newline, no flush')"}, wantOut: "no newline, no flush"},
+		{name: "finalizers run", job: Job{Code: "class A:\n    def __del__(self): print('del ran')\na = A()\nprint('end')"}, wantOut: "end\ndel ran\n"},
+		{name: "keyboard interrupt", job: Job{Code: "raise KeyboardInterrupt"}, wantExit: 130, wantErrHas: "KeyboardInterrupt"},
+		{name: "exception in atexit", job: Job{Code: "import atexit\ndef bad(): raise RuntimeError('in atexit')\natexit.register(bad)"}, wantErrHas: "RuntimeError: in atexit"},
+		{name: "stdout closed by program", job: Job{Code: "import sys; print('a'); sys.stdout.close()"}, wantOut: "a\n"},
 		{name: "flood", job: Job{Code: "import sys\nfor i in range(200000): sys.stdout.write('0123456789abcdef\\n')\nprint('done', file=sys.stderr)"}, wantTrunc: true},
 		{name: "background child left running", job: Job{Code: "import subprocess; subprocess.Popen(['sleep', '600']); print('started')"}, wantOut: "started\n"},
 	}
@@ -315,6 +328,29 @@ func TestVerifyLimits(t *testing.T) {
 	// The check itself must be able to fail.
 	if bad := l.Unenforced(Limits{Memory: -1, Pids: -1, CPUQuota: -1, CPUPeriod: 100000}); len(bad) != 3 {
 		t.Errorf("unenforced limits: got %q, want all three", bad)
+	}
+}
+
+// TestOpenFilesFlushedAtExit: files the program leaves open, with data still in their
+// buffers, are written out when it ends, as the interpreter's own exit does. (A file
+// object in a reference cycle may lose its buffer at exit in CPython itself: not tested.)
+func TestOpenFilesFlushedAtExit(t *testing.T) {
+	l := testLauncher(t, Options{})
+	code := "f = open('/tmp/outputs/top.txt', 'w'); f.write('top level')\n" +
+		"def g():\n    g.f = open('/tmp/outputs/attr.txt', 'w'); g.f.write('on a function')\ng()\n"
+	res, err := l.Run(t.Context(), Job{Code: code})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %v, exit %d, stderr %q", err, res.ExitCode, res.Stderr)
+	}
+	want := map[string]string{"top.txt": "top level", "attr.txt": "on a function"}
+	got := map[string]string{}
+	for _, f := range res.Files {
+		got[f.Name] = string(f.Data)
+	}
+	for n, w := range want {
+		if got[n] != w {
+			t.Errorf("%s: got %q, want %q (files %v)", n, got[n], w, names(res.Files))
+		}
 	}
 }
 
