@@ -2,8 +2,9 @@
 #
 #   python3 -I -c <this file> parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES
 #
-# The parent starts the child interpreter at once (so that Python, and any preloaded
-# modules, load while the server is still sending the code), then relays the child's
+# The parent forks the child at once (so that any preloaded modules load while the
+# server is still sending the code; a fork of this interpreter rather than a new one,
+# whose start every cold exec would wait for), then relays the child's
 # stdout and stderr to the container's stdout as frames:
 #
 #   1 byte type, 4 bytes big-endian payload length, payload
@@ -19,7 +20,11 @@
 # frame. The program cannot reach the parent either: the parent is PID 1 of the
 # container's PID namespace (signals without a handler are not delivered to it from
 # inside), ignores SIGINT, and makes itself non-dumpable, so that /proc/1/fd, /proc/1/mem
-# and ptrace are closed to the program even though both run as the same user.
+# and ptrace are closed to the program even though both run as the same user. The child
+# runs no code of the caller's before the parent says it is non-dumpable (the "go" pipe).
+#
+# The parent imports as little as it can before the fork (os, sys, builtin modules): the
+# child is a copy of it, and is to look like a fresh interpreter to the program.
 #
 # The child reads the container's stdin directly: a header line "MCPEXEC2 <n> <m>\n",
 # n bytes of code, m bytes of input files (u32 name length, name, u32 size, bytes;
@@ -33,10 +38,10 @@ import sys
 CHILD = r'''
 def _boot():
     # Imports stay local so that the program starts with a clean __main__.
-    import os, signal, sys
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    import os, _signal, sys
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
-    ready, outdir = int(sys.argv[1]), sys.argv[3]
+    ready, outdir, go = int(sys.argv[1]), sys.argv[3], int(sys.argv[4])
     _seed(os)
     plots(sys, outdir)
     for name in filter(None, sys.argv[2].split(",")):
@@ -87,7 +92,12 @@ def _boot():
     sys.excepthook = hook
     sys.argv = ["<exec>"]
     sys.stdout.reconfigure(line_buffering=True)
-    return compile(source, "<exec>", "exec", dont_inherit=True)
+    code = compile(source, "<exec>", "exec", dont_inherit=True)
+    # The parent writes one byte once it is non-dumpable; nothing if it failed.
+    if os.read(go, 1) != b"G":
+        raise SystemExit("mcp-exec: the bootstrap did not start")
+    os.close(go)
+    return code
 
 def _main(boot, finish):
     import sys
@@ -266,39 +276,75 @@ def fatal(msg):
     os._exit(70)
 
 
+def child(main, out_w, err_w, ready_w, go_r, preload, outdir, close):
+    # In the forked child: stdout and stderr become the pipes to the parent, the
+    # parent's ends and names go, and CHILD runs in a __main__ as clean as a new
+    # interpreter's (the same dunder names: both are `python3 -c`).
+    src, _os, _sys = CHILD, os, sys  # locals: the names in main are about to go
+    try:
+        for fd in close:
+            _os.close(fd)
+        _os.dup2(out_w, 1)
+        _os.dup2(err_w, 2)
+        _os.close(out_w)
+        _os.close(err_w)
+        _os.chdir("/tmp" if _os.path.isdir("/tmp") else "/")
+        _sys.argv = ["-c", str(ready_w), preload, outdir, str(go_r)]
+        for k in [k for k in main if not (k.startswith("__") and k.endswith("__"))]:
+            del main[k]
+    except BaseException as e:
+        _os.write(2, ("mcp-exec: child setup failed: %r\n" % (e,)).encode())
+        _os._exit(70)
+    exec(src, main)
+    _os._exit(70)  # CHILD ends the process itself
+
+
 def parent(max_output, preload, outdir, max_file, max_files):
-    import ctypes
-    import select
-    import signal
-    import subprocess
-    import json
+    import _signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
-        fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
-
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
     ready_r, ready_w = os.pipe()
-    child = subprocess.Popen(
-        [sys.executable, "-I", "-c", CHILD, str(ready_w), preload, outdir],
-        stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        pass_fds=(ready_w,), cwd="/tmp" if os.path.isdir("/tmp") else "/",
-        close_fds=True, restore_signals=True)
-    os.close(ready_w)
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        child(sys.modules["__main__"].__dict__, out_w, err_w, ready_w, go_r, preload, outdir,
+              (out_r, err_r, ready_r, go_w))
+    for fd in (out_w, err_w, ready_w, go_r):
+        os.close(fd)
     # The container's stdin belongs to the child; the parent keeps a descriptor only to
     # read what the program left unread, after the result (see the end).
     rest = os.dup(0)
     os.close(0)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
+        os.kill(pid, 9)
+        fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
+    os.write(go_w, b"G")
+    os.close(go_w)
+    import select
+    import time
     ooms = oom_kills()
 
-    out_fd, err_fd = child.stdout.fileno(), child.stderr.fileno()
+    out_fd, err_fd = out_r, err_r
     kinds = {out_fd: b"O", err_fd: b"E"}
     for fd in kinds:
         os.set_blocking(fd, False)
     try:
-        exited = os.pidfd_open(child.pid)
+        exited = os.pidfd_open(pid)
     except (AttributeError, OSError):
         exited = None
+    status = None
+
+    def poll():
+        nonlocal status
+        if status is None:
+            p, st = os.waitpid(pid, os.WNOHANG)
+            if p == pid:
+                status = os.waitstatus_to_exitcode(st)
+        return status
 
     sent, dropped = 0, False
 
@@ -331,13 +377,13 @@ def parent(max_output, preload, outdir, max_file, max_files):
                 open_fds.remove(ready_r)
             elif fd != exited and not relay(fd):
                 open_fds.remove(fd)
-        if (exited is not None and exited in readable) or child.poll() is not None:
+        if poll() is not None:
             break
-    status = child.wait()
+    if status is None:
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     # What the program wrote before it ended is in the pipes now. A process it left
     # behind may hold them open, so drain without waiting for end of file.
     # The drain is bounded in time: a leftover process may keep writing.
-    import time
     deadline = time.monotonic() + 0.2
     for fd in (out_fd, err_fd):
         while fd in open_fds and time.monotonic() < deadline:
@@ -346,9 +392,10 @@ def parent(max_output, preload, outdir, max_file, max_files):
                 break
     send_files(outdir, max_file, max_files)
     sig = -status if status < 0 else 0
-    result = {"exit": 128 + sig if sig else status, "signal": sig,
-              "oom": oom_kills() > ooms, "dropped": dropped}
-    write_all(1, frame(b"X", json.dumps(result).encode()))
+    result = '{"exit": %d, "signal": %d, "oom": %s, "dropped": %s}' % (
+        128 + sig if sig else status, sig, "true" if oom_kills() > ooms else "false",
+        "true" if dropped else "false")
+    write_all(1, frame(b"X", result.encode()))
     # Read what the program left of its stdin (bounded): Podman's attach resets the
     # stream, dropping output not yet relayed, when the container ends with stdin
     # data still unread in its pipe.
@@ -367,8 +414,6 @@ def send_files(outdir, max_file, max_total, max_count=64):
     # Every regular file the program left under outdir, as D frames: u32 length of a
     # JSON header {"name", "size", "skipped"}, the header, then the bytes unless skipped.
     # Links are never followed; files past a cap are listed with the reason.
-    import json
-    import stat
     found = []
 
     def walk(d, prefix):
@@ -384,6 +429,10 @@ def send_files(outdir, max_file, max_total, max_count=64):
                 found.append((rel, e.path))
 
     walk(outdir, "")
+    if not found:
+        return
+    import json
+    import stat
     total = 0
     for i, (rel, path) in enumerate(found):
         data, skipped, size = b"", "", 0

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,10 @@ var sandboxEnv = []string{
 	"TERM=dumb",
 	"container=mcp-exec",
 }
+
+// SandboxEnv returns a copy of a sandbox's whole environment, for tools that compare
+// other containers with the launcher's (the benchmark's `docker run` baseline).
+func SandboxEnv() []string { return slices.Clone(sandboxEnv) }
 
 // containerSpec is the single place where a sandbox's configuration is decided. It is
 // pure: the same Options give the same containers, cold or warm. Every field that

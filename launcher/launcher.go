@@ -180,6 +180,9 @@ func (l *Launcher) Run(ctx context.Context, job Job) (res Result, err error) {
 		return Result{}, l.closedOr(err)
 	}
 	defer l.dispose(sb)
+	if l.pool != nil {
+		defer l.pool.busy()()
+	}
 	res, err = sb.exec(ctx, job)
 	return res, l.closedOr(err)
 }

@@ -23,6 +23,8 @@ type pool struct {
 	imageID  string        // image the idle sandboxes were made from
 	lastErr  error         // the last refill failure, for readiness reports
 	once     sync.Once     // starts the refill loop, or marks it never started
+	active   int           // jobs running in a sandbox (warm or cold)
+	held     time.Time     // when a needed refill was first held back; zero if none is
 	done     chan struct{} // closed when the refill loop has ended
 }
 
@@ -144,8 +146,17 @@ func (p *pool) refill() {
 	defer check.Stop()
 	var backoff time.Duration
 	var retry <-chan time.Time // non-nil while backing off
+	var hold <-chan time.Time // non-nil while a refill waits for the running jobs
 	for {
-		if retry == nil && p.needed() {
+		need, wait := false, time.Duration(0)
+		if retry == nil {
+			need, wait = p.needed(time.Now())
+		}
+		hold = nil
+		if wait > 0 {
+			hold = time.After(wait)
+		}
+		if need {
 			if err := p.startOne(); err != nil {
 				backoff = nextBackoff(backoff)
 				retry = time.After(backoff)
@@ -164,16 +175,58 @@ func (p *pool) refill() {
 		case <-p.wake:
 		case <-retry:
 			retry = nil
+		case <-hold:
 		case <-check.C:
 			p.checkImage()
 		}
 	}
 }
 
-func (p *pool) needed() bool {
+// refillHold is how long a refill may wait for running jobs to end. Starting a
+// container takes the engine and runc the better part of a CPU-second, which on a
+// small machine slows the job it would run beside: while an idle sandbox is still
+// there for the next job, the pool refills when the jobs in flight end, or after
+// refillHold, whichever comes first. An empty pool refills at once.
+const refillHold = time.Second
+
+// needed reports whether the refill loop should start a sandbox now, and if one is
+// needed but held back for the running jobs, how long it may still wait.
+func (p *pool) needed(now time.Time) (bool, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.l.closing.Err() == nil && len(p.idle)+p.starting < p.size
+	if p.l.closing.Err() != nil || len(p.idle)+p.starting >= p.size {
+		p.held = time.Time{}
+		return false, 0
+	}
+	if p.active == 0 || len(p.idle) == 0 {
+		// Nothing runs, or nothing is left for the next job: no reason to wait.
+		p.held = time.Time{}
+		return true, 0
+	}
+	if p.held.IsZero() {
+		p.held = now
+	}
+	if waited := now.Sub(p.held); waited < refillHold {
+		return false, refillHold - waited
+	}
+	p.held = time.Time{}
+	return true, 0
+}
+
+// busy counts a job running in a sandbox until the returned func is called.
+func (p *pool) busy() (done func()) {
+	p.mu.Lock()
+	p.active++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.active--
+			p.mu.Unlock()
+			p.signal(p.wake)
+		})
+	}
 }
 
 // startOne prepares one sandbox and adds it to the pool once it is ready.

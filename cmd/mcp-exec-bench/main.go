@@ -74,7 +74,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.hostPython, "host-python", "", "host interpreter for baseline (a); empty: python3 on PATH")
 	fs.StringVar(&c.engineHost, "engine-host", "", "engine address; empty: DOCKER_HOST, then the default socket")
 	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -n 5 -warmup 1 -duration 5s -ramp 1s")
-	fs.BoolVar(&c.diag, "diag", true, "also run the deferred-refill diagnostic of the warm path")
+	fs.BoolVar(&c.diag, "diag", false, "also run the diagnostic rows (warm hit with the refill held until the call returns, with os._exit, docker run with one BLAS thread, churn of python3 -c pass)")
 	only := fs.String("only", "", "comma-separated sections to run (default all): "+strings.Join(sections, ","))
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -594,7 +594,7 @@ func (b *bench) throughput(ctx context.Context) error {
 		b.rep.churn = append(b.rep.churn, ch)
 		if b.cfg.diag && ctx.Err() == nil {
 			// Diagnostic: the same loop running an interpreter, the least a Python
-			// sandbox must do; the launcher's bootstrap starts two.
+			// sandbox must do (the launcher's bootstrap starts one and forks it).
 			b.rep.churnPy = append(b.rep.churnPy, b.churn(ctx, c, []string{"python3", "-I", "-c", "pass"}))
 		}
 		if ctx.Err() != nil {

@@ -31,16 +31,7 @@ const (
 
 var (
 	tmpfsOpts  = "rw,noexec,nosuid,nodev,size=" + strconv.Itoa(tmpfsBytes) + ",mode=1777"
-	sandboxEnv = []string{
-		"PATH=/usr/local/bin:/usr/bin:/bin",
-		"HOME=/tmp",
-		"LANG=C.UTF-8",
-		"MPLBACKEND=Agg",
-		"MPLCONFIGDIR=/tmp/.config/matplotlib",
-		"XDG_CACHE_HOME=/tmp/.cache",
-		"XDG_CONFIG_HOME=/tmp/.config",
-		"PYTHONDONTWRITEBYTECODE=1",
-	}
+	sandboxEnv = launcher.SandboxEnv()
 	labels = map[string]string{launcher.LabelRole: "sandbox", launcher.LabelInstance: benchLabel}
 )
 
