@@ -38,3 +38,7 @@ var seccompJSON = sync.OnceValues(func() (string, error) {
 	}
 	return string(b), nil
 })
+
+// SeccompProfile returns the seccomp profile every sandbox gets, as JSON, for tools
+// that run containers beside the launcher's (the benchmark's `docker run` baseline).
+func SeccompProfile() (string, error) { return seccompJSON() }

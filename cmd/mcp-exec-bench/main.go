@@ -162,7 +162,7 @@ func run(ctx context.Context, cfg config) int {
 		fmt.Fprintf(os.Stderr, "mcp-exec-bench: the engine at %s does not answer: %v\n", cli.DaemonHost(), err)
 		return 1
 	}
-	profile, err := seccompProfile()
+	profile, err := launcher.SeccompProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcp-exec-bench:", err)
 		return 1

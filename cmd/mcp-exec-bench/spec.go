@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
 
 	"github.com/moby/moby/api/types/container"
-	"github.com/moby/profiles/seccomp"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 )
@@ -34,27 +31,6 @@ var (
 	sandboxEnv = launcher.SandboxEnv()
 	labels = map[string]string{launcher.LabelRole: "sandbox", launcher.LabelInstance: benchLabel}
 )
-
-// seccompProfile is the launcher's profile: moby's default minus io_uring and the
-// process-inspection calls, built the same way as launcher/seccomp.go.
-func seccompProfile() (string, error) {
-	denied := []string{
-		"io_uring_setup", "io_uring_enter", "io_uring_register",
-		"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
-	}
-	p := seccomp.DefaultProfile()
-	for _, sc := range p.Syscalls {
-		sc.Names = slices.DeleteFunc(sc.Names, func(n string) bool { return slices.Contains(denied, n) })
-	}
-	p.Syscalls = slices.DeleteFunc(p.Syscalls, func(sc *seccomp.Syscall) bool {
-		return len(sc.Names) == 0 && sc.Name == ""
-	})
-	b, err := json.Marshal(p)
-	if err != nil {
-		return "", fmt.Errorf("encoding seccomp profile: %w", err)
-	}
-	return string(b), nil
-}
 
 // writeProfile writes the profile to a temporary file for `docker run --security-opt`.
 func writeProfile(profile string) (string, error) {
