@@ -146,7 +146,7 @@ func (p *pool) refill() {
 	defer check.Stop()
 	var backoff time.Duration
 	var retry <-chan time.Time // non-nil while backing off
-	var hold <-chan time.Time // non-nil while a refill waits for the running jobs
+	var hold <-chan time.Time  // non-nil while a refill waits for the running jobs
 	for {
 		need, wait := false, time.Duration(0)
 		if retry == nil {

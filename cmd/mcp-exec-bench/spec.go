@@ -29,7 +29,7 @@ const (
 var (
 	tmpfsOpts  = "rw,noexec,nosuid,nodev,size=" + strconv.Itoa(tmpfsBytes) + ",mode=1777"
 	sandboxEnv = launcher.SandboxEnv()
-	labels = map[string]string{launcher.LabelRole: "sandbox", launcher.LabelInstance: benchLabel}
+	labels     = map[string]string{launcher.LabelRole: "sandbox", launcher.LabelInstance: benchLabel}
 )
 
 // writeProfile writes the profile to a temporary file for `docker run --security-opt`.
