@@ -30,31 +30,19 @@ type Engine interface {
 	DaemonHost() string
 }
 
-// NewClient connects to the engine at host, or where DOCKER_HOST (and
-// DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) point when host is empty, negotiating the API
-// version down to what the engine speaks. When neither names an engine and Docker's
-// default socket (/var/run/docker.sock) does not exist, it uses Podman's socket:
+// NewClient connects to the engine at host, or where DOCKER_HOST points when host is
+// empty, negotiating the API version down to what the engine speaks. Addresses and
+// the TLS variables (DOCKER_TLS_VERIFY, DOCKER_TLS, DOCKER_CERT_PATH) mean what they
+// mean to the Docker CLI: unix://PATH; tcp://[HOST][:PORT] (localhost, port 2376 with
+// TLS, 2375 without; with DOCKER_TLS_VERIFY only ca.pem is trusted); and
+// ssh://[USER@]HOST[:PORT][/SOCKET], each connection a `ssh ... docker system
+// dial-stdio` process. A tcp:// engine off this machine without verified TLS is
+// refused (see NewClientWith). When neither names an engine and Docker's default
+// socket (/var/run/docker.sock) does not exist, it uses Podman's socket:
 // $XDG_RUNTIME_DIR/podman/podman.sock (rootless), then /run/podman/podman.sock
 // (rootful), the first that exists. EngineName says which engine answered.
 func NewClient(host string) (*client.Client, error) {
-	opts := []client.Opt{client.FromEnv}
-	if h := defaultDiscovery().host(host); h != "" {
-		opts = append(opts, client.WithHost(h))
-	}
-	cli, err := client.New(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("creating engine client: %w", err)
-	}
-	if strings.HasPrefix(cli.DaemonHost(), "ssh://") {
-		// The Docker CLI reaches ssh:// hosts through `ssh ... docker system
-		// dial-stdio`; the Go client alone would try TCP to "user@host" and fail with
-		// a misleading DNS error.
-		h := cli.DaemonHost()
-		cli.Close()
-		return nil, fmt.Errorf("engine host %s: ssh:// is not supported; forward the engine's socket instead "+
-			"(ssh -nNT -L /run/mcp-exec-engine.sock:/var/run/docker.sock user@host) and use unix:///run/mcp-exec-engine.sock", h)
-	}
-	return cli, nil
+	return NewClientWith(host, ConnOptions{})
 }
 
 // Where engines listen by default on Linux.
