@@ -95,7 +95,12 @@ start() {
     rm -f "$run/dockerd.pid"
     gencerts
     echo '{}' >"$run/daemon.json"
-    ip link show "$bridge" >/dev/null 2>&1 || ip link add "$bridge" type bridge
+    # With an address of its own (a /30 of the benchmarking range 198.18.0.0/15),
+    # dockerd does not pick a /16 from its pools, which the main engine uses.
+    if ! ip link show "$bridge" >/dev/null 2>&1; then
+      ip link add "$bridge" type bridge
+      ip addr add 198.18.77.1/30 dev "$bridge"
+    fi
     ln -sf "$dockerd" "$run/$name"
     log "starting a second dockerd on 127.0.0.1:$port (log: $run/dockerd.log)"
     nohup "$run/$name" \
