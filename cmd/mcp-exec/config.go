@@ -52,6 +52,7 @@ type Config struct {
 	Stateless             bool          // --stateless MCP_EXEC_STATELESS: streamable HTTP without sessions, for replicas behind a load balancer
 	ShutdownGrace         time.Duration // --shutdown-grace-s MCP_EXEC_SHUTDOWN_GRACE_S: how long in-flight execs may finish after SIGTERM
 	AllowUnenforcedLimits bool          // --allow-unenforced-limits MCP_EXEC_ALLOW_UNENFORCED_LIMITS: serve even if the engine ignores a limit
+	AllowInsecureEngine   bool          // --allow-insecure-engine MCP_EXEC_ALLOW_INSECURE_ENGINE: a remote tcp:// engine without verified TLS
 	PoolSize              int           // --pool-size MCP_EXEC_POOL_SIZE: warm sandboxes kept ready; 0 = cold mode
 	Preload               string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
 	Instance              string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
@@ -168,6 +169,8 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) }},
 	{"engine-host", "MCP_EXEC_ENGINE_HOST", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
 		func(c *Config) flag.Value { return (*cfgString)(&c.EngineHost) }},
+	{"allow-insecure-engine", "MCP_EXEC_ALLOW_INSECURE_ENGINE", "connect to a tcp:// engine off this machine without verified TLS (plain TCP, or DOCKER_TLS without DOCKER_TLS_VERIFY; UNSAFE; logged loudly)",
+		func(c *Config) flag.Value { return (*cfgBool)(&c.AllowInsecureEngine) }},
 	{"runtime", "MCP_EXEC_RUNTIME", "OCI runtime, e.g. runc, crun, runsc; empty: the engine's default",
 		func(c *Config) flag.Value { return (*cfgString)(&c.Runtime) }},
 	{"max-concurrent", "MCP_EXEC_MAX_CONCURRENT", "sandboxes running at once",
@@ -348,7 +351,7 @@ func (c Config) Validate() error {
 		bad("tmpfs-size", "must be at least %s, got %s", cfgFormatSize(cfgMinTmpfs), cfgFormatSize(c.TmpfsSize))
 	}
 	if c.EngineHost != "" && !strings.Contains(c.EngineHost, "://") {
-		bad("engine-host", "must be an address with a scheme such as unix:///var/run/docker.sock or tcp://host:2376, got %q", c.EngineHost)
+		bad("engine-host", "must be an address with a scheme such as unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host, got %q", c.EngineHost)
 	}
 	if c.Runtime != "" && !cfgRuntimeRE.MatchString(c.Runtime) {
 		bad("runtime", "must be a runtime name such as runc, crun or runsc, got %q", c.Runtime)
@@ -420,6 +423,7 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 		Float64("cpus", c.CPUs).
 		Int64("tmpfs_size", c.TmpfsSize).
 		Str("engine_host", c.EngineHost).
+		Bool("allow_insecure_engine", c.AllowInsecureEngine).
 		Str("runtime", c.Runtime).
 		Int("max_concurrent", c.MaxConcurrent).
 		Int("max_queue", c.MaxQueue).

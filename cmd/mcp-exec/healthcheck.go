@@ -21,7 +21,7 @@ func healthcheck(ctx context.Context, cfg Config, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if cfg.Transport == "stdio" {
-		cli, err := launcher.NewClient(cfg.EngineHost)
+		cli, err := engineClient(cfg, zerolog.Nop())
 		if err != nil {
 			fmt.Fprintf(stderr, "unhealthy: %v\n", err)
 			return 1

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runOnce(ctx, l, cfg, fs.Args(), jsonOut, stdin, stdout, stderr)
 	}
 	if sub == "selftest" {
-		cli, err := launcher.NewClient(cfg.EngineHost)
+		cli, err := engineClient(cfg, zerolog.Nop()) // newLauncher has logged any warning
 		if err != nil {
 			fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
 			return 1
@@ -128,7 +129,7 @@ func newLogger(cfg Config, w io.Writer) zerolog.Logger {
 // newLauncher connects to the engine, checks it and the image, and removes sandboxes
 // an earlier run of this instance left behind. Its errors say what to do.
 func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics, reap bool) (*launcher.Launcher, func(), error) {
-	cli, err := launcher.NewClient(cfg.EngineHost)
+	cli, err := engineClient(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,6 +191,15 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	}
 	log.Info().Str("engine", name).Str("engine_host", cli.DaemonHost()).Str("runtime", cfg.Runtime).Msg("engine ready")
 	return l, cleanup, nil
+}
+
+// engineClient connects to the configured engine (launcher.NewClientWith), logging
+// an insecure connection that --allow-insecure-engine let through as an error.
+func engineClient(cfg Config, log zerolog.Logger) (*client.Client, error) {
+	return launcher.NewClientWith(cfg.EngineHost, launcher.ConnOptions{
+		AllowInsecure: cfg.AllowInsecureEngine,
+		Warn:          func(msg string) { log.Error().Msg(msg) },
+	})
 }
 
 func splitList(s string) []string {
