@@ -35,6 +35,9 @@ MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m ./launcher/...
 step "engine restart (stops and restarts dockerd)"
 go test -tags enginefault -count=1 -timeout 5m -run '^TestEngineRestart$' ./launcher
 
+step "remote engines: tcp:// with TLS (a second dockerd on 127.0.0.1) and ssh:// (an sshd on 127.0.0.1)"
+bash scripts/remote-test.sh
+
 # Other engines and runtimes (docs/engines.md). The Podman suites are opt-in
 # (MCP_EXEC_WITH_PODMAN=1) until the fixes in docs/patches/podman-fixes.patch land:
 # without them Podman 4.3 rejects the inline seccomp profile. MCP_EXEC_SKIP_CRUN=1
