@@ -120,7 +120,7 @@ func planTCP(host string, getenv func(string) string) (connPlan, error) {
 		case !useTLS && getenv(envCertPath) != "":
 			p.insecure = "plain TCP (DOCKER_CERT_PATH is set, but like the Docker CLI TLS stays off without DOCKER_TLS_VERIFY=1)"
 		case !useTLS:
-			p.insecure = "plain TCP, without TLS"
+			p.insecure = "plain TCP (no TLS)"
 		case !verify:
 			p.insecure = "TLS without verifying the engine's certificate (DOCKER_TLS without DOCKER_TLS_VERIFY)"
 		}
