@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,12 +129,14 @@ func TestNoCallerDataPersisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := info.Info.DockerRootDir
-	if _, err := os.ReadDir(filepath.Join(root, "containers")); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("cannot read the engine's data root: %v", err)
+	records := engineRecordDirs(t, cli, info.Info.DockerRootDir)
+	for _, d := range records {
+		if _, err := os.ReadDir(d); err != nil {
+			if os.Getenv("CI") == "" {
+				t.Skipf("cannot read the engine's records: %v", err)
+			}
+			t.Fatalf("cannot read the engine's records %s: %v", d, err)
 		}
-		t.Fatalf("cannot read the engine's data root %s: %v", root, err)
 	}
 
 	codeCanary := "code-canary-" + randomHex(12)
@@ -160,7 +165,7 @@ func TestNoCallerDataPersisted(t *testing.T) {
 				}
 			}
 		}
-		dirs := []string{filepath.Join(root, "containers")}
+		dirs := append([]string(nil), records...)
 		// The container's own layers, wherever the storage driver keeps them.
 		if id != "" {
 			if ins, err := cli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{}); err == nil {
@@ -228,6 +233,52 @@ func TestNoCallerDataPersisted(t *testing.T) {
 	if !strings.Contains(logs.String(), "sandbox started") {
 		t.Errorf("log: got %q, want lifecycle lines at trace level (else this proves nothing)", logs.String())
 	}
+}
+
+// engineRecordDirs lists the directories where the engine keeps what it records about
+// containers. Docker: <data root>/containers (config, logs, hosts files). Podman: each
+// container's static and run-time directories (config.json, ctr.log of the k8s-file log
+// driver, attach and exit files) under the store's graph and run roots, its database
+// (<graph root>/libpod), its temporary directory and the events log.
+func engineRecordDirs(t *testing.T, cli *client.Client, root string) []string {
+	t.Helper()
+	ei, err := IdentifyEngine(t.Context(), cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ei.IsPodman() {
+		return []string{filepath.Join(root, "containers")}
+	}
+	// The run root is not in the Docker-compatible info; Podman's own API has it.
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return cli.Dialer()(ctx) },
+	}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://podman/v4.0.0/libpod/info", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("podman info: %v", err)
+	}
+	defer resp.Body.Close()
+	var pi struct {
+		Store struct{ GraphRoot, RunRoot string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&pi); err != nil || pi.Store.GraphRoot == "" || pi.Store.RunRoot == "" {
+		t.Fatalf("podman info: %v (store %+v)", err, pi.Store)
+	}
+	dirs := []string{
+		filepath.Join(pi.Store.GraphRoot, "overlay-containers"),
+		filepath.Join(pi.Store.GraphRoot, "libpod"),
+		filepath.Join(pi.Store.RunRoot, "overlay-containers"),
+	}
+	// tmp_dir (attach sockets, exit files, events/events.log): /run/libpod for a rootful
+	// podman (rootless: $XDG_RUNTIME_DIR/libpod/tmp of its user); no API reports it.
+	if fi, err := os.Stat("/run/libpod"); err == nil && fi.IsDir() {
+		dirs = append(dirs, "/run/libpod")
+	}
+	return dirs
 }
 
 func reverse(s string) string {
