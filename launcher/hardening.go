@@ -103,7 +103,36 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 			PidsLimit:  &pids,
 		},
 	}
+	// Setting ReadonlyPaths replaces the engine's default list (MaskedPaths stays the
+	// engine's): readonlyPaths keeps Docker's and adds the cgroup mounts.
+	host.ReadonlyPaths = append([]string(nil), readonlyPaths...)
 	return cfg, host
+}
+
+// readonlyPaths is the HostConfig.ReadonlyPaths of every sandbox: the runtime bind-mounts
+// each existing path onto itself read-only, after the other mounts; absent paths are
+// skipped. First Docker's default list (the engine's, which a non-nil list replaces).
+// Then /sys/fs/cgroup: on cgroup v1, crun 1.8 mounts the tmpfs that holds the
+// controller mounts read-write with mode 1777 (runc: read-write, mode 0555), so the
+// program could create files there. Its read-only bind is recursive and copies the
+// controller mounts beneath as crun left them at that point, still read-write (crun
+// makes them read-only at the very end, on the originals), so every v1 controller
+// directory follows, each made read-only again. The bootstrap still reads the OOM
+// counter and VerifyLimits the limits through them. Podman 4's compatible API ignores
+// ReadonlyPaths; its runc leaves the tmpfs mode 0555 and the controllers read-only.
+var readonlyPaths = []string{
+	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+	"/sys/fs/cgroup",
+	// The kernel's cgroup v1 controllers, the combined names hosts mount some of them
+	// under, the systemd named hierarchy and the hybrid layout's cgroup2 mount. One
+	// missing here stays read-write on crun, which the cgroup_files_read_only probe
+	// reports.
+	"/sys/fs/cgroup/blkio", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct",
+	"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpuset", "/sys/fs/cgroup/debug", "/sys/fs/cgroup/devices",
+	"/sys/fs/cgroup/freezer", "/sys/fs/cgroup/hugetlb", "/sys/fs/cgroup/memory",
+	"/sys/fs/cgroup/misc", "/sys/fs/cgroup/net_cls", "/sys/fs/cgroup/net_prio",
+	"/sys/fs/cgroup/net_cls,net_prio", "/sys/fs/cgroup/perf_event", "/sys/fs/cgroup/pids",
+	"/sys/fs/cgroup/rdma", "/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified",
 }
 
 // nanoCPUs converts a CPU count to the engine's unit. It never returns 0, which the

@@ -111,8 +111,21 @@ func assertSpecHardened(t *testing.T, o Options, cfg *container.Config, host *co
 		t.Errorf("SecurityOpt mismatch (-want +got):\n%s", diff)
 	}
 	// A non-nil empty list would unmask /proc/kcore and friends.
-	if host.MaskedPaths != nil || host.ReadonlyPaths != nil {
-		t.Errorf("MaskedPaths, ReadonlyPaths: got %q, %q, want nil (the engine's defaults)", host.MaskedPaths, host.ReadonlyPaths)
+	if host.MaskedPaths != nil {
+		t.Errorf("MaskedPaths: got %q, want nil (the engine's defaults)", host.MaskedPaths)
+	}
+	// ReadonlyPaths replaces the engine's list: Docker's defaults must all be in it,
+	// and the cgroup tmpfs before the controller mounts its bind copies.
+	for _, p := range []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+		"/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu"} {
+		if !slices.Contains(host.ReadonlyPaths, p) {
+			t.Errorf("ReadonlyPaths: %q lacks %s", host.ReadonlyPaths, p)
+		}
+	}
+	if i := slices.Index(host.ReadonlyPaths, "/sys/fs/cgroup"); i < 0 || slices.ContainsFunc(host.ReadonlyPaths[:i], func(p string) bool {
+		return strings.HasPrefix(p, "/sys/fs/cgroup/")
+	}) {
+		t.Errorf("ReadonlyPaths: %q, want /sys/fs/cgroup before every path under it", host.ReadonlyPaths)
 	}
 
 	// Namespaces: private, never shared with the host or another container.
@@ -437,8 +450,9 @@ func TestHardeningSpecExact(t *testing.T) {
 			"/run":     "ro,noexec,nosuid,nodev,size=65536",
 			"/var/tmp": "ro,noexec,nosuid,nodev,size=65536",
 		},
-		ShmSize: 64 * MiB,
-		Init:    new(false),
+		ReadonlyPaths: readonlyPaths,
+		ShmSize:       64 * MiB,
+		Init:          new(false),
 		Resources: container.Resources{
 			Memory:     256 * MiB,
 			MemorySwap: 256 * MiB,

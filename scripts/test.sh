@@ -63,13 +63,7 @@ fi
 if [ -z "${MCP_EXEC_SKIP_CRUN:-}" ]; then
   step "crun: registered with dockerd (SIGHUP, no restart), then the sandbox tests under it"
   bash scripts/crun.sh
-  # On cgroup v1, crun 1.8 leaves the container's /sys/fs/cgroup tmpfs writable (1 MiB,
-  # mode 1777, noexec): cgroup_files_read_only is known to fail there (docs/engines.md).
-  skip=""
-  if [ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ]; then
-    skip='^TestInvariants$/^cgroup_files_read_only$'
-  fi
-  MCP_EXEC_TEST_RUNTIME=crun go test -race -count=1 -timeout 20m -skip "$skip" \
+  MCP_EXEC_TEST_RUNTIME=crun go test -race -count=1 -timeout 20m \
     -run '^(TestRuntimeLive|TestRunPrograms|TestTimeoutKillsProcessTree|TestVerifyLimits|TestInvariants|TestKilledFromOutside|TestCancelRemovesContainer|TestCloseEndsRuns)$' ./launcher
 fi
 

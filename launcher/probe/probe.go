@@ -864,7 +864,20 @@ for p in present:
 for d in ("/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu"):
     if os.path.isdir(d):
         denied("mkdir in " + d, lambda: mkdir(d + "/" + TOKEN), errno.EROFS, errno.EACCES, errno.EPERM)
-print("checked %d cgroup files (%s)" % (len(present), "v1" if v1 else "v2"))
+# Every cgroup file system at or under /sys/fs/cgroup is mounted read-only where the
+# program sees it (statvfs gives the flags of the visible mount), not merely owned by
+# root: a read-only bind of /sys/fs/cgroup copies the controller mounts beneath it.
+cgmounts = set()
+with open("/proc/self/mountinfo") as f:
+    for line in f:
+        left, _, right = line.partition(" - ")
+        mp = left.split()[4]
+        if right.split()[0] in ("cgroup", "cgroup2") and (mp == "/sys/fs/cgroup" or mp.startswith("/sys/fs/cgroup/")):
+            cgmounts.add(mp)
+check(cgmounts, "no cgroup file system is mounted at or under /sys/fs/cgroup")
+for mp in sorted(cgmounts):
+    check(os.statvfs(mp).f_flag & os.ST_RDONLY, "%s is mounted read-write" % mp)
+print("checked %d cgroup files and %d cgroup mounts (%s)" % (len(present), len(cgmounts), "v1" if v1 else "v2"))
 finish()
 `
 
