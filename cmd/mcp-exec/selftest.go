@@ -100,7 +100,9 @@ func awaitGone(ctx context.Context, cli *client.Client, id string) error {
 	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		switch {
-		case cerrdefs.IsNotFound(err):
+		case cerrdefs.IsNotFound(err) || err != nil && strings.Contains(err.Error(), "no such container"):
+			// Podman answers an inspect that races the removal with 500 "... does not
+			// exist in database: no such container", then 404.
 			return nil
 		case err != nil:
 			return fmt.Errorf("inspecting container %.12s: %w", id, err)

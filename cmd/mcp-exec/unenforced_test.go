@@ -78,5 +78,5 @@ func TestUnenforcedLimitsLive(t *testing.T) {
 			t.Errorf("selftest: limits_enforced does not name %q: %s", l, line)
 		}
 	}
-	t.Logf("serve refused; selftest: %s", line)
+	t.Logf("selftest: %s", line)
 }
