@@ -99,6 +99,13 @@ func TestRestartReapsOrphans(t *testing.T) {
 
 	cmd, in, logs := start()
 	waitLog(logs, "serving")
+	// The start-up limits check's sandbox is removed in the background and may still
+	// be there: wait for it, so that the one sandbox seen below is the call's.
+	for deadline := time.Now().Add(30 * time.Second); len(list()) != 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the limits check's sandbox was not removed within 30s")
+		}
+	}
 	for _, m := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
