@@ -142,16 +142,32 @@ ours_running() {
   fi
 }
 
+# service_cwd PID: the working directory of the podman process PID is or started (for
+# rootless, PID is runuser's, and podman its child).
+service_cwd() {
+  local child
+  child=$(pgrep -P "$1" -x podman | head -n 1 || true)
+  readlink "/proc/${child:-$1}/cwd"
+}
+
+# The service runs in the socket's directory: conmon writes an "oom" file into its
+# working directory when a container is OOM-killed, which must not land in whatever
+# directory this script was started from (such as a checkout).
 start_service() { # $1: socket, $2: pid file, $3: log, $4: user ("" for root)
   local sock=$1 pidf=$2 logf=$3 who=$4
-  if [ -n "$changed" ]; then
-    local pid
-    pid=$(ours_running "$pidf")
-    if [ -n "$pid" ]; then
-      log "configuration changed: restarting the service (pid $pid)"
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    fi
+  local rundir pid
+  rundir=$(dirname "$sock")
+  pid=$(ours_running "$pidf")
+  if [ -n "$pid" ] && [ -n "$changed" ]; then
+    log "configuration changed: restarting the service (pid $pid)"
+  elif [ -n "$pid" ] && [ "$(service_cwd "$pid")" != "$rundir" ]; then
+    log "the service (pid $pid) runs in $(service_cwd "$pid"): restarting it in $rundir"
+  else
+    pid=""
+  fi
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   fi
   if sock_answers "$sock"; then
     log "service answers on $sock"
@@ -161,15 +177,15 @@ start_service() { # $1: socket, $2: pid file, $3: log, $4: user ("" for root)
     log "removing stale socket $sock"
     rm -f "$sock"
   fi
-  mkdir -p "$(dirname "$sock")"
+  mkdir -p "$rundir"
   log "starting podman system service on $sock (log: $logf)"
   if [ -n "$who" ]; then
-    chown "$who" "$(dirname "$sock")"
+    chown "$who" "$rundir"
     : >"$logf"; chown "$who" "$logf"
-    setsid nohup runuser -u "$who" -- env "XDG_RUNTIME_DIR=$xdg" HOME="$rhome" \
-      podman system service --time=0 "unix://$sock" >"$logf" 2>&1 </dev/null &
+    (cd "$rundir" && exec setsid nohup runuser -u "$who" -- env "XDG_RUNTIME_DIR=$xdg" HOME="$rhome" \
+      podman system service --time=0 "unix://$sock") >"$logf" 2>&1 </dev/null &
   else
-    setsid nohup podman system service --time=0 "unix://$sock" >"$logf" 2>&1 </dev/null &
+    (cd "$rundir" && exec setsid nohup podman system service --time=0 "unix://$sock") >"$logf" 2>&1 </dev/null &
   fi
   echo $! >"$pidf"
   for _ in $(seq 1 100); do
