@@ -99,7 +99,16 @@ type Launcher struct {
 
 	secMu  sync.Mutex
 	secOpt string // the value after "seccomp=": the profile, or for Podman a path to it
+
+	// Removals that failed (the engine was away longer than cleanupTimeout) are tried
+	// again by the janitor until they succeed or the launcher closes.
+	pendMu       sync.Mutex
+	pending      map[string]struct{}
+	janitor      sync.Once
+	janitorEvery time.Duration
 }
+
+const janitorInterval = 10 * time.Second
 
 // New returns a Launcher that talks to eng. It does not contact the engine: call
 // Check for that.
@@ -119,6 +128,9 @@ func New(eng Engine, opts Options) (*Launcher, error) {
 		cancel:   cancel,
 		closing:  closing,
 		stopPool: stopPool,
+		pending:  map[string]struct{}{},
+
+		janitorEvery: janitorInterval,
 	}
 	if o.PoolSize > 0 {
 		l.pool = newPool(l, o.PoolSize)
@@ -263,11 +275,65 @@ func (l *Launcher) dispose(sb *sandbox) {
 		defer cancel()
 		if err := l.remove(ctx, sb.id); err != nil {
 			l.opts.Metrics.CleanupFailed()
-			l.log.Warn().Err(err).Str("container_id", shortID(sb.id)).Msg("removing sandbox")
+			l.log.Warn().Err(err).Str("container_id", shortID(sb.id)).Msg("removing sandbox; trying again later")
+			l.removeLater(sb.id)
 			return
 		}
 		l.log.Debug().Str("container_id", shortID(sb.id)).Msg("sandbox removed")
 	}()
+}
+
+// removeLater hands a container whose removal failed to the janitor, which tries
+// again every janitorEvery while the launcher runs, and once more as it closes: an
+// engine that was away for longer than cleanupTimeout still holds the container
+// (stopped, its processes gone), and nothing else would remove it before the next
+// start's Reap. It is called from a removal counted in l.cleanup.
+func (l *Launcher) removeLater(id string) {
+	l.pendMu.Lock()
+	l.pending[id] = struct{}{}
+	l.pendMu.Unlock()
+	l.janitor.Do(func() {
+		l.cleanup.Add(1)
+		go l.sweep()
+	})
+}
+
+func (l *Launcher) sweep() {
+	defer l.cleanup.Done()
+	t := time.NewTicker(l.janitorEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			l.sweepOnce(l.closing, l.janitorEvery)
+		case <-l.closing.Done():
+			// Once more, briefly, so that Close does not wait for an absent engine.
+			l.sweepOnce(context.Background(), 5*time.Second)
+			return
+		}
+	}
+}
+
+// sweepOnce tries each pending removal once, for at most per each.
+func (l *Launcher) sweepOnce(parent context.Context, per time.Duration) {
+	l.pendMu.Lock()
+	ids := make([]string, 0, len(l.pending))
+	for id := range l.pending {
+		ids = append(ids, id)
+	}
+	l.pendMu.Unlock()
+	for _, id := range ids {
+		ctx, cancel := context.WithTimeout(parent, per)
+		err := l.remove(ctx, id)
+		cancel()
+		if err != nil {
+			continue
+		}
+		l.pendMu.Lock()
+		delete(l.pending, id)
+		l.pendMu.Unlock()
+		l.log.Info().Str("container_id", shortID(id)).Msg("sandbox removed after an earlier failure")
+	}
 }
 
 const cleanupTimeout = 30 * time.Second

@@ -61,6 +61,7 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 			l.log.Debug().Err(err).Str("container_id", shortID(sb.id)).Msg("start failed; removing")
 			if rmErr := l.remove(ctx, sb.id); rmErr != nil {
 				err = errorsJoin(err, rmErr)
+				l.removeLater(sb.id)
 			}
 		}
 	}()
