@@ -455,9 +455,9 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 		}
 	}
 	// Diagnostic: the same warm hit, but the program ends with os._exit(0) after
-	// flushing, so the child interpreter skips its teardown (module and object
-	// finalisation, joining BLAS threads). The difference is what the teardown costs
-	// each call: the bootstrap sends the exit frame only after the child has exited.
+	// flushing, skipping even the end the bootstrap itself runs (thread join, atexit,
+	// release of the program's globals, final garbage collection). The difference is
+	// what that end costs each call: the exit frame follows the child's exit.
 	for _, sn := range snippets {
 		sn := snippet{sn.name, sn.code + "\nimport os, sys; sys.stdout.flush(); os._exit(0)", sn.want}
 		s := &series{key: "diag-exit" + tag, path: "(diag) warm, " + name + ", program ends in os._exit(0)", snippet: sn.name}
