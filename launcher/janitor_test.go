@@ -13,9 +13,11 @@ import (
 )
 
 // failingRemove is the engine with ContainerRemove failing while fail is set, as an
-// engine that stays away longer than a removal's own retries would look.
+// engine that stays away longer than a removal's own retries would look. It embeds
+// the client itself, not the Engine interface, so that the launcher still sees the
+// version call it uses to recognise Podman.
 type failingRemove struct {
-	Engine
+	*client.Client
 	fail  atomic.Bool
 	tried atomic.Int32
 }
@@ -25,7 +27,7 @@ func (f *failingRemove) ContainerRemove(ctx context.Context, id string, o client
 		f.tried.Add(1)
 		return client.ContainerRemoveResult{}, errors.New("injected: engine away")
 	}
-	return f.Engine.ContainerRemove(ctx, id, o)
+	return f.Client.ContainerRemove(ctx, id, o)
 }
 
 // TestFailedRemovalRetried: a sandbox whose removal failed is removed by the janitor
@@ -36,7 +38,7 @@ func TestFailedRemovalRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	eng := &failingRemove{Engine: cli}
+	eng := &failingRemove{Client: cli}
 	instance := "test-janitor"
 	l, err := New(eng, Options{Image: os.Getenv("MCP_EXEC_IMAGE"), Instance: instance,
 		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)})
