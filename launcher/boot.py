@@ -327,7 +327,10 @@ def parent(max_output, preload, outdir, max_file, max_files):
     if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
         os.kill(pid, 9)
         fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
-    os.write(go_w, b"G")
+    try:
+        os.write(go_w, b"G")
+    except BrokenPipeError:
+        pass  # the child ended before it needed the go (a syntax error, say): see below
     os.close(go_w)
     import select
     import time
