@@ -330,29 +330,23 @@ def parent(max_output, preload, outdir, max_file, max_files):
     try:
         os.write(go_w, b"G")
     except BrokenPipeError:
-        pass  # the child ended before it needed the go (a syntax error, say): see below
+        pass  # the child ended before it needed the go (a syntax error): the loop sees it
     os.close(go_w)
     import select
     import time
     ooms = oom_kills()
 
-    out_fd, err_fd = out_r, err_r
-    kinds = {out_fd: b"O", err_fd: b"E"}
+    kinds = {out_r: b"O", err_r: b"E"}
     for fd in kinds:
         os.set_blocking(fd, False)
     try:
         exited = os.pidfd_open(pid)
     except (AttributeError, OSError):
         exited = None
-    status = None
 
-    def poll():
-        nonlocal status
-        if status is None:
-            p, st = os.waitpid(pid, os.WNOHANG)
-            if p == pid:
-                status = os.waitstatus_to_exitcode(st)
-        return status
+    def exit_status():
+        p, st = os.waitpid(pid, os.WNOHANG)
+        return os.waitstatus_to_exitcode(st) if p == pid else None
 
     sent, dropped = 0, False
 
@@ -373,8 +367,9 @@ def parent(max_output, preload, outdir, max_file, max_files):
             write_all(1, frame(kinds[fd], data))
         return True
 
-    open_fds = [out_fd, err_fd, ready_r]
-    while True:
+    open_fds = [out_r, err_r, ready_r]
+    status = None
+    while status is None:
         watch = open_fds + ([exited] if exited is not None else [])
         readable, _, _ = select.select(watch, [], [], None if exited is not None else 0.05)
         for fd in readable:
@@ -385,15 +380,12 @@ def parent(max_output, preload, outdir, max_file, max_files):
                 open_fds.remove(ready_r)
             elif fd != exited and not relay(fd):
                 open_fds.remove(fd)
-        if poll() is not None:
-            break
-    if status is None:
-        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        status = exit_status()
     # What the program wrote before it ended is in the pipes now. A process it left
     # behind may hold them open, so drain without waiting for end of file.
     # The drain is bounded in time: a leftover process may keep writing.
     deadline = time.monotonic() + 0.2
-    for fd in (out_fd, err_fd):
+    for fd in (out_r, err_r):
         while fd in open_fds and time.monotonic() < deadline:
             r, _, _ = select.select([fd], [], [], 0)
             if not r or not relay(fd):

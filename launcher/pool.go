@@ -146,13 +146,12 @@ func (p *pool) refill() {
 	defer check.Stop()
 	var backoff time.Duration
 	var retry <-chan time.Time // non-nil while backing off
-	var hold <-chan time.Time  // non-nil while a refill waits for the running jobs
 	for {
 		need, wait := false, time.Duration(0)
 		if retry == nil {
 			need, wait = p.needed(time.Now())
 		}
-		hold = nil
+		var hold <-chan time.Time // non-nil while a refill waits for the running jobs
 		if wait > 0 {
 			hold = time.After(wait)
 		}
@@ -183,8 +182,8 @@ func (p *pool) refill() {
 }
 
 // refillHold is how long a refill may wait for running jobs to end. Starting a
-// container takes the engine and runc the better part of a CPU-second, which on a
-// small machine slows the job it would run beside: while an idle sandbox is still
+// container costs the engine and runc about 0.4 CPU-seconds (docs/benchmarks.md),
+// which on a small machine slows the job it would run beside: while an idle sandbox is still
 // there for the next job, the pool refills when the jobs in flight end, or after
 // refillHold, whichever comes first. An empty pool refills at once.
 const refillHold = time.Second
