@@ -8,3 +8,12 @@ import _ "embed"
 //
 //go:embed boot.py
 var bootSource string
+
+// The bootstrap's own exit statuses, the container's exit code when PID 1 ends by
+// itself (boot.py's EXIT_* constants, same names). The program's status travels in the
+// exit frame, never as the container's.
+const (
+	bootExitOK     = 0  // EXIT_OK: the exit frame was sent
+	bootExitUsage  = 64 // EXIT_USAGE: wrong arguments
+	bootExitFailed = 70 // EXIT_FAILED: the bootstrap failed (an F frame says why)
+)

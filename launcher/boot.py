@@ -35,6 +35,12 @@
 import os
 import sys
 
+# The bootstrap's own exit statuses, as the container's; launcher/boot.go has the same
+# names. A program's exit status travels in the X frame, never as the container's.
+EXIT_OK = 0  # the X frame was sent
+EXIT_USAGE = 64  # wrong arguments (EX_USAGE)
+EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not start (EX_SOFTWARE)
+
 CHILD = r'''
 def _boot():
     # Imports stay local so that the program starts with a clean __main__.
@@ -154,7 +160,7 @@ def _finish(exc):
             if f is not None and not f.closed:
                 f.flush()
         except BaseException:
-            status = 120
+            status = 120  # what the interpreter's own exit gives when the flush fails
     if sigint:
         # An uncaught KeyboardInterrupt ends the interpreter with SIGINT itself.
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
@@ -278,14 +284,14 @@ def oom_kills():
 
 def fatal(msg):
     write_all(1, frame(b"F", msg.encode()))
-    os._exit(70)
+    os._exit(EXIT_FAILED)
 
 
 def child(main, out_w, err_w, ready_w, go_r, preload, outdir, close):
     # In the forked child: stdout and stderr become the pipes to the parent, the
     # parent's ends and names go, and CHILD runs in a __main__ as clean as a new
     # interpreter's (the same dunder names: both are `python3 -c`).
-    src, _os, _sys = CHILD, os, sys  # locals: the names in main are about to go
+    src, _os, _sys, failed = CHILD, os, sys, EXIT_FAILED  # locals: the names in main are about to go
     try:
         for fd in close:
             _os.close(fd)
@@ -299,9 +305,9 @@ def child(main, out_w, err_w, ready_w, go_r, preload, outdir, close):
             del main[k]
     except BaseException as e:
         _os.write(2, ("mcp-exec: child setup failed: %r\n" % (e,)).encode())
-        _os._exit(70)
+        _os._exit(failed)
     exec(src, main)
-    _os._exit(70)  # CHILD ends the process itself
+    _os._exit(failed)  # CHILD ends the process itself
 
 
 def parent(max_output, preload, outdir, max_file, max_files):
@@ -407,7 +413,7 @@ def parent(max_output, preload, outdir, max_file, max_files):
         if not os.read(rest, 65536):
             break
     # Returning ends PID 1, and with it every process the program left behind.
-    os._exit(0)
+    os._exit(EXIT_OK)
 
 
 def send_files(outdir, max_file, max_total, max_count=64):
@@ -477,5 +483,5 @@ def send_files(outdir, max_file, max_total, max_count=64):
 if __name__ == "__main__":
     if len(sys.argv) < 7 or sys.argv[1] != "parent":
         sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES\n")
-        sys.exit(64)
+        sys.exit(EXIT_USAGE)
     parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))

@@ -263,6 +263,10 @@ func (sb *sandbox) vanished(ctx context.Context, d time.Duration) (Result, error
 	if diag := sb.diag.String(); diag != "" && !state.OOMKilled {
 		return Result{}, sb.brokenErr(errors.New("bootstrap ended without a result"))
 	}
+	switch state.ExitCode {
+	case bootExitUsage, bootExitFailed:
+		return Result{}, sb.brokenErr(fmt.Errorf("bootstrap failed (container exit code %d)", state.ExitCode))
+	}
 	stdout, stderr, truncated := sb.out.result()
 	note := fmt.Sprintf("[mcp-exec] the sandbox was stopped before the program reported its exit (container exit code %d", state.ExitCode)
 	if state.OOMKilled {

@@ -1,0 +1,68 @@
+from _composed import CPUS, check, fail, finish, os  # defined by what probe.go puts before this file; the line is dropped
+import math, signal, time
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+if os.path.exists("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"):
+    quota = int(read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"))
+    period = int(read("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+    STAT = "/sys/fs/cgroup/cpu/cpu.stat"
+elif os.path.exists("/sys/fs/cgroup/cpu.max"):
+    q, _, p = read("/sys/fs/cgroup/cpu.max").partition(" ")
+    quota, period = (-1 if q == "max" else int(q)), int(p)
+    STAT = "/sys/fs/cgroup/cpu.stat"
+else:
+    fail("no CPU quota file visible")
+    finish()
+if not check(quota > 0, "no CPU quota (quota %d)" % quota):
+    finish()
+check(abs(quota / period - CPUS) <= 0.01, "quota %d/%d = %.3f CPUs, want %.3f" % (quota, period, quota / period, CPUS))
+
+
+def throttled():
+    with open(STAT) as f:
+        for line in f:
+            k, _, v = line.partition(" ")
+            if k == "nr_throttled":
+                return int(v)
+    return 0
+
+
+ncpu = len(os.sched_getaffinity(0))
+workers = min(ncpu, max(2, math.ceil(CPUS) + 1))
+if ncpu <= CPUS:
+    print("burn skipped: only %d CPUs available to the sandbox, quota %.2f" % (ncpu, CPUS))
+else:
+    # Burn until the quota has visibly bitten (or 8 s): under a loaded host the
+    # workers may take a while to use up even a fraction of a CPU.
+    th0 = throttled()
+    start = time.monotonic()
+    pids = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            while True:
+                pass
+        pids.append(pid)
+    while True:
+        time.sleep(0.1)
+        elapsed = time.monotonic() - start
+        if (elapsed >= 1.5 and throttled() - th0 >= 3) or elapsed >= 8:
+            break
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    used = 0.0
+    for pid in pids:
+        _, _, ru = os.wait4(pid, 0)
+        used += ru.ru_utime + ru.ru_stime
+    wall = time.monotonic() - start
+    allowed = CPUS * wall * 1.2 + 0.05
+    check(used <= allowed, "%d busy processes used %.2f CPU-seconds in %.2f s, want at most %.2f (CPUs=%.2f)" % (workers, used, wall, allowed, CPUS))
+    th = throttled() - th0
+    print("%d workers: %.2f CPU-s in %.2f s wall (allowed %.2f), throttled %d times" % (workers, used, wall, allowed, th))
+    if th == 0:
+        # Workers that got less than the quota on a busy host need not be throttled;
+        # workers that got about the quota must have been.
+        check(used < 0.8 * CPUS * wall, "%.2f CPU-s in %.2f s is the quota's worth, yet the cgroup was never throttled" % (used, wall))
+        print("note: the host was too busy for the workers to reach the quota; the quota's value stands")
+finish()

@@ -1,0 +1,42 @@
+from _composed import MEMORY, check, fail, finish, os  # defined by what probe.go puts before this file; the line is dropped
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+if os.path.exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    lim = int(read("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+    check(lim == MEMORY, "memory.limit_in_bytes = %d, want %d" % (lim, MEMORY))
+    p = "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"
+    if os.path.exists(p):  # absent when the host has swap accounting off
+        sw = int(read(p))
+        check(sw == MEMORY, "memory.memsw.limit_in_bytes = %d, want %d (no swap)" % (sw, MEMORY))
+    else:
+        print("note: no memory.memsw.limit_in_bytes (swap accounting off)")
+    OOM = ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill")
+elif os.path.exists("/sys/fs/cgroup/memory.max"):
+    lim = read("/sys/fs/cgroup/memory.max")
+    check(lim == str(MEMORY), "memory.max = %s, want %d" % (lim, MEMORY))
+    if os.path.exists("/sys/fs/cgroup/memory.swap.max"):
+        sw = read("/sys/fs/cgroup/memory.swap.max")
+        check(sw == "0", "memory.swap.max = %s, want 0" % sw)
+    OOM = ("/sys/fs/cgroup/memory.events", "oom_kill")
+else:
+    fail("no memory cgroup limit visible")
+    finish()
+
+
+def oom_kills():
+    with open(OOM[0]) as f:
+        for line in f:
+            k, _, v = line.partition(" ")
+            if k == OOM[1]:
+                return int(v)
+    return 0
+
+
+def hog(limit):
+    chunks, got, step = [], 0, 8 << 20
+    while got < limit:
+        chunks.append(b"\1" * step)  # filled, so every page is touched
+        got += step
+    return got
+

@@ -1,0 +1,50 @@
+from _composed import PIDS, check, ename, errno, fail, finish, os  # defined by what probe.go puts before this file; the line is dropped
+import signal, threading
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+for p in ("/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/pids.max"):
+    if os.path.exists(p):
+        v = read(p)
+        check(v == str(PIDS), "%s = %s, want %d" % (p, v, PIDS))
+        break
+else:
+    fail("no pids.max visible")
+
+# The program shares the limit with the bootstrap; the spawning stops at a ceiling
+# well above Pids, so a missing limit fails quickly instead of exhausting the host.
+CEILING = 4 * PIDS + 64
+threading.stack_size(256 << 10)
+ev, threads = threading.Event(), []
+try:
+    while len(threads) < CEILING:
+        t = threading.Thread(target=ev.wait)
+        t.start()
+        threads.append(t)
+except RuntimeError as e:
+    print("threads stopped at %d: %s" % (len(threads), e))
+ev.set()
+for t in threads:
+    t.join()
+check(len(threads) < PIDS, "started %d threads, want fewer than Pids=%d" % (len(threads), PIDS))
+
+# Processes: spawned without copying the interpreter (posix_spawn uses a vfork-like
+# clone), so that the memory limit is not what stops them.
+kids, err = [], None
+try:
+    while len(kids) < CEILING:
+        kids.append(os.posix_spawn("/bin/sleep", ["sleep", "600"], {}))
+except OSError as e:
+    err = e
+    print("processes stopped at %d: %s" % (len(kids), ename(e.errno)))
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+for k in kids:
+    os.waitpid(k, 0)
+check(len(kids) < PIDS, "spawned %d processes, want fewer than Pids=%d" % (len(kids), PIDS))
+check(err is not None and err.errno == errno.EAGAIN, "spawning stopped with %r, want EAGAIN" % (err,))
+# The limit is a ceiling, not a trap: the program goes on once its children are gone.
+t = threading.Thread(target=lambda: None)
+t.start()
+t.join()
+finish()

@@ -1,0 +1,83 @@
+import errno, os, sys
+
+# What the fragments that follow use from here.
+__all__ = ["errno", "os", "sys", "fail", "check", "ename", "denied", "status", "mountinfo", "mount_of", "finish"]
+_FAILS = []
+
+
+def fail(msg):
+    _FAILS.append(" ".join(str(msg).split()))
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    return bool(cond)
+
+
+def ename(n):
+    if isinstance(n, int):
+        return errno.errorcode.get(n, str(n))
+    return repr(n)
+
+
+def denied(what, fn, *want):
+    """fn() must raise OSError with an errno in want. Returns the errno seen."""
+    try:
+        r = fn()
+    except OSError as e:
+        if e.errno in want:
+            print("%s: denied (%s)" % (what, ename(e.errno)))
+        else:
+            fail("%s: failed with %s (%s), want %s" % (what, ename(e.errno), e, "/".join(map(ename, want))))
+        return e.errno
+    fail("%s: succeeded (%r), want %s" % (what, r, "/".join(map(ename, want))))
+    return None
+
+
+def status(pid="self"):
+    out = {}
+    with open("/proc/%s/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def mountinfo():
+    """[(mount point, per-mount options, fstype, super options)]"""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            l, r = left.split(), right.split()
+            out.append((l[4], l[5].split(","), r[0], r[2].split(",") if len(r) > 2 else []))
+    return out
+
+
+def mount_of(path):
+    best = None
+    for m in mountinfo():
+        p = m[0]
+        if path == p or path.startswith(p.rstrip("/") + "/") or p == "/":
+            if best is None or len(p) >= len(best[0]):
+                best = m
+    return best
+
+
+def _hook(t, v, tb):
+    import traceback
+    traceback.print_exception(t, v, tb)
+    print("PROBE FAIL: unexpected %s: %s" % (t.__name__, " ".join(str(v).split())), flush=True)
+
+
+sys.excepthook = _hook
+
+
+def finish():
+    if _FAILS:
+        print("PROBE FAIL: " + "; ".join(_FAILS), flush=True)
+        sys.exit(1)
+    print("PROBE OK", flush=True)
+
+
