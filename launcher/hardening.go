@@ -103,11 +103,27 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 			PidsLimit:  &pids,
 		},
 	}
+	if o.GVisor() {
+		// gVisor's kernel runs the program's tasks: threads are not host tasks, and each
+		// process costs the host a few (measured: 1-2 with systrap, ~7 with ptrace), on
+		// top of the Sentry's and the Gofer's ~26-40. So the pids limit is enforced
+		// inside, by RLIMIT_NPROC, which gVisor counts per sandbox (on the host it would
+		// count every sandbox's uid 65532 together), and the host's pids cgroup is a
+		// backstop sized for gVisor's overhead: past it a spawn fails with ENOMEM, and
+		// with the old ptrace platform the whole sandbox dies.
+		host.Ulimits = []*container.Ulimit{{Name: "nproc", Soft: o.Pids, Hard: o.Pids}}
+		hostPids := GVisorHostPids(o.Pids)
+		host.Resources.PidsLimit = &hostPids
+	}
 	// Setting ReadonlyPaths replaces the engine's default list (MaskedPaths stays the
 	// engine's): readonlyPaths keeps Docker's and adds the cgroup mounts.
 	host.ReadonlyPaths = append([]string(nil), readonlyPaths...)
 	return cfg, host
 }
+
+// GVisorHostPids is the host's pids cgroup limit of a gVisor sandbox whose program
+// may have pids tasks (see containerSpec).
+func GVisorHostPids(pids int64) int64 { return 8*pids + 64 }
 
 // readonlyPaths is the HostConfig.ReadonlyPaths of every sandbox: the runtime bind-mounts
 // each existing path onto itself read-only, after the other mounts; absent paths are

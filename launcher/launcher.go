@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +19,7 @@ type Options struct {
 	Pids           int64         // process/thread limit; 0 is 128
 	CPUs           float64       // CPU quota; 0 is 1
 	TmpfsSize      int64         // bytes of the private /tmp (and /dev/shm); 0 is 64 MiB
-	Runtime        string        // OCI runtime name; "" is the engine's default
+	Runtime        string        // OCI runtime name; "" is the engine's default; see GVisor
 	MaxOutputBytes int           // stdout+stderr cap; 0 is 1 MiB
 	MaxFileBytes   int           // cap on one returned file; 0 is 8 MiB
 	MaxFilesBytes  int           // cap on all returned files together; 0 is 16 MiB
@@ -357,4 +358,13 @@ func errorsJoin(errs ...error) error {
 		return keep[0]
 	}
 	return errors.Join(keep...)
+}
+
+// GVisor reports whether the runtime is gVisor's runsc, by its name ("runsc", or a
+// name containing "runsc" or "gvisor", as runsc-kvm): the spec, the seccomp profile and
+// the limits check adapt to it, and the probes check from inside that the kernel is
+// gVisor's, so a misnamed runtime fails them.
+func (o Options) GVisor() bool {
+	r := strings.ToLower(o.Runtime)
+	return strings.Contains(r, "runsc") || strings.Contains(r, "gvisor")
 }

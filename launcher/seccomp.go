@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/moby/profiles/seccomp"
+	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // deniedSyscalls are removed from the engine's default seccomp profile. Docker before
@@ -32,6 +33,33 @@ var seccompJSON = sync.OnceValues(func() (string, error) {
 	p.Syscalls = slices.DeleteFunc(p.Syscalls, func(sc *seccomp.Syscall) bool {
 		return len(sc.Names) == 0 && sc.Name == ""
 	})
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("encoding seccomp profile: %w", err)
+	}
+	return string(b), nil
+})
+
+// gvisorSeccompJSON is seccompJSON for gVisor (runsc --oci-seccomp), whose Sentry
+// applies the profile to the program's system calls but answers every denial with
+// EPERM, whatever the rule's errnoRet. The default profile denies clone3 with ENOSYS
+// so that glibc falls back to clone, whose flags the profile can inspect; with EPERM
+// instead, glibc gives up and no thread can start. So under gVisor clone3 is allowed:
+// what it could do beyond clone (namespaces) happens in gVisor's own kernel, and
+// unshare, setns and clone with namespace flags stay denied.
+var gvisorSeccompJSON = sync.OnceValues(func() (string, error) {
+	p := seccomp.DefaultProfile()
+	for _, sc := range p.Syscalls {
+		sc.Names = slices.DeleteFunc(sc.Names, func(n string) bool {
+			return slices.Contains(deniedSyscalls, n) || n == "clone3" && sc.ErrnoRet != nil
+		})
+	}
+	p.Syscalls = slices.DeleteFunc(p.Syscalls, func(sc *seccomp.Syscall) bool {
+		return len(sc.Names) == 0 && sc.Name == ""
+	})
+	clone3 := &seccomp.Syscall{}
+	clone3.Names, clone3.Action = []string{"clone3"}, specs.ActAllow
+	p.Syscalls = append(p.Syscalls, clone3)
 	b, err := json.Marshal(p)
 	if err != nil {
 		return "", fmt.Errorf("encoding seccomp profile: %w", err)

@@ -20,6 +20,9 @@ func (l *Launcher) seccompOption(ctx context.Context) (string, error) {
 		return l.secOpt, nil
 	}
 	profile, err := seccompJSON()
+	if l.opts.GVisor() {
+		profile, err = gvisorSeccompJSON()
+	}
 	if err != nil {
 		return "", err
 	}
