@@ -279,7 +279,7 @@ def oom_kills():
                         return int(v)
         except (OSError, ValueError):
             continue
-    return 0
+    return None  # gVisor: no counter (its kernel OOM-kills; see the exit frame)
 
 
 def fatal(msg):
@@ -327,7 +327,15 @@ def parent(max_output, preload, outdir, max_file, max_files):
     # read what the program left unread, after the result (see the end).
     rest = os.dup(0)
     os.close(0)
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    # Signals the program sends to PID 1 are dropped by Linux (PID 1 of a PID namespace
+    # gets only those it handles), but not by gVisor, where SIGTERM or SIGHUP ended the
+    # bootstrap: ignore every signal whose default would end it. (The child has forked
+    # already and keeps the defaults.)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE",
+                 "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGXCPU",
+                 "SIGXFSZ", "SIGIO", "SIGPWR", "SIGSYS", "SIGTRAP", "SIGSTKFLT"):
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
@@ -398,8 +406,13 @@ def parent(max_output, preload, outdir, max_file, max_files):
                 break
     send_files(outdir, max_file, max_files)
     sig = -status if status < 0 else 0
+    # Without an OOM counter (gVisor), a program killed by SIGKILL inside the sandbox
+    # counts as OOM-killed: the launcher's own kills (timeout, cancel) end the whole
+    # sandbox and never reach this frame, and gVisor kills for memory with SIGKILL. A
+    # program that sends itself SIGKILL is reported as OOM-killed too (docs/engines.md).
+    oom = oom_kills() > ooms if ooms is not None else sig == 9
     result = '{"exit": %d, "signal": %d, "oom": %s, "dropped": %s}' % (
-        128 + sig if sig else status, sig, "true" if oom_kills() > ooms else "false",
+        128 + sig if sig else status, sig, "true" if oom else "false",
         "true" if dropped else "false")
     write_all(1, frame(b"X", result.encode()))
     # Read what the program left of its stdin (bounded): Podman's attach resets the

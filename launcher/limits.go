@@ -25,6 +25,9 @@ type Limits struct {
 	Pids      int64 `json:"pids"`
 	CPUQuota  int64 `json:"cpu_quota"` // microseconds per period; -1 unlimited
 	CPUPeriod int64 `json:"cpu_period"`
+	// Runtime is "gvisor" when the sandbox's kernel is gVisor's: memory and pids were
+	// then also tried (limits.py), not only read.
+	Runtime string `json:"runtime"`
 }
 
 // MeasureLimits runs a sandbox that reports the limits it actually runs under.
@@ -64,7 +67,11 @@ func (l *Launcher) VerifyLimits(ctx context.Context) error {
 		return err
 	}
 	if bad := l.Unenforced(lim); len(bad) > 0 {
-		return fmt.Errorf("%w: %s (rootless Podman needs cgroup v2 with delegation to apply them)", ErrLimitsNotEnforced, strings.Join(bad, "; "))
+		hint := "rootless Podman needs cgroup v2 with delegation to apply them"
+		if lim.Runtime == "gvisor" {
+			hint = "under gVisor the memory limit is tried with an allocation and the process limit (RLIMIT_NPROC) with threads; see docs/engines.md"
+		}
+		return fmt.Errorf("%w: %s (%s)", ErrLimitsNotEnforced, strings.Join(bad, "; "), hint)
 	}
 	return nil
 }

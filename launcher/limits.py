@@ -1,7 +1,14 @@
 # mcp-exec limits program: prints, as JSON, the limits this sandbox's cgroups carry
 # (cgroup v2 first, then v1). -1 means unlimited, -2 not found. Run by
 # Launcher.MeasureLimits (limits.go).
+#
+# Under gVisor the cgroup files are gVisor's own, showing what runsc was told, and the
+# process limit is RLIMIT_NPROC in gVisor's kernel; so the memory and process limits
+# are also tried: a child that touches twice the memory limit must be killed, and
+# threads must stop at the process limit. What was seen replaces the values read.
 import json
+import os
+import sys
 def read(*paths):
     for p in paths:
         try:
@@ -23,4 +30,55 @@ if cpu:
 else:
     q, p = read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us"), read("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us")
     quota, period = (int(q[0]) if q else -2), (int(p[0]) if p else 100000)
-print(json.dumps({"memory": mem, "pids": pids, "cpu_quota": quota, "cpu_period": period}))
+
+
+def gvisor():
+    with open("/proc/version") as f:
+        return "gvisor" in f.read()
+
+
+def memory_holds(limit):
+    """A child touching twice limit bytes is killed (SIGKILL)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            chunks, got = [], 0
+            while got < 2 * limit:
+                chunks.append(b"\1" * (8 << 20))
+                got += 8 << 20
+        finally:
+            os._exit(3)
+    _, st = os.waitpid(pid, 0)
+    return os.WIFSIGNALED(st) and os.WTERMSIG(st) == 9
+
+
+def threads_stop_at():
+    """How many threads could be started, at most 4096 (-1: all of them)."""
+    import threading
+    threading.stack_size(256 << 10)
+    ev, started = threading.Event(), []
+    try:
+        while len(started) < 4096:
+            t = threading.Thread(target=ev.wait)
+            t.start()
+            started.append(t)
+    except RuntimeError:
+        pass
+    ev.set()
+    for t in started:
+        t.join()
+    return -1 if len(started) >= 4096 else len(started)
+
+
+runtime = "linux"
+if gvisor():
+    import resource
+    runtime = "gvisor"
+    if mem > 0 and not memory_holds(mem):
+        mem = -1
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    stop = threads_stop_at()
+    # The bootstrap and this program count as two; threads stop one short of the rest.
+    pids = -1 if stop < 0 or nproc < 0 or stop + 2 > nproc else nproc
+print(json.dumps({"memory": mem, "pids": pids, "cpu_quota": quota, "cpu_period": period, "runtime": runtime}))
+sys.stdout.flush()

@@ -1,4 +1,4 @@
-from _composed import MEMORY, _FAILS, check, finish, hog, oom_kills, os  # defined by what probe.go puts before this file; the line is dropped
+from _composed import MEMORY, OOM, _FAILS, check, finish, hog, oom_kills, os  # defined by what probe.go puts before this file; the line is dropped
 import signal
 if _FAILS:
     finish()
@@ -13,6 +13,6 @@ _, st = os.waitpid(pid, 0)
 check(os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGKILL,
       "the allocating child ended with status %#x, want killed by SIGKILL" % st)
 after = oom_kills()
-check(after > before, "the cgroup's oom_kill counter went from %d to %d, want it to grow" % (before, after))
+check(OOM is None or after > before, "the cgroup's oom_kill counter went from %d to %d, want it to grow" % (before, after))
 print("child killed; oom_kill %d -> %d" % (before, after))
 finish()

@@ -1,7 +1,24 @@
 import errno, os, sys
 
 # What the fragments that follow use from here.
-__all__ = ["errno", "os", "sys", "fail", "check", "ename", "denied", "status", "mountinfo", "mount_of", "finish"]
+__all__ = ["errno", "os", "sys", "fail", "check", "ename", "denied", "status", "mountinfo", "mount_of", "finish",
+           "KERNEL_GVISOR", "note"]
+
+
+def _gvisor():
+    # gVisor's kernel names itself in its release (4.19.0-gvisor); older builds report
+    # the fixed 4.4.0 with a build date of 2016-01-10.
+    with open("/proc/version") as f:
+        v = f.read()
+    return "gvisor" in v or v.startswith("Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016")
+
+
+KERNEL_GVISOR = _gvisor()
+
+
+def note(msg):
+    """A difference of the kernel the probe runs on, said in its output."""
+    print("note: " + " ".join(str(msg).split()))
 _FAILS = []
 
 
@@ -75,9 +92,13 @@ sys.excepthook = _hook
 
 
 def finish():
+    want = globals().get("GVISOR")
+    check(want == KERNEL_GVISOR, "the kernel is %s, but the probe was told %s" % (
+        "gVisor's" if KERNEL_GVISOR else "Linux's", "gVisor" if want else "not gVisor"))
     if _FAILS:
         print("PROBE FAIL: " + "; ".join(_FAILS), flush=True)
         sys.exit(1)
     print("PROBE OK", flush=True)
+    sys.exit(0)
 
 
