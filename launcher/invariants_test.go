@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
@@ -129,7 +128,7 @@ func hostAddrs(t *testing.T) []string {
 
 // TestInvariants runs every probe of the sandbox contract in its own sandbox.
 func TestInvariants(t *testing.T) {
-	l, cli := invariantsLauncher(t, invariantOptions)
+	l, _ := invariantsLauncher(t, invariantOptions)
 
 	// A variable of the server's process that no sandbox may see.
 	canaryName, canaryValue := "MCP_EXEC_PROBE_CANARY_"+strings.ToUpper(randHex(t, 4)), randHex(t, 16)
@@ -147,33 +146,25 @@ func TestInvariants(t *testing.T) {
 	for _, pr := range probe.All(p) {
 		t.Run(pr.Name, func(t *testing.T) {
 			t.Parallel()
-			res := runProbe(t, l, pr)
-			if pr.Next == nil {
+			res, evidence, err := probe.Run(t.Context(), l, l, pr)
+			if errors.Is(err, probe.ErrNoHostView) {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("%s: %v (CI runs the tests on the engine's host)", pr.Name, err)
+				}
+				t.Skipf("%s not checked: %v", pr.Name, err)
+			}
+			if err != nil {
+				t.Fatalf("%s does not hold: %s\n  claim: %s\n  result: exit %d, signal %d, oom %v, timed out %v, %v\n  outside:\n%s\n  stdout:\n%s\n  stderr:\n%s",
+					pr.Name, err, pr.Claim, res.ExitCode, res.Signal, res.OOMKilled, res.TimedOut,
+					res.Duration.Round(time.Millisecond), indent(evidence), indent(res.Stdout), indent(res.Stderr))
+			}
+			if evidence != "" {
+				t.Logf("%s holds, seen from outside:\n%s", pr.Name, indent(evidence))
 				return
 			}
-			if pr.AwaitRemoval {
-				awaitRemoved(t, cli, probe.SandboxID(res.Stdout))
-			}
-			runProbe(t, l, *pr.Next)
+			t.Logf("%s holds (%v):\n%s", pr.Name, res.Duration.Round(time.Millisecond), indent(res.Stdout))
 		})
 	}
-}
-
-// runProbe runs one probe's job and fails the test with the probe's own account of
-// what broke, and everything the program wrote.
-func runProbe(t *testing.T, l *launcher.Launcher, pr probe.Probe) launcher.Result {
-	t.Helper()
-	res, err := l.Run(t.Context(), pr.Job)
-	if err != nil {
-		t.Fatalf("%s: Run: %v", pr.Name, err)
-	}
-	if err := pr.Check(res); err != nil {
-		t.Fatalf("%s does not hold: %s\n  claim: %s\n  result: exit %d, signal %d, oom %v, timed out %v, %v\n  stdout:\n%s\n  stderr:\n%s",
-			pr.Name, err, pr.Claim, res.ExitCode, res.Signal, res.OOMKilled, res.TimedOut,
-			res.Duration.Round(time.Millisecond), indent(res.Stdout), indent(res.Stderr))
-	}
-	t.Logf("%s holds (%v):\n%s", pr.Name, res.Duration.Round(time.Millisecond), indent(res.Stdout))
-	return res
 }
 
 func indent(s string) string {
@@ -182,38 +173,6 @@ func indent(s string) string {
 		return "    (empty)"
 	}
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
-}
-
-// awaitRemoved waits until the engine no longer knows container id: the launcher
-// removes it in the background once the result is in, and with it goes every process
-// the program left behind.
-func awaitRemoved(t *testing.T, cli *client.Client, id string) {
-	t.Helper()
-	if id == "" {
-		t.Fatal("no container id to await")
-	}
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		info, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-		cancel()
-		switch {
-		case cerrdefs.IsNotFound(err) || err != nil && strings.Contains(err.Error(), "no such container"):
-			// Podman answers 500 "does not exist in database: no such container" to an
-			// inspect that races the removal.
-			t.Logf("container %.12s is removed", id)
-			return
-		case err != nil:
-			t.Fatalf("inspecting container %.12s: %v", id, err)
-		case time.Now().After(deadline):
-			state := "?"
-			if info.Container.State != nil {
-				state = string(info.Container.State.Status)
-			}
-			t.Fatalf("container %.12s still exists (%s) 45s after its run ended", id, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // TestProbesDetectWeakSandbox proves that the probes can fail: each runs in a

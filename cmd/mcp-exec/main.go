@@ -96,13 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runOnce(ctx, l, cfg, fs.Args(), jsonOut, stdin, stdout, stderr)
 	}
 	if sub == "selftest" {
-		cli, err := engineClient(cfg, zerolog.Nop()) // newLauncher has logged any warning
-		if err != nil {
-			fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
-			return 1
-		}
-		defer cli.Close()
-		return selftest(ctx, cfg, l, cli, stdout)
+		return selftest(ctx, cfg, l, stdout)
 	}
 	cfg.LogFields(log.Info()).Str("version", version).Msg("configuration")
 	if err := serve(ctx, cfg, l, m, log); err != nil {

@@ -23,6 +23,7 @@
 package probe
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,10 @@ type Probe struct {
 	// that ran Job is gone from the engine (every process of it with it). Job prints
 	// the container's id on a line "SANDBOX-ID <id>"; SandboxID extracts it.
 	AwaitRemoval bool
+	// Outside, when set, takes the probe's evidence from outside the sandbox (the
+	// engine host's view of a running one) while Job, which then only holds a sandbox
+	// open, runs. Run ends Job once Outside has returned.
+	Outside func(ctx context.Context, e Engine) (string, error)
 }
 
 // Params carry the limits the launcher was configured with, so that the probes
@@ -140,7 +145,13 @@ func All(o Params) []Probe {
 		childOOM.Check = Passed
 	}
 
+	host := mk("host_view",
+		"seen from the engine's host, every process of the sandbox is under a seccomp filter and no_new_privs, outside the host's network namespace, holds no capability there (runc: uid 65532, no capability at all), and the container's cgroup carries the configured memory (no swap), pids and CPU limits",
+		pyHold, nil)
+	host.Outside = hostEvidence(o, LocalHost)
+
 	return []Probe{
+		host,
 		mk("network_only_loopback",
 			"the only network interface is lo and there is no route off it",
 			pyOnlyLoopback, nil),
@@ -456,3 +467,6 @@ var pyPersistCheck = py("persist", "persist_check")
 var pyDaemonStart = py("daemon_start")
 
 var pyDaemonCheck = py("daemon_check")
+
+// pyHold keeps a sandbox open for the outside evidence; Run ends it sooner.
+var pyHold = py("hold")

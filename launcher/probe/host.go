@@ -1,0 +1,209 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// ErrNoHostView: the runner does not see the engine host's processes (it runs in a
+// container of its own, or talks to a remote engine), so the outside evidence cannot
+// be taken. Runners report such a check as not made, never as passed.
+var ErrNoHostView = errors.New("no view of the engine's host")
+
+// Sandbox is a running sandbox container as the engine reports it.
+type Sandbox struct {
+	ID  string // the container's id
+	Pid int    // its init process on the engine's host (inspect's State.Pid)
+}
+
+// Host is where the engine host's process and cgroup file systems are mounted in
+// this process's view: "/proc" and "/sys/fs/cgroup" on the host itself; tests use a
+// fake tree.
+type Host struct {
+	Proc, Cgroup string
+}
+
+// LocalHost is this machine.
+var LocalHost = Host{Proc: "/proc", Cgroup: "/sys/fs/cgroup"}
+
+// gVisor's own processes keep a few capabilities, each in a user namespace of its own
+// (never the host's): CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
+// CAP_FSETID (the Gofer and the Sentry serve the container's files), CAP_SYS_CHROOT
+// (the Gofer) and CAP_SYS_PTRACE (the Sentry, for its stub processes).
+const gvisorCaps = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<18 | 1<<19
+
+// HostEvidence checks a running sandbox from the engine's host: every process of the
+// container's cgroup is confined by a seccomp filter and no_new_privs, holds no
+// capability in the host's user namespace, and is not in the host's network namespace;
+// the program's processes (runc) run as uid 65532 with no capability at all; and the
+// container's cgroup carries the configured memory (no swap), pids and CPU limits
+// (under gVisor the pids limit there is launcher.GVisorHostPids: the program's own
+// limit is RLIMIT_NPROC inside). It returns what it saw, one line per process and
+// limit, and ErrNoHostView (wrapped) when h does not show the sandbox's processes.
+func HostEvidence(h Host, p Params, sb Sandbox) (string, error) {
+	procs, cg, err := h.processes(sb)
+	if err != nil {
+		return "", err
+	}
+	selfUser, _ := os.Readlink(filepath.Join(h.Proc, "self/ns/user"))
+	selfNet, _ := os.Readlink(filepath.Join(h.Proc, "self/ns/net"))
+	var seen []string
+	var errs []error
+	for _, pid := range procs {
+		st, err := readStatus(filepath.Join(h.Proc, strconv.Itoa(pid), "status"))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		userNS, _ := os.Readlink(filepath.Join(h.Proc, strconv.Itoa(pid), "ns/user"))
+		netNS, _ := os.Readlink(filepath.Join(h.Proc, strconv.Itoa(pid), "ns/net"))
+		capEff, _ := strconv.ParseUint(st["CapEff"], 16, 64)
+		capBnd, _ := strconv.ParseUint(st["CapBnd"], 16, 64)
+		ns := "own user namespace"
+		if userNS == selfUser {
+			ns = "host's user namespace"
+		}
+		what := fmt.Sprintf("pid %d (%s): Seccomp %s, NoNewPrivs %s, Uid %s, CapEff %s, %s", pid, st["Name"], st["Seccomp"], st["NoNewPrivs"], strings.Join(strings.Fields(st["Uid"]), "/"), st["CapEff"], ns)
+		seen = append(seen, what)
+		if st["Seccomp"] != "2" {
+			errs = append(errs, fmt.Errorf("%s: Seccomp %s, want 2 (filter)", what, st["Seccomp"]))
+		}
+		if st["NoNewPrivs"] != "1" {
+			errs = append(errs, fmt.Errorf("%s: NoNewPrivs %s, want 1", what, st["NoNewPrivs"]))
+		}
+		if selfNet != "" && netNS == selfNet {
+			errs = append(errs, fmt.Errorf("%s: in the host's network namespace %s", what, netNS))
+		}
+		if p.GVisor {
+			if selfUser != "" && userNS == selfUser && capEff != 0 {
+				errs = append(errs, fmt.Errorf("%s: holds capabilities %#x in the host's user namespace", what, capEff))
+			}
+			if capEff&^gvisorCaps != 0 || capBnd&^gvisorCaps != 0 {
+				errs = append(errs, fmt.Errorf("%s: capabilities %#x (bounding %#x) beyond gVisor's own %#x", what, capEff, capBnd, uint64(gvisorCaps)))
+			}
+			continue
+		}
+		if ids := strings.Fields(st["Uid"]); len(ids) != 4 || slices.ContainsFunc(ids, func(s string) bool { return s != strconv.Itoa(SandboxUID) }) {
+			errs = append(errs, fmt.Errorf("%s: Uid %q, want all %d", what, st["Uid"], SandboxUID))
+		}
+		for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+			if v, _ := strconv.ParseUint(st[k], 16, 64); v != 0 || st[k] == "" {
+				errs = append(errs, fmt.Errorf("%s: %s %q, want 0", what, k, st[k]))
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return "", fmt.Errorf("%w: no process of container %.12s readable under %s", ErrNoHostView, sb.ID, h.Proc)
+	}
+	lim, limErrs := h.cgroupLimits(cg, p)
+	seen = append(seen, lim...)
+	errs = append(errs, limErrs...)
+	return strings.Join(seen, "\n"), errors.Join(errs...)
+}
+
+// processes lists the host pids in the sandbox's cgroup and returns that cgroup's
+// per-controller paths (v1: controller -> path; v2: "" -> path).
+func (h Host) processes(sb Sandbox) ([]int, map[string]string, error) {
+	data, err := os.ReadFile(filepath.Join(h.Proc, strconv.Itoa(sb.Pid), "cgroup"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: reading the cgroup of pid %d: %w", ErrNoHostView, sb.Pid, err)
+	}
+	cg := map[string]string{}
+	for line := range strings.Lines(string(data)) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for c := range strings.SplitSeq(parts[1], ",") {
+			cg[c] = parts[2]
+		}
+	}
+	path := cg["pids"]
+	dir := filepath.Join(h.Cgroup, "pids", path)
+	if path == "" {
+		path = cg[""]
+		dir = filepath.Join(h.Cgroup, path)
+	}
+	if !strings.Contains(path, sb.ID) {
+		// Another process with that number: this is not the engine's host.
+		return nil, nil, fmt.Errorf("%w: pid %d is not in container %.12s's cgroup (%q)", ErrNoHostView, sb.Pid, sb.ID, path)
+	}
+	data, err = os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: listing the processes of %s: %w", ErrNoHostView, dir, err)
+	}
+	var pids []int
+	for f := range strings.FieldsSeq(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids, cg, nil
+}
+
+// cgroupLimits compares the container's cgroup limits on the host with p.
+func (h Host) cgroupLimits(cg map[string]string, p Params) ([]string, []error) {
+	wantPids := p.Pids
+	if p.GVisor {
+		wantPids = launcher.GVisorHostPids(p.Pids)
+	}
+	mem, quota := strconv.FormatInt(p.Memory, 10), strconv.FormatInt(int64(p.CPUs*100000+0.5), 10)
+	type limit struct{ what, file, want string }
+	var limits []limit
+	if cg["memory"] != "" { // cgroup v1
+		f := func(ctrl, file string) string { return filepath.Join(h.Cgroup, ctrl, cg[ctrl], file) }
+		limits = []limit{
+			{"memory", f("memory", "memory.limit_in_bytes"), mem},
+			{"memory+swap", f("memory", "memory.memsw.limit_in_bytes"), mem}, // absent without swap accounting
+			{"pids", f("pids", "pids.max"), strconv.FormatInt(wantPids, 10)},
+			{"cpu quota", f("cpu", "cpu.cfs_quota_us"), quota},
+			{"cpu period", f("cpu", "cpu.cfs_period_us"), "100000"},
+		}
+	} else {
+		f := func(file string) string { return filepath.Join(h.Cgroup, cg[""], file) }
+		limits = []limit{
+			{"memory", f("memory.max"), mem},
+			{"swap", f("memory.swap.max"), "0"},
+			{"pids", f("pids.max"), strconv.FormatInt(wantPids, 10)},
+			{"cpu", f("cpu.max"), quota + " 100000"},
+		}
+	}
+	var seen []string
+	var errs []error
+	for _, l := range limits {
+		data, err := os.ReadFile(l.file)
+		if err != nil {
+			if l.what == "memory+swap" && errors.Is(err, os.ErrNotExist) {
+				seen = append(seen, "memory+swap: no "+l.file+" (swap accounting off)")
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", l.what, err))
+			continue
+		}
+		got := strings.TrimSpace(string(data))
+		seen = append(seen, fmt.Sprintf("%s: %s = %s", l.what, l.file, got))
+		if got != l.want {
+			errs = append(errs, fmt.Errorf("%s: %s = %s, want %s", l.what, l.file, got, l.want))
+		}
+	}
+	return seen, errs
+}
+
+func readStatus(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for line := range strings.Lines(string(data)) {
+		k, v, _ := strings.Cut(line, ":")
+		out[k] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
