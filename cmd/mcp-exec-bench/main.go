@@ -54,6 +54,7 @@ type config struct {
 	image       string
 	hostPython  string
 	engineHost  string
+	runtime     string
 	quick, diag bool
 	only        map[string]bool
 	args        []string
@@ -73,6 +74,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.image, "image", launcher.DefaultImage, "sandbox image")
 	fs.StringVar(&c.hostPython, "host-python", "", "host interpreter for baseline (a); empty: python3 on PATH")
 	fs.StringVar(&c.engineHost, "engine-host", "", "engine address; empty: DOCKER_HOST, then the default socket")
+	fs.StringVar(&c.runtime, "runtime", "", "OCI runtime of mcp-exec's sandboxes in (c), (d) and the throughput runs, e.g. runsc; empty: the engine's default. (b) and the churn ceiling stay on the engine's default")
 	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -n 5 -warmup 1 -duration 5s -ramp 1s")
 	fs.BoolVar(&c.diag, "diag", false, "also run the diagnostic rows (warm hit with the refill held until the call returns, with os._exit, docker run with one BLAS thread, churn of python3 -c pass)")
 	only := fs.String("only", "", "comma-separated sections to run (default all): "+strings.Join(sections, ","))
@@ -339,7 +341,7 @@ func (b *bench) docker(ctx context.Context) error {
 }
 
 func (b *bench) cold(ctx context.Context) error {
-	st, err := newStack(ctx, b.cli, b.cfg.image, launcher.Options{})
+	st, err := newStack(ctx, b.cli, b.cfg.image, b.cfg.runtime, launcher.Options{})
 	if err != nil {
 		return err
 	}
@@ -369,7 +371,7 @@ func (b *bench) warm(ctx context.Context) error {
 		if pre != "" {
 			pl = strings.Split(pre, ",")
 		}
-		st, err := newStack(ctx, b.cli, b.cfg.image, launcher.Options{PoolSize: b.cfg.pool, Preload: pl})
+		st, err := newStack(ctx, b.cli, b.cfg.image, b.cfg.runtime, launcher.Options{PoolSize: b.cfg.pool, Preload: pl})
 		if err != nil {
 			return err
 		}
@@ -610,7 +612,7 @@ func (b *bench) throughput(ctx context.Context) error {
 			{fmt.Sprintf("warm, pool %d, Preload numpy,pandas", b.cfg.pool), b.cfg.pool, []string{"numpy", "pandas"}},
 		}
 		for _, m := range modes {
-			st, err := newStack(ctx, b.cli, b.cfg.image, launcher.Options{
+			st, err := newStack(ctx, b.cli, b.cfg.image, b.cfg.runtime, launcher.Options{
 				PoolSize: m.pool, Preload: m.preload, MaxConcurrent: c, MaxQueue: 64,
 			})
 			if err != nil {

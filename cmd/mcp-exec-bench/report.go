@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -54,6 +55,7 @@ func environment(ctx context.Context, cli *client.Client, cfg config) [][2]strin
 		env = append(env,
 			[2]string{"engine host", fmt.Sprintf("%s, %d CPUs, kernel %s", in.OperatingSystem, in.NCPU, in.KernelVersion)},
 			[2]string{"runtime, cgroups", fmt.Sprintf("%s; cgroup %s (%s driver); storage %s", in.DefaultRuntime, in.CgroupVersion, in.CgroupDriver, in.Driver)},
+			[2]string{"mcp-exec's sandboxes run under", cmp.Or(cfg.runtime, in.DefaultRuntime+" (the engine's default)")},
 			[2]string{"containers running at start", fmt.Sprintf("%d (of %d), other sessions' tests included", in.ContainersRunning, in.Containers)},
 		)
 	}

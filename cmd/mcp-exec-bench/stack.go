@@ -25,9 +25,10 @@ type stack struct {
 	cs  *mcp.ClientSession
 }
 
-func newStack(ctx context.Context, cli *client.Client, image string, opts launcher.Options) (*stack, error) {
+func newStack(ctx context.Context, cli *client.Client, image, runtime string, opts launcher.Options) (*stack, error) {
 	eng := newTimedEngine(cli)
 	opts.Image = image
+	opts.Runtime = runtime
 	opts.Instance = benchLabel
 	opts.Logger = zerolog.Nop()
 	l, err := launcher.New(eng, opts)

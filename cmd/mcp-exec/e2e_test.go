@@ -85,6 +85,11 @@ func TestE2E(t *testing.T) {
 			baseEnv = append(baseEnv, k+"="+v)
 		}
 	}
+	// MCP_EXEC_TEST_RUNTIME (as for the launcher's tests) runs the servers' sandboxes
+	// under that OCI runtime, e.g. runsc.
+	if v := os.Getenv("MCP_EXEC_TEST_RUNTIME"); v != "" {
+		baseEnv = append(baseEnv, "MCP_EXEC_RUNTIME="+v)
+	}
 	suffix := strconv.Itoa(os.Getpid())
 
 	// The binary's start-up check (engine reachable, image present) decides whether

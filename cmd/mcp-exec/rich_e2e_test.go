@@ -56,6 +56,11 @@ func TestE2ERich(t *testing.T) {
 			baseEnv = append(baseEnv, k+"="+v)
 		}
 	}
+	// MCP_EXEC_TEST_RUNTIME (as for the launcher's tests) runs the servers' sandboxes
+	// under that OCI runtime, e.g. runsc.
+	if v := os.Getenv("MCP_EXEC_TEST_RUNTIME"); v != "" {
+		baseEnv = append(baseEnv, "MCP_EXEC_RUNTIME="+v)
+	}
 	suffix := strconv.Itoa(os.Getpid())
 
 	t.Run("http", func(t *testing.T) {
