@@ -480,3 +480,32 @@ func TestHardeningSpecCPUsAlwaysLimited(t *testing.T) {
 		}
 	}
 }
+
+// TestHardeningSpecGVisor: under runsc the program's process limit is RLIMIT_NPROC
+// (counted per sandbox by gVisor's kernel) and the host's pids cgroup a backstop sized
+// for gVisor's own tasks; under any other runtime there is no nproc limit (on the
+// host it would count every sandbox's uid 65532 together).
+func TestHardeningSpecGVisor(t *testing.T) {
+	for _, rt := range []string{"runsc", "runsc-kvm", "gvisor"} {
+		o := specCustomOptions()
+		o.Runtime, o.Pids = rt, 100
+		if !o.GVisor() {
+			t.Fatalf("%s: GVisor() = false, want true", rt)
+		}
+		_, host := containerSpec(o, specTestProfile)
+		if len(host.Ulimits) != 1 || host.Ulimits[0].Name != "nproc" || host.Ulimits[0].Soft != 100 || host.Ulimits[0].Hard != 100 {
+			t.Errorf("%s: Ulimits %+v, want nproc=100:100", rt, host.Ulimits)
+		}
+		if host.PidsLimit == nil || *host.PidsLimit != GVisorHostPids(100) || GVisorHostPids(100) <= 100 {
+			t.Errorf("%s: PidsLimit %v, want %d (above Pids)", rt, host.PidsLimit, GVisorHostPids(100))
+		}
+	}
+	for _, rt := range []string{"", "runc", "crun"} {
+		o := specCustomOptions()
+		o.Runtime, o.Pids = rt, 100
+		_, host := containerSpec(o, specTestProfile)
+		if o.GVisor() || len(host.Ulimits) != 0 || host.PidsLimit == nil || *host.PidsLimit != 100 {
+			t.Errorf("%q: GVisor %v, Ulimits %+v, PidsLimit %v, want false, none, 100", rt, o.GVisor(), host.Ulimits, host.PidsLimit)
+		}
+	}
+}

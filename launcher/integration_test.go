@@ -318,7 +318,10 @@ func TestVerifyLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Limits{Memory: 200 << 20, Pids: 64, CPUQuota: lim.CPUPeriod / 2, CPUPeriod: lim.CPUPeriod}
+	want := Limits{Memory: 200 << 20, Pids: 64, CPUQuota: lim.CPUPeriod / 2, CPUPeriod: lim.CPUPeriod, Runtime: "linux"}
+	if l.Options().GVisor() {
+		want.Runtime = "gvisor" // memory and pids were tried, not only read
+	}
 	if lim != want {
 		t.Errorf("limits seen in the sandbox: got %+v, want %+v", lim, want)
 	}

@@ -188,3 +188,39 @@ func TestSeccompRiskySyscallsDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestSeccompGVisor: gVisor's profile differs from the default only in clone3, which it
+// allows (runsc answers denials with EPERM, and glibc falls back to clone only on
+// ENOSYS); everything risky stays denied, io_uring and the process-inspection calls
+// included.
+func TestSeccompGVisor(t *testing.T) {
+	js, err := gvisorSeccompJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eff := seccompEffective(t, js, nil)
+	if len(seccompPermits(eff, "clone3")) == 0 {
+		t.Error("clone3: got denied, want allowed under gVisor")
+	}
+	for _, r := range eff.Syscalls {
+		if slices.Contains(r.Names, "clone3") && r.ErrnoRet != nil {
+			t.Errorf("clone3: a rule with errnoRet %d remains: %+v", *r.ErrnoRet, r)
+		}
+	}
+	for _, n := range append(slices.Clone(seccompRiskySyscalls), deniedSyscalls...) {
+		if rules := seccompPermits(eff, n); len(rules) != 0 {
+			t.Errorf("%s under gVisor: got allowed by %+v, want denied", n, rules)
+		}
+	}
+	def, err := seccompJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := seccompEffective(t, def, nil)
+	if len(seccompPermits(base, "clone3")) != 0 {
+		t.Error("clone3: allowed by the default profile, want ENOSYS there")
+	}
+	if got, want := len(eff.Syscalls), len(base.Syscalls); got > want+1 {
+		t.Errorf("gVisor's profile has %d rules, the default %d: want at most one more (clone3)", got, want)
+	}
+}
