@@ -97,7 +97,7 @@ runtime_known() {
 }
 
 if [ -n "$changed" ] || ! runtime_known; then
-  [ -n "$changed" ] && log "registered runtime $name ($path --network=none) in $daemon_json"
+  [ -n "$changed" ] && log "registered runtime $name ($path --network=none --oci-seccomp) in $daemon_json"
   pid=$(cat /var/run/docker.pid 2>/dev/null || pgrep -xo dockerd || true)
   [ -n "$pid" ] || die "no dockerd pid found to send SIGHUP to"
   log "reloading dockerd (SIGHUP to pid $pid)"
@@ -106,7 +106,7 @@ if [ -n "$changed" ] || ! runtime_known; then
     runtime_known && break
     sleep 0.2
   done
-  runtime_known || die "dockerd does not list runtime $name ($path --network=none) after SIGHUP; see its log"
+  runtime_known || die "dockerd does not list runtime $name ($path --network=none --oci-seccomp) after SIGHUP; see its log"
 fi
 
 if ! out=$(docker run --rm --runtime "$name" --network none --read-only --cap-drop ALL \
