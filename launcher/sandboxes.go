@@ -4,36 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
 
 // What the self-checks (launcher/probe) ask of the engine about this launcher's
 // sandboxes.
 
-// RunningSandbox returns the newest running sandbox of this launcher and its init
-// process's pid on the engine's host.
-func (l *Launcher) RunningSandbox(ctx context.Context) (id string, pid int, err error) {
-	f := make(client.Filters).Add("label", LabelInstance+"="+l.opts.Instance).Add("status", "running")
-	list, err := l.eng.ContainerList(ctx, client.ContainerListOptions{Filters: f})
+// SandboxPid returns the host pid of running sandbox id's init process, as the engine
+// reports it.
+func (l *Launcher) SandboxPid(ctx context.Context, id string) (int, error) {
+	info, err := l.eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
-		return "", 0, l.engineErr("listing sandboxes", err)
+		return 0, l.engineErr(fmt.Sprintf("inspecting sandbox %s", shortID(id)), err)
 	}
-	items := list.Items
-	slices.SortFunc(items, func(a, b container.Summary) int { return int(b.Created - a.Created) })
-	for _, c := range items {
-		info, err := l.eng.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
-		if err != nil || info.Container.State == nil || !info.Container.State.Running || info.Container.State.Pid == 0 {
-			continue
-		}
-		return c.ID, info.Container.State.Pid, nil
+	if st := info.Container.State; st == nil || !st.Running || st.Pid == 0 {
+		return 0, fmt.Errorf("sandbox %s is not running", shortID(id))
 	}
-	return "", 0, errors.New("no running sandbox")
+	return info.Container.State.Pid, nil
 }
 
 // AwaitRemoved returns once the engine no longer knows container id (the launcher

@@ -1,13 +1,17 @@
 package probe
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 )
@@ -206,4 +210,84 @@ func readStatus(path string) (map[string]string, error) {
 		out[k] = strings.TrimSpace(v)
 	}
 	return out, nil
+}
+
+// cpuWindow is how long HostCPU measures.
+var cpuWindow = 2 * time.Second
+
+// HostCPU measures, from the engine's host, the CPU time the sandbox's cgroup gets in
+// two seconds while its program keeps more processes busy than the quota allows: at
+// most CPUs*wall*1.2 + 0.05 s, by the cgroup's own accounting (cpuacct.usage, or
+// cpu.stat's usage_usec on cgroup v2). Under gVisor this is the only measure: the
+// guest's CPU clocks are gVisor's. When the cgroup was never throttled, the processes
+// must also have got clearly less than the quota (a busy host), so that a missing
+// quota cannot pass unnoticed.
+func HostCPU(ctx context.Context, h Host, p Params, sb Sandbox) (string, error) {
+	_, cg, err := h.processes(sb)
+	if err != nil {
+		return "", err
+	}
+	usageFile, statFile, scale := filepath.Join(h.Cgroup, "cpuacct", cg["cpuacct"], "cpuacct.usage"), filepath.Join(h.Cgroup, "cpu", cg["cpu"], "cpu.stat"), 1e9
+	if cg["cpu"] == "" && cg["cpuacct"] == "" { // cgroup v2
+		statFile = filepath.Join(h.Cgroup, cg[""], "cpu.stat")
+		usageFile, scale = "", 1e6
+	}
+	sample := func() (used float64, throttled int64, err error) {
+		stat, err := os.ReadFile(statFile)
+		if err != nil {
+			return 0, 0, err
+		}
+		for line := range strings.Lines(string(stat)) {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), " ")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "nr_throttled":
+				throttled = n
+			case "usage_usec":
+				used = float64(n) / scale
+			}
+		}
+		if usageFile != "" {
+			data, err := os.ReadFile(usageFile)
+			if err != nil {
+				return 0, 0, err
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("reading %s: %w", usageFile, err)
+			}
+			used = float64(n) / scale
+		}
+		return used, throttled, nil
+	}
+	u0, th0, err := sample()
+	t0 := time.Now()
+	if err != nil {
+		return "", fmt.Errorf("reading the sandbox's CPU accounting: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(cpuWindow):
+	}
+	u1, th1, err := sample()
+	wall := time.Since(t0).Seconds()
+	if err != nil {
+		return "", fmt.Errorf("reading the sandbox's CPU accounting: %w", err)
+	}
+	used, th := u1-u0, th1-th0
+	allowed := p.CPUs*wall*1.2 + 0.05
+	ev := fmt.Sprintf("%.2f CPU-s in %.2f s wall by %s (allowed %.2f for CPUs=%.2f), throttled %d times", used, wall, cmp.Or(usageFile, statFile), allowed, p.CPUs, th)
+	var errs []error
+	if used <= 0.05 {
+		errs = append(errs, fmt.Errorf("the busy processes got %.2f CPU-s: the burn did not run, nothing is measured", used))
+	}
+	if used > allowed {
+		errs = append(errs, fmt.Errorf("busy processes got %.2f CPU-s in %.2f s, want at most %.2f (CPUs=%.2f)", used, wall, allowed, p.CPUs))
+	}
+	// With no more CPUs than the quota, nothing is there to throttle.
+	if th == 0 && used >= 0.8*p.CPUs*wall && p.CPUs < float64(runtime.NumCPU()) {
+		errs = append(errs, fmt.Errorf("%.2f CPU-s in %.2f s is the quota's worth, yet the cgroup was never throttled", used, wall))
+	}
+	return ev, errors.Join(errs...)
 }

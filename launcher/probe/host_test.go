@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeHost writes a /proc and a cgroup v1 tree for one container whose processes have
@@ -43,7 +45,7 @@ func fakeHost(t *testing.T, id string, procs map[string]map[string]string, limit
 			b.WriteString(k + ":\t" + v + "\n")
 		}
 		write(filepath.Join(h.Proc, pid, "status"), b.String())
-		write(filepath.Join(h.Proc, pid, "cgroup"), "8:pids:"+cg+"\n4:memory:"+cg+"\n1:cpu:"+cg+"\n0::/\n")
+		write(filepath.Join(h.Proc, pid, "cgroup"), "8:pids:"+cg+"\n4:memory:"+cg+"\n2:cpuacct:"+cg+"\n1:cpu:"+cg+"\n0::/\n")
 		link(filepath.Join(h.Proc, pid, "ns/user"), st["_userns"])
 		link(filepath.Join(h.Proc, pid, "ns/net"), "net:[2]")
 	}
@@ -124,5 +126,53 @@ func TestHostEvidenceNoHostView(t *testing.T) {
 		if _, err := HostEvidence(h, Params{}, sb); !errors.Is(err, ErrNoHostView) {
 			t.Errorf("%s: got %v, want ErrNoHostView", name, err)
 		}
+	}
+}
+
+func TestHostCPU(t *testing.T) {
+	defer func(w time.Duration) { cpuWindow = w }(cpuWindow)
+	cpuWindow = 500 * time.Millisecond
+	id := strings.Repeat("ab", 32)
+	p := Params{Memory: 256 << 20, Pids: 128, CPUs: 0.5}
+	for _, tt := range []struct {
+		name                 string
+		usedNs, throttledAdd int64 // added during the window
+		want                 string
+	}{
+		{"within the quota, throttled", 250_000_000, 4, ""},
+		{"no burn", 0, 0, "did not run"},
+		{"over the quota", 900_000_000, 4, "want at most"},
+		{"the quota's worth, never throttled", 240_000_000, 0, "never throttled"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := fakeHost(t, id, map[string]map[string]string{"10": {"Seccomp": "2", "_userns": "user:[1]"}}, nil)
+			usage := filepath.Join(h.Cgroup, "cpuacct", "docker", id, "cpuacct.usage")
+			stat := filepath.Join(h.Cgroup, "cpu", "docker", id, "cpu.stat")
+			write := func(path, data string) {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Error(err)
+				}
+				if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+			write(usage, "1000000000\n")
+			write(stat, "nr_periods 10\nnr_throttled 3\nthrottled_time 5\n")
+			go func() {
+				time.Sleep(cpuWindow / 2)
+				write(usage, strconv.FormatInt(1_000_000_000+tt.usedNs, 10)+"\n")
+				write(stat, "nr_periods 20\nnr_throttled "+strconv.FormatInt(3+tt.throttledAdd, 10)+"\nthrottled_time 9\n")
+			}()
+			ev, err := HostCPU(t.Context(), h, p, Sandbox{ID: id, Pid: 10})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want it to hold (%s)", err, ev)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v (%s), want a failure mentioning %q", err, ev, tt.want)
+			}
+		})
 	}
 }

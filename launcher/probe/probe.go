@@ -51,9 +51,10 @@ type Probe struct {
 	// the container's id on a line "SANDBOX-ID <id>"; SandboxID extracts it.
 	AwaitRemoval bool
 	// Outside, when set, takes the probe's evidence from outside the sandbox (the
-	// engine host's view of a running one) while Job, which then only holds a sandbox
-	// open, runs. Run ends Job once Outside has returned.
-	Outside func(ctx context.Context, e Engine) (string, error)
+	// engine host's view of it) while Job, which then only holds its sandbox open and
+	// prints its id on a "SANDBOX-ID <id>" line, runs. Run ends Job once Outside has
+	// returned.
+	Outside func(ctx context.Context, sb Sandbox) (string, error)
 }
 
 // Params carry the limits the launcher was configured with, so that the probes
@@ -148,7 +149,11 @@ func All(o Params) []Probe {
 	host := mk("host_view",
 		"seen from the engine's host, every process of the sandbox is under a seccomp filter and no_new_privs, outside the host's network namespace, holds no capability there (runc: uid 65532, no capability at all), and the container's cgroup carries the configured memory (no swap), pids and CPU limits",
 		pyHold, nil)
-	host.Outside = hostEvidence(o, LocalHost)
+	host.Outside = func(_ context.Context, sb Sandbox) (string, error) { return HostEvidence(LocalHost, o, sb) }
+	cpuHost := mk("cpu_quota_host",
+		"seen from the engine's host, busy processes in the sandbox get no more CPU time than CPUs*wall (+20%), by the cgroup's own accounting (the only measure under gVisor)",
+		pyBurn, nil)
+	cpuHost.Outside = func(ctx context.Context, sb Sandbox) (string, error) { return HostCPU(ctx, LocalHost, o, sb) }
 
 	return []Probe{
 		host,
@@ -219,6 +224,7 @@ func All(o Params) []Probe {
 		mk("pids_limit_stops_fork_bomb",
 			"threads and processes stop below Pids (pids.max = Pids) and the program survives to report",
 			pyPids, nil),
+		cpuHost,
 		mk("cpu_quota_enforced",
 			"the CFS quota equals CPUs, and busy processes get no more CPU time than CPUs*wall (+20%)",
 			pyCPU, nil),
@@ -464,9 +470,13 @@ var pyPersistWrite = py("persist", "persist_write")
 
 var pyPersistCheck = py("persist", "persist_check")
 
-var pyDaemonStart = py("daemon_start")
+var pyDaemonStart = py("sandbox_id", "daemon_start")
 
 var pyDaemonCheck = py("daemon_check")
 
-// pyHold keeps a sandbox open for the outside evidence; Run ends it sooner.
-var pyHold = py("hold")
+// pyHold keeps a sandbox open for the outside evidence, pyBurn keeps it busy; Run
+// ends them sooner.
+var (
+	pyHold = py("sandbox_id", "hold")
+	pyBurn = py("sandbox_id", "burn")
+)

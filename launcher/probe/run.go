@@ -17,9 +17,8 @@ type Runner interface {
 // Engine is what a probe run asks of the engine about the runner's sandboxes:
 // *launcher.Launcher.
 type Engine interface {
-	// RunningSandbox returns a running sandbox of the runner and its init process's
-	// pid on the engine's host.
-	RunningSandbox(ctx context.Context) (id string, pid int, err error)
+	// SandboxPid returns the host pid of running container id's init process.
+	SandboxPid(ctx context.Context, id string) (int, error)
 	// AwaitRemoved returns once the engine no longer knows container id.
 	AwaitRemoved(ctx context.Context, id string) error
 }
@@ -55,53 +54,53 @@ func Run(ctx context.Context, r Runner, e Engine, pr Probe) (launcher.Result, st
 	return Run(ctx, r, e, *pr.Next)
 }
 
-// runOutside holds a sandbox with pr.Job while pr.Outside looks at one from outside,
-// then ends the Job.
+// runOutside runs pr.Job, learns its sandbox's id from the SANDBOX-ID line it prints
+// (through the progress reports), lets pr.Outside look at that sandbox, then ends the
+// Job.
 func runOutside(ctx context.Context, r Runner, e Engine, pr Probe) (launcher.Result, string, error) {
 	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ids := make(chan string, 1)
+	job := pr.Job
+	job.Progress = func(p launcher.Progress) {
+		if id := SandboxID(p.Tail); id != "" {
+			select {
+			case ids <- id:
+			default:
+			}
+		}
+	}
 	done := make(chan error, 1)
 	var res launcher.Result
 	go func() {
 		var err error
-		res, err = r.Run(jctx, pr.Job)
+		res, err = r.Run(jctx, job)
 		if err == nil {
 			err = pr.Check(res)
 		}
 		done <- err
 	}()
-	evidence, err := pr.Outside(ctx, e)
-	cancel()
-	jobErr := <-done
-	if err != nil {
-		return res, evidence, err
-	}
-	if jobErr != nil && !errors.Is(jobErr, context.Canceled) {
-		return res, evidence, fmt.Errorf("holding a sandbox: %w", jobErr)
-	}
-	return res, evidence, nil
-}
-
-// hostEvidence is the Outside of the host_view probe: HostEvidence on a running
-// sandbox, tried again for a while when the sandbox it found ended meanwhile.
-func hostEvidence(p Params, h Host) func(ctx context.Context, e Engine) (string, error) {
-	return func(ctx context.Context, e Engine) (string, error) {
-		var last error
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
-			id, pid, err := e.RunningSandbox(ctx)
-			if err == nil {
-				var ev string
-				ev, err = HostEvidence(h, p, Sandbox{ID: id, Pid: pid})
-				if err == nil || !errors.Is(err, ErrNoHostView) {
-					return ev, err
-				}
-			}
-			last = err
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-time.After(250 * time.Millisecond):
-			}
+	var evidence string
+	var err error
+	select {
+	case id := <-ids:
+		var pid int
+		if pid, err = e.SandboxPid(ctx, id); err == nil {
+			evidence, err = pr.Outside(ctx, Sandbox{ID: id, Pid: pid})
 		}
-		return "", last
+		cancel()
+		if jobErr := <-done; err == nil && jobErr != nil && !errors.Is(jobErr, context.Canceled) {
+			err = fmt.Errorf("holding the sandbox: %w", jobErr)
+		}
+	case jobErr := <-done:
+		err = fmt.Errorf("the program ended before it named its sandbox: %v", jobErr)
+		if jobErr == nil {
+			err = fmt.Errorf("the program ended before it named its sandbox (stdout %q)", res.Stdout)
+		}
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-done
+		err = errors.New("the program named no sandbox within 30s")
 	}
+	return res, evidence, err
 }
