@@ -55,12 +55,13 @@ type config struct {
 	hostPython  string
 	engineHost  string
 	runtime     string
+	compare     string
 	quick, diag bool
 	only        map[string]bool
 	args        []string
 }
 
-var sections = []string{"host", "docker", "cold", "warm", "throughput"}
+var sections = []string{"host", "docker", "cold", "warm", "throughput", "runtimes"}
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -74,6 +75,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.image, "image", launcher.DefaultImage, "sandbox image")
 	fs.StringVar(&c.hostPython, "host-python", "", "host interpreter for baseline (a); empty: python3 on PATH")
 	fs.StringVar(&c.engineHost, "engine-host", "", "engine address; empty: DOCKER_HOST, then the default socket")
+	fs.StringVar(&c.compare, "compare-runtime", "", "also run the runtimes section: the engine's default runtime against this one (e.g. runsc), cold, warm, idle memory and warm throughput, interleaved in one loop")
 	fs.StringVar(&c.runtime, "runtime", "", "OCI runtime of mcp-exec's sandboxes in (c), (d) and the throughput runs, e.g. runsc; empty: the engine's default. (b) and the churn ceiling stay on the engine's default")
 	fs.BoolVar(&c.quick, "quick", false, "a smoke run: -n 5 -warmup 1 -duration 5s -ramp 1s")
 	fs.BoolVar(&c.diag, "diag", false, "also run the diagnostic rows (warm hit with the refill held until the call returns, with os._exit, docker run with one BLAS thread, churn of python3 -c pass)")
@@ -212,6 +214,7 @@ func (b *bench) all(ctx context.Context) error {
 		{"cold", b.cold},
 		{"warm", b.warm},
 		{"throughput", b.throughput},
+		{"runtimes", b.runtimes}, // only with -compare-runtime
 	}
 	for _, s := range steps {
 		if !b.cfg.runs(s.section) {

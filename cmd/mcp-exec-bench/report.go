@@ -33,6 +33,7 @@ type report struct {
 	specChecked        string
 	tput, churn        []tput
 	churnPy            []tput // diagnostic: the churn loop running an interpreter
+	rt                 []*rtRow
 	leftBeforeSweep    int
 	notes              []string
 }
@@ -255,6 +256,7 @@ func (r *report) print(w io.Writer) {
 		p("")
 	}
 
+	r.printRuntimes(p)
 	r.printTargets(p)
 
 	p("### Notes")
