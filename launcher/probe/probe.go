@@ -17,9 +17,19 @@
 // would answer something other than the denial, so that the denial can only come
 // from the sandbox.
 //
-// The package does not talk to the engine: whoever runs the probes (the launcher's
-// tests, or a deployment's self-check) feeds each Job to a launcher and the Result to
-// Check.
+// Some evidence is only visible from outside: a probe with an Outside function holds
+// its sandbox open while Outside reads the engine host's view of it (the seccomp mode,
+// capabilities and namespaces of its processes, its cgroup's limits and CPU
+// accounting). Without that view (a runner in a container of its own, a remote
+// engine) the check is reported as not made, never as passed.
+//
+// The probes know the runtime (Params.GVisor): under gVisor they assert what gVisor's
+// kernel enforces where it differs from Linux's, and say so in "note:" lines; every
+// probe fails when the kernel it finds is not the one it was told.
+//
+// The package does not talk to the engine itself: Run feeds each Job to a Runner and
+// the Result to Check, and asks an Engine (both: *launcher.Launcher) for a sandbox's
+// host pid and removal. The launcher's tests and `mcp-exec selftest` use it.
 package probe
 
 import (
