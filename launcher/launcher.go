@@ -82,7 +82,7 @@ func (o Options) withDefaults() Options {
 
 // Launcher runs each Job in a new container and removes it afterwards.
 type Launcher struct {
-	eng   Engine
+	be    Backend
 	opts  Options
 	log   zerolog.Logger
 	slots *slots
@@ -97,9 +97,6 @@ type Launcher struct {
 	runs     sync.WaitGroup // Run calls in flight
 	cleanup  sync.WaitGroup // container removals in flight
 
-	secMu  sync.Mutex
-	secOpt string // the value after "seccomp=": the profile, or for Podman a path to it
-
 	// Removals that failed (the engine was away longer than cleanupTimeout) are tried
 	// again by the janitor until they succeed or the launcher closes.
 	pendMu       sync.Mutex
@@ -110,17 +107,14 @@ type Launcher struct {
 
 const janitorInterval = 10 * time.Second
 
-// New returns a Launcher that talks to eng. It does not contact the engine: call
-// Check for that.
-func New(eng Engine, opts Options) (*Launcher, error) {
+// New returns a Launcher that runs its sandboxes through be. It does not contact the
+// engine: call Check for that.
+func New(be Backend, opts Options) (*Launcher, error) {
 	o := opts.withDefaults()
-	if _, err := seccompJSON(); err != nil {
-		return nil, err
-	}
 	stop, cancel := context.WithCancel(context.Background())
 	closing, stopPool := context.WithCancel(stop)
 	l := &Launcher{
-		eng:      eng,
+		be:       be,
 		opts:     o,
 		log:      o.Logger,
 		slots:    newSlots(o.MaxConcurrent, o.MaxQueue),

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
 
@@ -30,7 +31,11 @@ func newStack(ctx context.Context, cli *client.Client, image string, opts launch
 	opts.Image = image
 	opts.Instance = benchLabel
 	opts.Logger = zerolog.Nop()
-	l, err := launcher.New(eng, opts)
+	be, err := docker.New(eng, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	l, err := launcher.New(be, opts)
 	if err != nil {
 		return nil, err
 	}

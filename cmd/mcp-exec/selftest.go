@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/probe"
 )
 
@@ -100,9 +100,7 @@ func awaitGone(ctx context.Context, cli *client.Client, id string) error {
 	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		switch {
-		case cerrdefs.IsNotFound(err) || err != nil && strings.Contains(err.Error(), "no such container"):
-			// Podman answers an inspect that races the removal with 500 "... does not
-			// exist in database: no such container", then 404.
+		case docker.IsGone(err):
 			return nil
 		case err != nil:
 			return fmt.Errorf("inspecting container %.12s: %w", id, err)
