@@ -1,5 +1,12 @@
-// Package launcher runs untrusted Python programs, one per throwaway sibling
-// container, through a Docker or Podman engine's API.
+// Package launcher runs untrusted Python programs, each in a throwaway sandbox of its
+// own, through a Backend: launcher/docker (Docker or Podman containers) today.
+//
+// The launcher owns everything that is the same for every backend: the bootstrap
+// (boot.py, PID 1 of every sandbox) and its frame protocol, jobs and results, the
+// output cap, files in and out, the warm pool, slots and the queue, timeouts, the
+// limits check (VerifyLimits), removal with retries (the janitor), reaping by label,
+// and metrics. A Backend only makes, starts, kills, inspects, removes and lists
+// sandboxes from a backend-neutral Spec (SpecOf), and must apply every field of it.
 //
 // # Threat model
 //
@@ -13,15 +20,19 @@
 //
 // # Invariants
 //
-//   - Every container is configured by containerSpec alone: no network, read-only
-//     root, all capabilities dropped, no-new-privileges, seccomp (the engine's default
-//     minus io_uring), user 65532, a private noexec /tmp tmpfs, memory (no swap), pids
-//     and CPU limits, no log driver, and an environment with nothing of the server's.
+//   - Every sandbox is described by SpecOf alone (image, bootstrap command, an
+//     environment with nothing of the server's, user 65532, the private /tmp, memory
+//     with no swap, pids and CPU limits, labels) and hardened by its backend in one
+//     pure function (docker.ContainerSpec: no network, read-only root, all
+//     capabilities dropped, no-new-privileges, seccomp without io_uring, ptrace and
+//     the process_vm and pidfd_getfd calls, a noexec /tmp tmpfs, no log driver).
 //   - Caller data (code, stdin) travels only over the attached stdin stream, and output
 //     only over the attached stdout stream. Neither is ever in the container's
 //     command, environment, labels or logs, nor in a file on the host, nor in our logs.
-//   - One container serves one job and is then killed and removed, on every path:
-//     result, error, timeout, cancellation, Close. Removal runs on a context of its own.
+//   - One sandbox serves one job and is then killed and removed, on every path:
+//     result, error, timeout, cancellation, Close. Removal runs on a context of its
+//     own; one that fails is retried every 10 s while the launcher runs, and Reap
+//     removes at start what a killed server left.
 //   - The result comes from the bootstrap (boot.py), PID 1 of the container, which the
 //     program can neither signal nor trace; the program's output reaches the server only
 //     wrapped in frames, so the program cannot forge an exit status. The server still
@@ -29,9 +40,11 @@
 //
 // # Lifecycle of a job
 //
-//	create → attach (before start, so no output is lost) → start → write
-//	"MCPEXEC1 <n>\n" + code, start the timeout → write stdin, half-close →
-//	read frames until the exit frame (result), the timeout (kill: every process of the
-//	program dies with the container) or the caller's cancellation → kill and remove in
-//	the background.
+//	Backend.Create → Backend.Start (streams attached before anything runs, so no
+//	output is lost) → the bootstrap's ready frame (a warm pool keeps sandboxes here)
+//	→ write "MCPEXEC2 <code bytes> <files bytes>\n", the code and the input files,
+//	start the timeout → write stdin, half-close → read frames until the exit frame
+//	(result), the timeout (Backend.Kill: every process of the program dies with the
+//	sandbox), the stream's end without an exit frame (Backend.Inspect says how it
+//	ended) or the caller's cancellation → Backend.Remove in the background.
 package launcher

@@ -19,6 +19,8 @@ import (
 
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 // waitForSandbox returns the id of the first container of instance once it runs.
@@ -42,7 +44,7 @@ func waitForSandbox(t *testing.T, cli *client.Client, instance string) string {
 // a hang or a server error.
 func TestKilledFromOutside(t *testing.T) {
 	l := testLauncher(t, Options{PoolSize: -1})
-	cli := l.eng.(*client.Client)
+	cli := testClient(t)
 	go func() {
 		id := waitForSandbox(t, cli, l.opts.Instance)
 		time.Sleep(3 * time.Second) // the program has printed and sleeps
@@ -78,7 +80,7 @@ func TestImageDeleted(t *testing.T) {
 		_, err := l.Run(context.Background(), Job{Code: "import time; time.sleep(2); print('done')"})
 		errc <- err
 	}()
-	waitForSandbox(t, l.eng.(*client.Client), l.opts.Instance)
+	waitForSandbox(t, testClient(t), l.opts.Instance)
 	if out, err := exec.Command("docker", "rmi", tag).CombinedOutput(); err != nil {
 		t.Fatalf("docker rmi: %v: %s", err, out)
 	}
@@ -124,7 +126,7 @@ func TestNoCallerDataPersisted(t *testing.T) {
 	var logs syncBuffer
 	l := testLauncher(t, Options{PoolSize: -1})
 	l.log = zerolog.New(&logs).Level(zerolog.TraceLevel)
-	cli := l.eng.(*client.Client)
+	cli := testClient(t)
 	info, err := cli.Info(t.Context(), client.InfoOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +244,7 @@ func TestNoCallerDataPersisted(t *testing.T) {
 // (<graph root>/libpod), its temporary directory and the events log.
 func engineRecordDirs(t *testing.T, cli *client.Client, root string) []string {
 	t.Helper()
-	ei, err := IdentifyEngine(t.Context(), cli)
+	ei, err := engine.Identify(t.Context(), cli)
 	if err != nil {
 		t.Fatal(err)
 	}

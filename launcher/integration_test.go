@@ -19,11 +19,7 @@ import (
 // proves nothing.
 func testLauncher(t testing.TB, opts Options) *Launcher {
 	t.Helper()
-	cli, err := NewClient("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	cli := testClient(t)
 	if opts.Image == "" {
 		opts.Image = os.Getenv("MCP_EXEC_IMAGE")
 	}
@@ -43,7 +39,7 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME") // CI runs a suite under crun too
 	}
 	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
-	l, err := New(cli, opts)
+	l, err := New(testBackend(t, cli, opts.Logger), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +282,8 @@ func TestMissingImage(t *testing.T) {
 }
 
 func TestEngineUnreachable(t *testing.T) {
-	cli, err := NewClient("unix:///nonexistent/docker.sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := New(cli, Options{})
+	cli := testClientAt(t, "unix:///nonexistent/docker.sock")
+	l, err := New(testBackend(t, cli, zerolog.Nop()), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

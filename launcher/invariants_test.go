@@ -24,6 +24,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 	"github.com/mcp-exec/mcp-exec/launcher/probe"
 )
 
@@ -41,7 +43,7 @@ var invariantOptions = launcher.Options{
 // that none of its containers is left.
 func invariantsLauncher(t *testing.T, opts launcher.Options) (*launcher.Launcher, *client.Client) {
 	t.Helper()
-	cli, err := launcher.NewClient("")
+	cli, err := engine.NewClient("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,11 @@ func invariantsLauncher(t *testing.T, opts launcher.Options) (*launcher.Launcher
 		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME")
 	}
 	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	l, err := launcher.New(cli, opts)
+	be, err := docker.New(cli, opts.Logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := launcher.New(be, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +191,8 @@ func TestProbesDetectWeakSandbox(t *testing.T) {
 	// The weakening goes through the docker CLI, whose options Podman's compat API does
 	// not all honour (systempaths=unconfined is ignored; run --rm exits 0): the probes'
 	// ability to fail is shown against Docker.
-	if cli, err := launcher.NewClient(""); err == nil {
-		info, err := launcher.IdentifyEngine(t.Context(), cli)
+	if cli, err := engine.NewClient(""); err == nil {
+		info, err := engine.Identify(t.Context(), cli)
 		cli.Close()
 		if err == nil && info.IsPodman() {
 			t.Skipf("engine is %s: the probe self-test runs against Docker", info)

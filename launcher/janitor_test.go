@@ -13,9 +13,7 @@ import (
 )
 
 // failingRemove is the engine with ContainerRemove failing while fail is set, as an
-// engine that stays away longer than a removal's own retries would look. It embeds
-// the client itself, not the Engine interface, so that the launcher still sees the
-// version call it uses to recognise Podman.
+// engine that stays away longer than a removal's own retries would look.
 type failingRemove struct {
 	*client.Client
 	fail  atomic.Bool
@@ -33,15 +31,11 @@ func (f *failingRemove) ContainerRemove(ctx context.Context, id string, o client
 // TestFailedRemovalRetried: a sandbox whose removal failed is removed by the janitor
 // once the engine answers again, without a restart of the server.
 func TestFailedRemovalRetried(t *testing.T) {
-	cli, err := NewClient("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := testClient(t)
 	eng := &failingRemove{Client: cli}
 	instance := "test-janitor"
-	l, err := New(eng, Options{Image: os.Getenv("MCP_EXEC_IMAGE"), Instance: instance,
-		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)})
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	l, err := New(testBackend(t, eng, log), Options{Image: os.Getenv("MCP_EXEC_IMAGE"), Instance: instance, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +109,7 @@ func TestFailedRemovalRetried(t *testing.T) {
 		t.Errorf("Close took %s with the engine away, want it bounded by the janitor's last attempt", d)
 	}
 	eng.fail.Store(false)
-	l2, _ := New(cli, Options{Instance: instance})
+	l2, _ := New(testBackend(t, cli, zerolog.Nop()), Options{Instance: instance})
 	if n, err := l2.Reap(ctx); err != nil || n != 1 {
 		t.Errorf("reap after close: removed %d (%v), want the 1 left while the engine was away", n, err)
 	}

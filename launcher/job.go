@@ -3,6 +3,8 @@ package launcher
 import (
 	"errors"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Job is one program to run in one fresh sandbox.
@@ -74,9 +76,9 @@ const OutputDir = "/tmp/outputs"
 // Their text is written for the person who deploys the server.
 var (
 	// ErrEngineUnavailable: the container engine did not answer.
-	ErrEngineUnavailable = errors.New("container engine unreachable")
+	ErrEngineUnavailable = backend.ErrEngineUnavailable
 	// ErrImageMissing: the sandbox image is not present in the engine.
-	ErrImageMissing = errors.New("sandbox image missing")
+	ErrImageMissing = backend.ErrImageMissing
 	// ErrSandbox: the sandbox started but broke its protocol (for example the
 	// interpreter is missing from the image).
 	ErrSandbox = errors.New("sandbox failed")

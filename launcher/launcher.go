@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Options configure a Launcher. Zero values take the defaults named on each field.
@@ -83,7 +84,7 @@ func (o Options) withDefaults() Options {
 
 // Launcher runs each Job in a new container and removes it afterwards.
 type Launcher struct {
-	eng   Engine
+	be    Backend
 	opts  Options
 	log   zerolog.Logger
 	slots *slots
@@ -98,9 +99,6 @@ type Launcher struct {
 	runs     sync.WaitGroup // Run calls in flight
 	cleanup  sync.WaitGroup // container removals in flight
 
-	secMu  sync.Mutex
-	secOpt string // the value after "seccomp=": the profile, or for Podman a path to it
-
 	// Removals that failed (the engine was away longer than cleanupTimeout) are tried
 	// again by the janitor until they succeed or the launcher closes.
 	pendMu       sync.Mutex
@@ -111,17 +109,14 @@ type Launcher struct {
 
 const janitorInterval = 10 * time.Second
 
-// New returns a Launcher that talks to eng. It does not contact the engine: call
-// Check for that.
-func New(eng Engine, opts Options) (*Launcher, error) {
+// New returns a Launcher that runs its sandboxes through be. It does not contact the
+// engine: call Check for that.
+func New(be Backend, opts Options) (*Launcher, error) {
 	o := opts.withDefaults()
-	if _, err := seccompJSON(); err != nil {
-		return nil, err
-	}
 	stop, cancel := context.WithCancel(context.Background())
 	closing, stopPool := context.WithCancel(stop)
 	l := &Launcher{
-		eng:      eng,
+		be:       be,
 		opts:     o,
 		log:      o.Logger,
 		slots:    newSlots(o.MaxConcurrent, o.MaxQueue),
@@ -360,11 +355,5 @@ func errorsJoin(errs ...error) error {
 	return errors.Join(keep...)
 }
 
-// GVisor reports whether the runtime is gVisor's runsc, by its name ("runsc", or a
-// name containing "runsc" or "gvisor", as runsc-kvm): the spec, the seccomp profile and
-// the limits check adapt to it, and the probes check from inside that the kernel is
-// gVisor's, so a misnamed runtime fails them.
-func (o Options) GVisor() bool {
-	r := strings.ToLower(o.Runtime)
-	return strings.Contains(r, "runsc") || strings.Contains(r, "gvisor")
-}
+// GVisor reports whether the runtime is gVisor's runsc (backend.GVisor).
+func (o Options) GVisor() bool { return backend.GVisor(o.Runtime) }

@@ -276,13 +276,13 @@ func (p *pool) waitReady(sb *sandbox) error {
 func (p *pool) checkImage() {
 	ctx, cancel := context.WithTimeout(p.l.closing, 10*time.Second)
 	defer cancel()
-	img, err := p.l.eng.ImageInspect(ctx, p.l.opts.Image)
+	id, err := p.l.be.ImageID(ctx, p.l.opts.Image)
 	if err != nil {
 		return // the next refill reports what is wrong
 	}
 	p.mu.Lock()
-	changed := p.imageID != "" && p.imageID != img.ID
-	p.imageID = img.ID
+	changed := p.imageID != "" && p.imageID != id
+	p.imageID = id
 	var stale []*sandbox
 	if changed {
 		stale, p.idle = p.idle, nil

@@ -12,48 +12,33 @@ import (
 
 	"encoding/binary"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/client"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // sandbox is one started container whose streams are attached, waiting for its code.
 type sandbox struct {
 	l    *Launcher
 	id   string
-	conn client.HijackedResponse
+	conn backend.Conn
 	out  *capture
 	dec  *decoder
 	diag *limitedBuffer // the bootstrap's own stderr, for deployers' error messages
-	// streamDone is closed when the attach stream ends: the container has exited
-	// or the connection was closed.
-	streamDone chan struct{}
+	// streamDone is closed when the attached streams end: the sandbox has exited or
+	// the connection was closed.
+	streamDone <-chan struct{}
 }
 
-const createTimeout = 30 * time.Second
-
-// start creates, attaches and starts a sandbox. Attach comes before start: output
-// written before an attach is lost, as there is no log driver to replay it.
+// start creates and starts a sandbox with its streams attached.
 func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
-	profile, err := l.seccompOption(ctx)
+	id, err := l.be.Create(ctx, SpecOf(l.opts))
 	if err != nil {
-		return nil, err
-	}
-	cfg, host := containerSpec(l.opts, profile)
-	// The create is not cancelled with ctx: an engine may finish creating a container
-	// after its client gave up, and that container would leak. It is quick; the
-	// cancellation is honoured right after.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
-	created, err := l.eng.ContainerCreate(cctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
-	cancel()
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("creating sandbox: %w: %q (build it with scripts/images.sh): %w", ErrImageMissing, l.opts.Image, err)
+		if errors.Is(err, ErrImageMissing) {
+			return nil, fmt.Errorf("creating sandbox: %w", err)
 		}
-		return nil, l.engineErr("creating sandbox", err)
+		return nil, l.backendErr("creating sandbox", err)
 	}
 	l.opts.Metrics.ContainerCreated()
-	sb := &sandbox{l: l, id: created.ID, streamDone: make(chan struct{}), diag: &limitedBuffer{max: 4096}}
+	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}}
 	defer func() {
 		if err != nil {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -69,26 +54,14 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	att, err := l.eng.ContainerAttach(ctx, sb.id, client.ContainerAttachOptions{
-		Stream: true, Stdin: true, Stdout: true, Stderr: true,
-	})
-	if err != nil {
-		return nil, l.engineErr(fmt.Sprintf("attaching to sandbox %s", shortID(sb.id)), err)
-	}
-	sb.conn = att.HijackedResponse
 	sb.out = newCapture(l.opts.MaxOutputBytes)
 	sb.dec = newDecoder(sb.out, l.opts.MaxFileBytes)
-	go func() {
-		defer close(sb.streamDone)
-		// Always demultiplex: the API may not announce the stream's content type.
-		// Read through the hijacked Reader, which may already hold buffered bytes.
-		_, _ = stdcopy.StdCopy(sb.dec, sb.diag, sb.conn.Reader)
-	}()
-
-	if _, err := l.eng.ContainerStart(ctx, sb.id, client.ContainerStartOptions{}); err != nil {
-		sb.conn.Close()
-		return nil, l.engineErr(fmt.Sprintf("starting sandbox %s", shortID(sb.id)), err)
+	conn, err := l.be.Start(ctx, sb.id, sb.dec, sb.diag)
+	if err != nil {
+		l.opts.Metrics.EngineError()
+		return nil, err
 	}
+	sb.conn, sb.streamDone = conn, conn.Done()
 	l.log.Debug().Str("container_id", shortID(sb.id)).Msg("sandbox started")
 	return sb, nil
 }
@@ -171,7 +144,7 @@ func (sb *sandbox) wait(ctx context.Context, began time.Time, timeout, tick <-ch
 // its stdin, so the result never waits for this goroutine; closing the connection
 // (dispose) ends it.
 func (sb *sandbox) deliver(job Job, delivered chan<- error) {
-	w := sb.conn.Conn
+	w := sb.conn
 	files := encodeFiles(job.Files)
 	header := "MCPEXEC2 " + strconv.Itoa(len(job.Code)) + " " + strconv.Itoa(len(files)) + "\n"
 	if _, err := io.WriteString(w, header+job.Code); err != nil {
@@ -230,8 +203,7 @@ func (sb *sandbox) finished(d time.Duration) (Result, error) {
 func (sb *sandbox) timedOut(ctx context.Context, d time.Duration) (Result, error) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := sb.l.eng.ContainerKill(kctx, sb.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil &&
-		!cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+	if err := sb.l.be.Kill(kctx, sb.id); err != nil {
 		sb.l.log.Warn().Err(err).Str("container_id", shortID(sb.id)).Msg("killing timed-out sandbox")
 	}
 	// Frames already in flight still count; wait briefly for the stream to end.
@@ -252,23 +224,22 @@ func (sb *sandbox) timedOut(ctx context.Context, d time.Duration) (Result, error
 func (sb *sandbox) vanished(ctx context.Context, d time.Duration) (Result, error) {
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	info, err := sb.l.eng.ContainerInspect(ictx, sb.id, client.ContainerInspectOptions{})
+	state, err := sb.l.be.Inspect(ictx, sb.id)
 	if err != nil {
-		return Result{}, sb.l.engineErr(fmt.Sprintf("sandbox %s ended without a result; inspecting it", shortID(sb.id)), err)
+		return Result{}, sb.l.backendErr(fmt.Sprintf("sandbox %s ended without a result; inspecting it", shortID(sb.id)), err)
 	}
-	state := info.Container.State
-	if state == nil || state.Running {
+	if state.Running {
 		return Result{}, sb.brokenErr(errors.New("lost the sandbox's output stream"))
 	}
 	if diag := sb.diag.String(); diag != "" && !state.OOMKilled {
 		return Result{}, sb.brokenErr(errors.New("bootstrap ended without a result"))
 	}
-	switch state.ExitCode {
+	switch state.Code {
 	case bootExitUsage, bootExitFailed:
-		return Result{}, sb.brokenErr(fmt.Errorf("bootstrap failed (container exit code %d)", state.ExitCode))
+		return Result{}, sb.brokenErr(fmt.Errorf("bootstrap failed (container exit code %d)", state.Code))
 	}
 	stdout, stderr, truncated := sb.out.result()
-	note := fmt.Sprintf("[mcp-exec] the sandbox was stopped before the program reported its exit (container exit code %d", state.ExitCode)
+	note := fmt.Sprintf("[mcp-exec] the sandbox was stopped before the program reported its exit (container exit code %d", state.Code)
 	if state.OOMKilled {
 		note += ", killed for memory"
 	}
@@ -278,7 +249,7 @@ func (sb *sandbox) vanished(ctx context.Context, d time.Duration) (Result, error
 	}
 	return Result{
 		Stdout: stdout, Stderr: stderr + note, Truncated: truncated,
-		ExitCode: state.ExitCode, Signal: signalOf(state.ExitCode), OOMKilled: state.OOMKilled,
+		ExitCode: state.Code, Signal: signalOf(state.Code), OOMKilled: state.OOMKilled,
 		Duration: d,
 	}, nil
 }

@@ -4,46 +4,51 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
-
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/client"
 )
 
-// What the self-checks (launcher/probe) ask of the engine about this launcher's
-// sandboxes.
+// What the self-checks (launcher/probe) ask about this launcher's sandboxes.
 
-// SandboxPid returns the host pid of running sandbox id's init process, as the engine
-// reports it.
-func (l *Launcher) SandboxPid(ctx context.Context, id string) (int, error) {
-	info, err := l.eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-	if err != nil {
-		return 0, l.engineErr(fmt.Sprintf("inspecting sandbox %s", shortID(id)), err)
-	}
-	if st := info.Container.State; st == nil || !st.Running || st.Pid == 0 {
-		return 0, fmt.Errorf("sandbox %s is not running", shortID(id))
-	}
-	return info.Container.State.Pid, nil
+// ErrNoHostPid: the backend cannot say which host process a sandbox is (it does not
+// implement HostPider), so evidence from the engine's host cannot be taken.
+var ErrNoHostPid = errors.New("the backend does not report a sandbox's host process")
+
+// HostPider is implemented by backends whose sandboxes are processes on the engine's
+// host (launcher/docker): HostPid returns the host pid of running sandbox id's init.
+type HostPider interface {
+	HostPid(ctx context.Context, id string) (int, error)
 }
 
-// AwaitRemoved returns once the engine no longer knows container id (the launcher
-// removes a sandbox in the background once its result is in), or after 45 s.
+// SandboxPid returns the host pid of running sandbox id's init process, as the
+// backend reports it, or an error wrapping ErrNoHostPid.
+func (l *Launcher) SandboxPid(ctx context.Context, id string) (int, error) {
+	hp, ok := l.be.(HostPider)
+	if !ok {
+		return 0, fmt.Errorf("sandbox %s: %w", shortID(id), ErrNoHostPid)
+	}
+	pid, err := hp.HostPid(ctx, id)
+	if err != nil {
+		return 0, l.backendErr(fmt.Sprintf("inspecting sandbox %s", shortID(id)), err)
+	}
+	return pid, nil
+}
+
+// AwaitRemoved returns once the backend no longer lists sandbox id (the launcher
+// removes a sandbox in the background once its result is in), or fails after 45 s.
 func (l *Launcher) AwaitRemoved(ctx context.Context, id string) error {
 	if id == "" {
-		return errors.New("no container id to await")
+		return errors.New("no sandbox id to await")
 	}
 	for deadline := time.Now().Add(45 * time.Second); ; {
-		_, err := l.eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		ids, err := l.be.List(ctx, l.opts.Instance)
 		switch {
-		case cerrdefs.IsNotFound(err) || err != nil && strings.Contains(err.Error(), "no such container"):
-			// Podman answers an inspect that races the removal with 500 "... does not
-			// exist in database: no such container", then 404.
-			return nil
 		case err != nil:
-			return fmt.Errorf("inspecting container %.12s: %w", id, err)
+			return l.backendErr("listing sandboxes", err)
+		case !slices.Contains(ids, id):
+			return nil
 		case time.Now().After(deadline):
-			return fmt.Errorf("container %.12s still exists 45s after its run ended", id)
+			return fmt.Errorf("sandbox %s still exists 45s after its run ended", shortID(id))
 		}
 		select {
 		case <-ctx.Done():

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 // TestStdinUnreadStress: programs that end without reading their stdin (1 MiB), 48 of
@@ -17,12 +19,7 @@ import (
 // with MCP_EXEC_TEST_STRESS=1, against any engine.
 func TestStdinUnreadStress(t *testing.T) {
 	if os.Getenv("MCP_EXEC_TEST_STRESS") != "1" {
-		cli, err := NewClient("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := IdentifyEngine(t.Context(), cli)
-		cli.Close()
+		info, err := engine.Identify(t.Context(), testClient(t))
 		if err != nil && os.Getenv("CI") == "" {
 			t.Skipf("no engine: %v", err)
 		}

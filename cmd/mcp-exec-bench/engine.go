@@ -14,9 +14,10 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
 )
 
-// timedEngine is the launcher's Engine with every call timed, and with a gate that
+// timedEngine is the Docker backend's client with every call timed, and with a gate that
 // can hold container creation back (the deferred-refill diagnostic).
 type timedEngine struct {
 	*client.Client
@@ -27,7 +28,7 @@ type timedEngine struct {
 	gate  chan struct{} // non-nil: ContainerCreate waits until it is closed
 }
 
-var _ launcher.Engine = (*timedEngine)(nil)
+var _ docker.Client = (*timedEngine)(nil)
 
 func newTimedEngine(cli *client.Client) *timedEngine {
 	return &timedEngine{Client: cli, times: map[string][]time.Duration{}}

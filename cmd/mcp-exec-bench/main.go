@@ -36,6 +36,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 type snippet struct{ name, code, want string }
@@ -153,7 +155,7 @@ type bench struct {
 }
 
 func run(ctx context.Context, cfg config) int {
-	cli, err := launcher.NewClient(cfg.engineHost)
+	cli, err := engine.NewClient(cfg.engineHost)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcp-exec-bench:", err)
 		return 1
@@ -166,7 +168,7 @@ func run(ctx context.Context, cfg config) int {
 		fmt.Fprintf(os.Stderr, "mcp-exec-bench: the engine at %s does not answer: %v\n", cli.DaemonHost(), err)
 		return 1
 	}
-	profile, err := launcher.SeccompProfile()
+	profile, err := docker.SeccompProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcp-exec-bench:", err)
 		return 1

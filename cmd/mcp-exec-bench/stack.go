@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
 
@@ -31,7 +32,11 @@ func newStack(ctx context.Context, cli *client.Client, image, runtime string, op
 	opts.Runtime = runtime
 	opts.Instance = benchLabel
 	opts.Logger = zerolog.Nop()
-	l, err := launcher.New(eng, opts)
+	be, err := docker.New(eng, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	l, err := launcher.New(be, opts)
 	if err != nil {
 		return nil, err
 	}

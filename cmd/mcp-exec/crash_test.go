@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 // TestRestartReapsOrphans: a server killed with SIGKILL mid-exec leaves its sandbox
@@ -26,7 +27,7 @@ func TestRestartReapsOrphans(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	cli, err := launcher.NewClient("")
+	cli, err := engine.NewClient("")
 	if err != nil {
 		t.Fatal(err)
 	}

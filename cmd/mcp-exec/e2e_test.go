@@ -34,6 +34,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 const (
@@ -373,7 +374,7 @@ func e2eFreePort() (int, error) {
 // e2eAssertNoContainers checks that the engine holds no container of instance.
 func e2eAssertNoContainers(t *testing.T, instance string) {
 	t.Helper()
-	cli, err := launcher.NewClient("")
+	cli, err := engine.NewClient("")
 	if err != nil {
 		t.Errorf("engine client: %v", err)
 		return

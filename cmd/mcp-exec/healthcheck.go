@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/mcp-exec/mcp-exec/launcher"
 )
 
 // healthcheck is `mcp-exec healthcheck`, for compose healthchecks and for stdio
@@ -27,10 +25,7 @@ func healthcheck(ctx context.Context, cfg Config, stderr io.Writer) int {
 			return 1
 		}
 		defer cli.Close()
-		l, err := launcher.New(cli, launcher.Options{Image: cfg.Image, Logger: zerolog.Nop()})
-		if err == nil {
-			err = l.Check(ctx)
-		}
+		err = checkEngine(ctx, cli, cfg.Image)
 		if err != nil {
 			fmt.Fprintf(stderr, "unhealthy: %v\n", err)
 			return 1

@@ -20,6 +20,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 func main() {
@@ -127,7 +129,12 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := launcher.New(cli, launcher.Options{
+	be, err := docker.New(cli, log)
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	l, err := launcher.New(be, launcher.Options{
 		Image:          cfg.Image,
 		Python:         cfg.Python,
 		Memory:         cfg.Memory,
@@ -179,7 +186,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 		}
 	}
 	l.StartPool()
-	name, err := launcher.EngineName(cctx, cli)
+	name, err := l.EngineName(cctx)
 	if err != nil {
 		name = "unknown engine: " + err.Error()
 	}
@@ -187,13 +194,27 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	return l, cleanup, nil
 }
 
-// engineClient connects to the configured engine (launcher.NewClientWith), logging
+// engineClient connects to the configured engine (engine.NewClientWith), logging
 // an insecure connection that --allow-insecure-engine let through as an error.
 func engineClient(cfg Config, log zerolog.Logger) (*client.Client, error) {
-	return launcher.NewClientWith(cfg.EngineHost, launcher.ConnOptions{
+	return engine.NewClientWith(cfg.EngineHost, engine.ConnOptions{
 		AllowInsecure: cfg.AllowInsecureEngine,
 		Warn:          func(msg string) { log.Error().Msg(msg) },
 	})
+}
+
+// checkEngine is Launcher.Check on a client of its own: the engine answers and
+// image is present.
+func checkEngine(ctx context.Context, cli *client.Client, image string) error {
+	be, err := docker.New(cli, zerolog.Nop())
+	if err != nil {
+		return err
+	}
+	l, err := launcher.New(be, launcher.Options{Image: image, Logger: zerolog.Nop()})
+	if err != nil {
+		return err
+	}
+	return l.Check(ctx)
 }
 
 func splitList(s string) []string {

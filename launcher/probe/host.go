@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // ErrNoHostView: the runner does not see the engine host's processes (it runs in a
@@ -48,7 +48,7 @@ const gvisorCaps = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<18 | 1<<19
 // capability in the host's user namespace, and is not in the host's network namespace;
 // the program's processes (runc) run as uid 65532 with no capability at all; and the
 // container's cgroup carries the configured memory (no swap), pids and CPU limits
-// (under gVisor the pids limit there is launcher.GVisorHostPids: the program's own
+// (under gVisor the pids limit there is backend.GVisorHostPids: the program's own
 // limit is RLIMIT_NPROC inside). It returns what it saw, one line per process and
 // limit, and ErrNoHostView (wrapped) when h does not show the sandbox's processes.
 func HostEvidence(h Host, p Params, sb Sandbox) (string, error) {
@@ -155,7 +155,7 @@ func (h Host) processes(sb Sandbox) ([]int, map[string]string, error) {
 func (h Host) cgroupLimits(cg map[string]string, p Params) ([]string, []error) {
 	wantPids := p.Pids
 	if p.GVisor {
-		wantPids = launcher.GVisorHostPids(p.Pids)
+		wantPids = backend.GVisorHostPids(p.Pids)
 	}
 	mem, quota := strconv.FormatInt(p.Memory, 10), strconv.FormatInt(int64(p.CPUs*100000+0.5), 10)
 	type limit struct{ what, file, want string }

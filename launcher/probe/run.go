@@ -87,6 +87,8 @@ func runOutside(ctx context.Context, r Runner, e Engine, pr Probe) (launcher.Res
 		var pid int
 		if pid, err = e.SandboxPid(ctx, id); err == nil {
 			evidence, err = pr.Outside(ctx, Sandbox{ID: id, Pid: pid})
+		} else if errors.Is(err, launcher.ErrNoHostPid) {
+			err = fmt.Errorf("%w: %w", ErrNoHostView, err)
 		}
 		cancel()
 		if jobErr := <-done; err == nil && jobErr != nil && !errors.Is(jobErr, context.Canceled) {

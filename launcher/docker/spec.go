@@ -1,61 +1,32 @@
-package launcher
+package docker
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/moby/moby/api/types/container"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
-// Labels on every sandbox container. They carry ownership metadata only, never
-// caller data, so that a restarted server can find and remove what it left behind.
-const (
-	LabelRole     = "dev.mcp-exec.role"     // always "sandbox"
-	LabelInstance = "dev.mcp-exec.instance" // Options.Instance of the server that made it
-)
-
-// sandboxUID is the unprivileged user every program runs as (the distroless
-// "nonroot" id, which the image also defines).
-const sandboxUID = "65532:65532"
-
-// WorkDir is the program's working directory: the private tmpfs.
-const WorkDir = "/tmp"
-
-// sandboxEnv is the whole environment of a sandbox: nothing from the server's.
-var sandboxEnv = []string{
-	"PATH=/usr/local/bin:/usr/bin:/bin",
-	"HOME=/tmp",
-	"LANG=C.UTF-8",
-	"MPLBACKEND=Agg",
-	"MPLCONFIGDIR=/tmp/.config/matplotlib",
-	"XDG_CACHE_HOME=/tmp/.cache",
-	"XDG_CONFIG_HOME=/tmp/.config",
-	"PYTHONDONTWRITEBYTECODE=1",
-	// Podman adds TERM=xterm and container=podman unless they are set: pin them so
-	// that every engine gives the same environment.
-	"TERM=dumb",
-	"container=mcp-exec",
-}
-
-// SandboxEnv returns a copy of a sandbox's whole environment, for tools that compare
-// other containers with the launcher's (the benchmark's `docker run` baseline).
-func SandboxEnv() []string { return slices.Clone(sandboxEnv) }
-
-// containerSpec is the single place where a sandbox's configuration is decided. It is
-// pure: the same Options give the same containers, cold or warm. Every field that
-// weakens isolation when left at the engine's default is set explicitly here.
-func containerSpec(o Options, seccompProfile string) (*container.Config, *container.HostConfig) {
-	pids := o.Pids
+// ContainerSpec is the single place where a sandbox container's configuration is
+// decided; everything that runs a sandbox container (the Backend, the benchmark's
+// `docker run` baseline and churn) takes it from here. It is pure: the same Spec gives
+// the same containers, cold or warm. Every field that weakens isolation when left at
+// the engine's default is set explicitly here. seccompOption is what follows
+// "seccomp=": the profile (SeccompProfile) or, for Podman, the path of a file holding it.
+func ContainerSpec(s backend.Spec, seccompOption string) (*container.Config, *container.HostConfig) {
+	pids := s.Pids
 	cfg := &container.Config{
-		Image:           o.Image,
-		User:            sandboxUID,
-		Cmd:             bootCommand(o),
+		Image:           s.Image,
+		User:            strconv.Itoa(s.UID) + ":" + strconv.Itoa(s.GID),
+		Cmd:             slices.Clone(s.Command),
 		Entrypoint:      []string{},
-		Env:             append([]string(nil), sandboxEnv...),
-		WorkingDir:      WorkDir,
-		Hostname:        "sandbox",
+		Env:             slices.Clone(s.Env),
+		WorkingDir:      s.WorkDir,
+		Hostname:        s.Hostname,
 		NetworkDisabled: true,
 		// Code and stdin arrive on the attached stdin stream. StdinOnce makes the
 		// engine close the program's stdin when we half-close the stream.
@@ -65,10 +36,7 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 		OpenStdin:    true,
 		StdinOnce:    true,
 		Tty:          false,
-		Labels: map[string]string{
-			LabelRole:     "sandbox",
-			LabelInstance: o.Instance,
-		},
+		Labels:       maps.Clone(s.Labels),
 	}
 	host := &container.HostConfig{
 		NetworkMode:    "none",
@@ -76,13 +44,13 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 		CapDrop:        []string{"ALL"},
 		SecurityOpt: []string{
 			"no-new-privileges:true",
-			"seccomp=" + seccompProfile,
+			"seccomp=" + seccompOption,
 		},
 		// The json-file driver would write the program's output under the engine's
 		// data root while it runs; attach works without any log driver.
 		LogConfig: container.LogConfig{Type: "none"},
 		Tmpfs: map[string]string{
-			WorkDir: tmpfsOptions(o.TmpfsSize, "rw,noexec,nosuid,nodev"),
+			s.WorkDir: tmpfsOptions(s.TmpfsSize, "rw,noexec,nosuid,nodev"),
 			// Podman mounts writable, unlimited, exec-allowed tmpfs at /run and
 			// /var/tmp even under a read-only root; explicit read-only mounts close
 			// them (on Docker they merely shadow empty directories).
@@ -90,20 +58,20 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 			"/var/tmp": "ro,noexec,nosuid,nodev,size=65536",
 		},
 		IpcMode:     "private",
-		ShmSize:     o.TmpfsSize,
-		Runtime:     o.Runtime,
+		ShmSize:     s.TmpfsSize,
+		Runtime:     s.Runtime,
 		AutoRemove:  false, // we remove it ourselves, on every path
 		Privileged:  false,
 		Init:        new(false), // the bootstrap is PID 1 so the program cannot signal it
 		OomScoreAdj: 0,
 		Resources: container.Resources{
-			Memory:     o.Memory,
-			MemorySwap: o.Memory, // equal to Memory: no swap
-			NanoCPUs:   nanoCPUs(o.CPUs),
+			Memory:     s.Memory,
+			MemorySwap: s.Memory, // equal to Memory: no swap
+			NanoCPUs:   nanoCPUs(s.CPUs),
 			PidsLimit:  &pids,
 		},
 	}
-	if o.GVisor() {
+	if backend.GVisor(s.Runtime) {
 		// gVisor's kernel runs the program's tasks: threads are not host tasks, and each
 		// process costs the host a few (measured: 1-2 with systrap, ~7 with ptrace), on
 		// top of the Sentry's and the Gofer's ~26-40. So the pids limit is enforced
@@ -111,8 +79,8 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 		// count every sandbox's uid 65532 together), and the host's pids cgroup is a
 		// backstop sized for gVisor's overhead: past it a spawn fails with ENOMEM, and
 		// with the old ptrace platform the whole sandbox dies.
-		host.Ulimits = []*container.Ulimit{{Name: "nproc", Soft: o.Pids, Hard: o.Pids}}
-		hostPids := GVisorHostPids(o.Pids)
+		host.Ulimits = []*container.Ulimit{{Name: "nproc", Soft: s.Pids, Hard: s.Pids}}
+		hostPids := backend.GVisorHostPids(s.Pids)
 		host.Resources.PidsLimit = &hostPids
 	}
 	// Setting ReadonlyPaths replaces the engine's default list (MaskedPaths stays the
@@ -120,10 +88,6 @@ func containerSpec(o Options, seccompProfile string) (*container.Config, *contai
 	host.ReadonlyPaths = append([]string(nil), readonlyPaths...)
 	return cfg, host
 }
-
-// GVisorHostPids is the host's pids cgroup limit of a gVisor sandbox whose program
-// may have pids tasks (see containerSpec).
-func GVisorHostPids(pids int64) int64 { return 8*pids + 64 }
 
 // readonlyPaths is the HostConfig.ReadonlyPaths of every sandbox: the runtime bind-mounts
 // each existing path onto itself read-only, after the other mounts; absent paths are
@@ -159,18 +123,4 @@ func nanoCPUs(cpus float64) int64 {
 
 func tmpfsOptions(size int64, flags string) string {
 	return flags + ",size=" + strconv.FormatInt(size, 10) + ",mode=1777"
-}
-
-// bootCommand runs the bootstrap as PID 1. It is fixed text, the same for every
-// exec: nothing in it comes from the caller.
-func bootCommand(o Options) []string {
-	return []string{
-		o.Python, "-I", "-c", bootSource,
-		"parent",
-		strconv.Itoa(o.MaxOutputBytes),
-		strings.Join(o.Preload, ","),
-		OutputDir,
-		strconv.Itoa(o.MaxFileBytes),
-		strconv.Itoa(o.MaxFilesBytes),
-	}
 }

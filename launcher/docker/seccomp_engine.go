@@ -1,4 +1,4 @@
-package launcher
+package docker
 
 import (
 	"context"
@@ -8,42 +8,46 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 // seccompOption is what follows "seccomp=" in SecurityOpt. Docker takes the profile
 // itself; Podman's compat API (4.x, 5.x: podman#27710) opens the value as a file on
 // the engine's host, so for Podman it is the path of a file holding the profile.
-func (l *Launcher) seccompOption(ctx context.Context) (string, error) {
-	l.secMu.Lock()
-	defer l.secMu.Unlock()
-	if l.secOpt != "" {
-		return l.secOpt, nil
+// Under gVisor (runtime, backend.GVisor) the profile is gvisorSeccompJSON.
+func (b *Backend) seccompOption(ctx context.Context, runtime string) (string, error) {
+	b.secMu.Lock()
+	defer b.secMu.Unlock()
+	gvisor, i := backend.GVisor(runtime), 0
+	if gvisor {
+		i = 1
+	}
+	if opt := b.secOpt[i]; opt != "" {
+		return opt, nil
 	}
 	profile, err := seccompJSON()
-	if l.opts.GVisor() {
+	if gvisor {
 		profile, err = gvisorSeccompJSON()
 	}
 	if err != nil {
 		return "", err
 	}
-	v, ok := l.eng.(versioner)
-	if !ok {
-		return profile, nil
-	}
-	info, err := IdentifyEngine(ctx, v)
+	info, err := engine.Identify(ctx, b.cli)
 	if err != nil {
-		return "", l.engineErr("identifying engine", err)
+		return "", fmt.Errorf("identifying engine: %w", b.classify(err))
 	}
 	if !info.IsPodman() {
-		l.secOpt = profile
+		b.secOpt[i] = profile
 		return profile, nil
 	}
 	path, err := writeSeccompFile(profile)
 	if err != nil {
 		return "", err
 	}
-	l.log.Info().Str("engine", info.String()).Str("seccomp_profile", path).Msg("podman reads the seccomp profile from a file")
-	l.secOpt = path
+	b.log.Info().Str("engine", info.String()).Str("seccomp_profile", path).Msg("podman reads the seccomp profile from a file")
+	b.secOpt[i] = path
 	return path, nil
 }
 

@@ -6,7 +6,7 @@
 // stops them; built only with -tags remoteengine, and then nothing is optional: a
 // missing variable fails the test.
 
-package launcher
+package engine_test
 
 import (
 	"crypto/x509"
@@ -19,6 +19,9 @@ import (
 	"testing"
 
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 func requireEnv(t *testing.T, name string) string {
@@ -30,7 +33,7 @@ func requireEnv(t *testing.T, name string) string {
 	return v
 }
 
-// engineEnv points NewClient("") at host with exactly the given TLS variables.
+// engineEnv points engine.NewClient("") at host with exactly the given TLS variables.
 func engineEnv(t *testing.T, host string, tlsEnv map[string]string) {
 	t.Helper()
 	t.Setenv("DOCKER_HOST", host)
@@ -45,7 +48,7 @@ func TestTLSEngineLive(t *testing.T) {
 	verified := map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": certs}
 
 	// The main engine, to prove the TLS one is another.
-	local, err := client.New(client.WithHost("unix://" + dockerSocket))
+	local, err := client.New(client.WithHost("unix://" + engine.DockerSocket))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +60,7 @@ func TestTLSEngineLive(t *testing.T) {
 
 	t.Run("jobs over verified TLS", func(t *testing.T) {
 		engineEnv(t, host, verified)
-		cli, err := NewClient("")
+		cli, err := engine.NewClient("")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,13 +68,13 @@ func TestTLSEngineLive(t *testing.T) {
 		if cli.DaemonHost() != host {
 			t.Errorf("DaemonHost = %q, want %q", cli.DaemonHost(), host)
 		}
-		name, err := EngineName(t.Context(), cli)
+		name, err := engine.Name(t.Context(), cli)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("engine at %s: %s", cli.DaemonHost(), name)
-		if !strings.HasPrefix(name, ProductDocker) {
-			t.Errorf("engine name %q, want %s", name, ProductDocker)
+		if !strings.HasPrefix(name, engine.ProductDocker) {
+			t.Errorf("engine name %q, want %s", name, engine.ProductDocker)
 		}
 		info, err := cli.Info(t.Context(), client.InfoOptions{})
 		if err != nil {
@@ -81,16 +84,13 @@ func TestTLSEngineLive(t *testing.T) {
 			t.Fatalf("the TLS engine is the main engine (data root %s)", info.Info.DockerRootDir)
 		}
 
-		l := testLauncher(t, Options{Instance: "test-remote-tls"})
+		l := testLauncher(t, launcher.Options{Instance: "test-remote-tls"})
 		runRemoteJobs(t, l)
 
 		// Errors name the engine they are about.
-		l2, err := New(cli, Options{Image: "mcp-exec/not-there:v0", Instance: "test-remote-tls-missing"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l2.Check(t.Context()); !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), host) {
-			t.Errorf("Check = %v, want ErrImageMissing naming %s", err, host)
+		l2 := newLauncher(t, cli, launcher.Options{Image: "mcp-exec/not-there:v0", Instance: "test-remote-tls-missing"})
+		if err := l2.Check(t.Context()); !errors.Is(err, launcher.ErrImageMissing) || !strings.Contains(err.Error(), host) {
+			t.Errorf("Check = %v, want launcher.ErrImageMissing naming %s", err, host)
 		}
 	})
 
@@ -98,7 +98,7 @@ func TestTLSEngineLive(t *testing.T) {
 	ping := func(t *testing.T, env map[string]string) error {
 		t.Helper()
 		engineEnv(t, host, env)
-		cli, err := NewClient("")
+		cli, err := engine.NewClient("")
 		if err != nil {
 			return err
 		}
@@ -107,10 +107,10 @@ func TestTLSEngineLive(t *testing.T) {
 		return err
 	}
 
-	rogue := newTestCA(t)
+	rogue := engine.NewTestCA(t)
 	t.Run("client without a certificate is refused", func(t *testing.T) {
 		dir := t.TempDir()
-		copyFile(t, filepath.Join(certs, "ca.pem"), filepath.Join(dir, "ca.pem"))
+		engine.CopyFile(t, filepath.Join(certs, "ca.pem"), filepath.Join(dir, "ca.pem"))
 		err := ping(t, map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": dir})
 		if err == nil || !strings.Contains(err.Error(), "tls: ") {
 			t.Fatalf("ping = %v, want a TLS refusal", err)
@@ -119,8 +119,8 @@ func TestTLSEngineLive(t *testing.T) {
 	})
 	t.Run("client certificate from another CA is refused", func(t *testing.T) {
 		dir := t.TempDir()
-		copyFile(t, filepath.Join(certs, "ca.pem"), filepath.Join(dir, "ca.pem"))
-		cert, key := rogue.issue(t, true)
+		engine.CopyFile(t, filepath.Join(certs, "ca.pem"), filepath.Join(dir, "ca.pem"))
+		cert, key := rogue.Issue(t, true)
 		os.WriteFile(filepath.Join(dir, "cert.pem"), cert, 0o600)
 		os.WriteFile(filepath.Join(dir, "key.pem"), key, 0o600)
 		err := ping(t, map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": dir})
@@ -132,9 +132,9 @@ func TestTLSEngineLive(t *testing.T) {
 	t.Run("engine certificate not from ca.pem is refused", func(t *testing.T) {
 		// The right client certificate, but a ca.pem that did not sign the engine's.
 		dir := t.TempDir()
-		copyFile(t, filepath.Join(certs, "cert.pem"), filepath.Join(dir, "cert.pem"))
-		copyFile(t, filepath.Join(certs, "key.pem"), filepath.Join(dir, "key.pem"))
-		os.WriteFile(filepath.Join(dir, "ca.pem"), rogue.pem, 0o600)
+		engine.CopyFile(t, filepath.Join(certs, "cert.pem"), filepath.Join(dir, "cert.pem"))
+		engine.CopyFile(t, filepath.Join(certs, "key.pem"), filepath.Join(dir, "key.pem"))
+		os.WriteFile(filepath.Join(dir, "ca.pem"), rogue.PEM(), 0o600)
 		err := ping(t, map[string]string{"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": dir})
 		var unknown x509.UnknownAuthorityError
 		if !errors.As(err, &unknown) {
@@ -148,9 +148,9 @@ func TestTLSEngineLive(t *testing.T) {
 	})
 	t.Run("DOCKER_TLS without verification works on loopback, like the CLI", func(t *testing.T) {
 		dir := t.TempDir()
-		copyFile(t, filepath.Join(certs, "cert.pem"), filepath.Join(dir, "cert.pem"))
-		copyFile(t, filepath.Join(certs, "key.pem"), filepath.Join(dir, "key.pem"))
-		os.WriteFile(filepath.Join(dir, "ca.pem"), rogue.pem, 0o600) // not checked
+		engine.CopyFile(t, filepath.Join(certs, "cert.pem"), filepath.Join(dir, "cert.pem"))
+		engine.CopyFile(t, filepath.Join(certs, "key.pem"), filepath.Join(dir, "key.pem"))
+		os.WriteFile(filepath.Join(dir, "ca.pem"), rogue.PEM(), 0o600) // not checked
 		if err := ping(t, map[string]string{"DOCKER_TLS": "1", "DOCKER_CERT_PATH": dir}); err != nil {
 			t.Fatal(err)
 		}
@@ -182,51 +182,47 @@ func TestSSHEngineLive(t *testing.T) {
 	t.Run("jobs over ssh", func(t *testing.T) {
 		sshVia(t, config)
 		engineEnv(t, host, nil)
-		cli, err := NewClient("")
+		cli, err := engine.NewClient("")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer cli.Close()
-		name, err := EngineName(t.Context(), cli)
+		name, err := engine.Name(t.Context(), cli)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("engine at %s: %s", cli.DaemonHost(), name)
-		if !strings.HasPrefix(name, ProductDocker) || !strings.HasPrefix(cli.DaemonHost(), "ssh://127.0.0.1:") {
-			t.Errorf("engine %q at %q, want %s at ssh://127.0.0.1:PORT", name, cli.DaemonHost(), ProductDocker)
+		if !strings.HasPrefix(name, engine.ProductDocker) || !strings.HasPrefix(cli.DaemonHost(), "ssh://127.0.0.1:") {
+			t.Errorf("engine %q at %q, want %s at ssh://127.0.0.1:PORT", name, cli.DaemonHost(), engine.ProductDocker)
 		}
-		l := testLauncher(t, Options{Instance: "test-remote-ssh"})
+		l := testLauncher(t, launcher.Options{Instance: "test-remote-ssh"})
 		runRemoteJobs(t, l)
-		if len(sshChildren()) == 0 {
+		if len(engine.SSHChildren()) == 0 {
 			t.Error("no ssh process seen while the client is open: the leftover check would prove nothing")
 		}
 	})
-	assertNoSSHChildren(t)
+	engine.AssertNoSSHChildren(t)
 
 	t.Run("unknown host key is refused", func(t *testing.T) {
 		sshVia(t, unknown)
 		engineEnv(t, host, nil)
 		l := testLauncherNoCheck(t)
 		err := l.Check(t.Context())
-		if err == nil || !strings.Contains(err.Error(), "Host key verification failed") || !errors.Is(err, ErrEngineUnavailable) {
-			t.Fatalf("Check = %v, want ErrEngineUnavailable with ssh's host key refusal", err)
+		if err == nil || !strings.Contains(err.Error(), "Host key verification failed") || !errors.Is(err, launcher.ErrEngineUnavailable) {
+			t.Fatalf("Check = %v, want launcher.ErrEngineUnavailable with ssh's host key refusal", err)
 		}
 		t.Logf("refused: %v", err)
 	})
-	assertNoSSHChildren(t)
+	engine.AssertNoSSHChildren(t)
 }
 
-// testLauncherNoCheck is a launcher on NewClient("") that has not talked to the engine.
-func testLauncherNoCheck(t *testing.T) *Launcher {
+// testLauncherNoCheck is a launcher on engine.NewClient("") that has not talked to the engine.
+func testLauncherNoCheck(t *testing.T) *launcher.Launcher {
 	t.Helper()
-	cli, err := NewClient("")
+	cli, err := engine.NewClient("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	l, err := New(cli, Options{Image: "mcp-exec/python-sandbox:v1", Instance: "test-remote-unchecked"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return newLauncher(t, cli, launcher.Options{Image: "mcp-exec/python-sandbox:v1", Instance: "test-remote-unchecked"})
 }

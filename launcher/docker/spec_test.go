@@ -1,4 +1,4 @@
-package launcher
+package docker
 
 import (
 	"os"
@@ -9,9 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/moby/moby/api/types/container"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
-// specTestProfile stands in for the seccomp profile JSON: containerSpec only embeds it.
+// specTestProfile stands in for the seccomp profile JSON: ContainerSpec only embeds it.
 const specTestProfile = "PROFILE"
 
 // specWantEnv is the complete sandbox environment, spelled out here rather than taken
@@ -31,7 +34,7 @@ var specWantEnv = []string{
 
 // specCustomOptions overrides every option that reaches the container.
 func specCustomOptions() Options {
-	return Options{
+	return withDefaults(Options{
 		Image:          "example.test/sandbox:v9",
 		Python:         "/usr/bin/python3.12",
 		Memory:         512 * MiB,
@@ -44,7 +47,7 @@ func specCustomOptions() Options {
 		MaxFilesBytes:  2 * MiB,
 		Instance:       "ci-42",
 		Preload:        []string{"numpy", "pandas"},
-	}.withDefaults()
+	})
 }
 
 // specLimits are the values that depend on Options.
@@ -279,12 +282,12 @@ func TestHardeningSpec(t *testing.T) {
 		opts Options
 		lim  specLimits
 	}{
-		{"defaults", Options{}.withDefaults(), specDefaultLimits()},
+		{"defaults", withDefaults(Options{}), specDefaultLimits()},
 		{"custom", specCustomOptions(), specCustomLimits()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, host := containerSpec(tt.opts, specTestProfile)
+			cfg, host := specOf(tt.opts, specTestProfile)
 			assertSpecHardened(t, tt.opts, cfg, host, tt.lim)
 		})
 	}
@@ -293,7 +296,7 @@ func TestHardeningSpec(t *testing.T) {
 // TestHardeningSpecDefaults pins the literal defaults, independently of withDefaults'
 // constants: 256 MiB, 128 pids, 1 CPU, 64 MiB tmpfs.
 func TestHardeningSpecDefaults(t *testing.T) {
-	_, host := containerSpec(Options{}.withDefaults(), specTestProfile)
+	_, host := specOf(Options{}, specTestProfile)
 	if host.Memory != 268435456 || host.MemorySwap != 268435456 {
 		t.Errorf("Memory, MemorySwap: got %d, %d, want 268435456, 268435456", host.Memory, host.MemorySwap)
 	}
@@ -319,8 +322,8 @@ func TestHardeningSpecEnvIsolated(t *testing.T) {
 	t.Setenv("HOME", "/home/canary-home")
 	t.Setenv("PATH", "/canary/bin:"+os.Getenv("PATH"))
 
-	for _, o := range []Options{Options{}.withDefaults(), specCustomOptions()} {
-		cfg, _ := containerSpec(o, specTestProfile)
+	for _, o := range []Options{withDefaults(Options{}), specCustomOptions()} {
+		cfg, _ := specOf(o, specTestProfile)
 		for _, e := range cfg.Env {
 			if strings.Contains(e, key) || strings.Contains(e, "canary") {
 				t.Errorf("Env: got %q, want nothing from the server's environment", e)
@@ -337,52 +340,12 @@ func TestHardeningSpecEnvIsolated(t *testing.T) {
 	}
 }
 
-// TestHardeningSpecCmd checks the command: fixed text plus what the options say,
-// never anything of a job (containerSpec does not see one).
-func TestHardeningSpecCmd(t *testing.T) {
-	tests := []struct {
-		name string
-		opts Options
-		want []string
-	}{
-		{"defaults", Options{}.withDefaults(),
-			[]string{"python3", "-I", "-c", bootSource, "parent", "1048576", "", "/tmp/outputs", "8388608", "16777216"}},
-		{"custom", specCustomOptions(),
-			[]string{"/usr/bin/python3.12", "-I", "-c", bootSource, "parent", "4096", "numpy,pandas", "/tmp/outputs", "1048576", "2097152"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, _ := containerSpec(tt.opts, specTestProfile)
-			if diff := cmp.Diff(tt.want, cfg.Cmd); diff != "" {
-				t.Errorf("Cmd mismatch (-want +got):\n%s", diff)
-			}
-			// Options that are not part of the command leave it unchanged.
-			o := tt.opts
-			o.Instance = "another-instance"
-			o.Image = "another/image:v2"
-			o.Memory, o.Pids, o.CPUs, o.TmpfsSize, o.Runtime = 1<<30, 9, 3, 1<<20, "runsc"
-			cfg2, _ := containerSpec(o, "OTHER-PROFILE")
-			if diff := cmp.Diff(cfg.Cmd, cfg2.Cmd); diff != "" {
-				t.Errorf("Cmd depends on more than Python, the output caps and Preload (-first +second):\n%s", diff)
-			}
-			for _, arg := range cfg2.Cmd {
-				if strings.Contains(arg, "another") || strings.Contains(arg, "OTHER-PROFILE") {
-					t.Errorf("Cmd: got argument %.60q, want no instance, image or profile in it", arg)
-				}
-			}
-		})
-	}
-	if bootSource == "" {
-		t.Fatalf("bootSource: got empty, want boot.py")
-	}
-}
-
 // TestHardeningSpecPure checks that equal options give equal specs, and that specs
 // share no mutable state with each other or with package variables.
 func TestHardeningSpecPure(t *testing.T) {
 	o := specCustomOptions()
-	cfg1, host1 := containerSpec(o, specTestProfile)
-	cfg2, host2 := containerSpec(o, specTestProfile)
+	cfg1, host1 := specOf(o, specTestProfile)
+	cfg2, host2 := specOf(o, specTestProfile)
 	if diff := cmp.Diff(cfg1, cfg2); diff != "" {
 		t.Errorf("Config differs between two calls (-first +second):\n%s", diff)
 	}
@@ -403,7 +366,7 @@ func TestHardeningSpecPure(t *testing.T) {
 		*host1.Init = true
 	}
 
-	cfg3, host3 := containerSpec(specCustomOptions(), specTestProfile)
+	cfg3, host3 := specOf(specCustomOptions(), specTestProfile)
 	if diff := cmp.Diff(cfg2, cfg3); diff != "" {
 		t.Errorf("Config changed after mutating an earlier spec (-before +after):\n%s", diff)
 	}
@@ -413,7 +376,7 @@ func TestHardeningSpecPure(t *testing.T) {
 	if host2.PidsLimit == nil || *host2.PidsLimit != 64 || !slices.Equal(host2.CapDrop, []string{"ALL"}) {
 		t.Errorf("second spec: got PidsLimit %v, CapDrop %q, want 64, [ALL]: it shares memory with the first", host2.PidsLimit, host2.CapDrop)
 	}
-	if diff := cmp.Diff(specWantEnv, sandboxEnv); diff != "" {
+	if diff := cmp.Diff(specWantEnv, launcher.SandboxEnv()); diff != "" {
 		t.Errorf("sandboxEnv was modified through a spec (-want +got):\n%s", diff)
 	}
 }
@@ -431,7 +394,7 @@ func TestHardeningSpecExact(t *testing.T) {
 		OpenStdin:       true,
 		StdinOnce:       true,
 		Env:             specWantEnv,
-		Cmd:             []string{"python3", "-I", "-c", bootSource, "parent", "1048576", "", "/tmp/outputs", "8388608", "16777216"},
+		Cmd:             launcher.SpecOf(Options{}).Command, // pinned by the launcher's TestSpecCommand
 		Image:           DefaultImage,
 		WorkingDir:      "/tmp",
 		Entrypoint:      []string{},
@@ -460,7 +423,7 @@ func TestHardeningSpecExact(t *testing.T) {
 			PidsLimit:  &pids,
 		},
 	}
-	cfg, host := containerSpec(Options{}.withDefaults(), specTestProfile)
+	cfg, host := specOf(Options{}, specTestProfile)
 	if diff := cmp.Diff(wantCfg, cfg); diff != "" {
 		t.Errorf("Config mismatch (-want +got):\n%s", diff)
 	}
@@ -473,12 +436,36 @@ func TestHardeningSpecExact(t *testing.T) {
 // into NanoCPUs 0, which the engine reads as "no CPU limit".
 func TestHardeningSpecCPUsAlwaysLimited(t *testing.T) {
 	for _, cpus := range []float64{0.01, 0.5, 2.5, 1e-10, 5e-10} {
-		o := Options{CPUs: cpus}.withDefaults()
-		_, host := containerSpec(o, specTestProfile)
+		o := Options{CPUs: cpus}
+		_, host := specOf(o, specTestProfile)
 		if host.NanoCPUs <= 0 {
 			t.Errorf("CPUs %g: got NanoCPUs %d (no CPU limit), want a positive quota", cpus, host.NanoCPUs)
 		}
 	}
+}
+
+// Options, and the names below, are the launcher's: the spec under test is the one a
+// launcher with these options gives every sandbox.
+type Options = launcher.Options
+
+const (
+	MiB           = launcher.MiB
+	DefaultImage  = launcher.DefaultImage
+	LabelRole     = launcher.LabelRole
+	LabelInstance = launcher.LabelInstance
+)
+
+// withDefaults is o with the launcher's defaults applied.
+func withDefaults(o Options) Options {
+	l, err := launcher.New(nil, o)
+	if err != nil {
+		panic(err)
+	}
+	return l.Options()
+}
+
+func specOf(o Options, profile string) (*container.Config, *container.HostConfig) {
+	return ContainerSpec(launcher.SpecOf(o), profile)
 }
 
 // TestHardeningSpecGVisor: under runsc the program's process limit is RLIMIT_NPROC
@@ -492,18 +479,18 @@ func TestHardeningSpecGVisor(t *testing.T) {
 		if !o.GVisor() {
 			t.Fatalf("%s: GVisor() = false, want true", rt)
 		}
-		_, host := containerSpec(o, specTestProfile)
+		_, host := specOf(o, specTestProfile)
 		if len(host.Ulimits) != 1 || host.Ulimits[0].Name != "nproc" || host.Ulimits[0].Soft != 100 || host.Ulimits[0].Hard != 100 {
 			t.Errorf("%s: Ulimits %+v, want nproc=100:100", rt, host.Ulimits)
 		}
-		if host.PidsLimit == nil || *host.PidsLimit != GVisorHostPids(100) || GVisorHostPids(100) <= 100 {
-			t.Errorf("%s: PidsLimit %v, want %d (above Pids)", rt, host.PidsLimit, GVisorHostPids(100))
+		if host.PidsLimit == nil || *host.PidsLimit != backend.GVisorHostPids(100) || backend.GVisorHostPids(100) <= 100 {
+			t.Errorf("%s: PidsLimit %v, want %d (above Pids)", rt, host.PidsLimit, backend.GVisorHostPids(100))
 		}
 	}
 	for _, rt := range []string{"", "runc", "crun"} {
 		o := specCustomOptions()
 		o.Runtime, o.Pids = rt, 100
-		_, host := containerSpec(o, specTestProfile)
+		_, host := specOf(o, specTestProfile)
 		if o.GVisor() || len(host.Ulimits) != 0 || host.PidsLimit == nil || *host.PidsLimit != 100 {
 			t.Errorf("%q: GVisor %v, Ulimits %+v, PidsLimit %v, want false, none, 100", rt, o.GVisor(), host.Ulimits, host.PidsLimit)
 		}

@@ -1,4 +1,4 @@
-package launcher
+package docker
 
 import (
 	"encoding/json"

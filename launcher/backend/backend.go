@@ -1,0 +1,81 @@
+package backend
+
+import (
+	"errors"
+	"io"
+	"strings"
+)
+
+// Labels on every sandbox. They carry ownership metadata only, never caller data, so
+// that a restarted server can find and remove what it left behind.
+const (
+	LabelRole     = "dev.mcp-exec.role"     // always RoleSandbox
+	LabelInstance = "dev.mcp-exec.instance" // the launcher's Options.Instance
+	RoleSandbox   = "sandbox"
+)
+
+// Spec is one sandbox, as every backend must make it. It is pure data, the same for
+// every sandbox of a launcher, and holds nothing of any job: code, stdin and files
+// arrive later over Conn.
+type Spec struct {
+	Image    string
+	Command  []string // argv of PID 1 (the bootstrap); the image's entrypoint is not used
+	Env      []string // the whole environment: nothing of the server's is inherited
+	UID, GID int      // the unprivileged user every process runs as
+	WorkDir  string   // working directory: a private, noexec tmpfs of TmpfsSize bytes
+	Hostname string
+	Labels   map[string]string // LabelRole and LabelInstance at least
+
+	Memory    int64   // bytes; also the memory+swap limit (no swap)
+	Pids      int64   // processes and threads
+	CPUs      float64 // CPU quota, in CPUs
+	TmpfsSize int64   // bytes of WorkDir (and of the private /dev/shm)
+	Runtime   string  // OCI runtime name, for backends that have one; "" is the default
+}
+
+// Conn is a started sandbox's attached standard streams. Writes go to the sandbox's
+// stdin; its stdout and stderr are copied, demultiplexed, into the writers given to
+// Start until they end.
+type Conn interface {
+	io.Writer
+	// CloseWrite half-closes stdin: the program reads end of file.
+	CloseWrite() error
+	// Close drops the streams. It does not stop the sandbox (Kill and Remove do).
+	Close() error
+	// Done is closed once stdout and stderr have ended: the sandbox exited or the
+	// streams were closed, and every byte has been written to the writers.
+	Done() <-chan struct{}
+}
+
+// Exit is what the backend recorded about a sandbox whose streams ended.
+type Exit struct {
+	Running   bool // still running (or the backend cannot tell): the streams were lost
+	Code      int  // exit status of PID 1; 128+N when killed by signal N
+	OOMKilled bool // the backend saw a kill for memory (not every backend can)
+}
+
+// Errors backends wrap their failures in, matched with errors.Is. Their text is
+// written for the person who deploys the server.
+var (
+	// ErrEngineUnavailable: the engine (or cluster) did not answer.
+	ErrEngineUnavailable = errors.New("container engine unreachable")
+	// ErrImageMissing: the sandbox image is not present.
+	ErrImageMissing = errors.New("sandbox image missing")
+	// ErrNotFound: the sandbox does not exist (any more).
+	ErrNotFound = errors.New("sandbox not found")
+)
+
+// GVisor reports whether an OCI runtime name is gVisor's runsc: "runsc", or a name
+// containing "runsc" or "gvisor" (runsc-kvm). Backends adapt the sandbox to it (see
+// launcher/docker), and the probes check from inside that the kernel is gVisor's, so a
+// misnamed runtime fails them.
+func GVisor(runtime string) bool {
+	r := strings.ToLower(runtime)
+	return strings.Contains(r, "runsc") || strings.Contains(r, "gvisor")
+}
+
+// GVisorHostPids is the host's pids limit for a gVisor sandbox whose program may have
+// pids tasks: gVisor's kernel counts the program's tasks itself (RLIMIT_NPROC = pids),
+// while the host sees the Sentry's, the Gofer's and the stub processes' tasks, about
+// 26-40 at rest and 1-2 per guest process (systrap; ~7 with ptrace).
+func GVisorHostPids(pids int64) int64 { return 8*pids + 64 }

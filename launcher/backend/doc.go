@@ -1,0 +1,16 @@
+// Package backend defines what a sandbox backend is given and gives back: the
+// backend-neutral Spec of one sandbox, the Conn to its attached standard streams, its
+// Exit as the backend recorded it, the labels that mark a sandbox's owner, and the
+// errors every backend classifies its failures into.
+//
+// It owns no behaviour and imports nothing but the standard library, so that a
+// backend (launcher/docker for Docker and Podman; Kubernetes pods or child processes
+// later) depends only on it, never on the launcher, and the launcher's own tests can
+// wire a real backend in. The interface a backend implements, launcher.Backend, is
+// defined by its consumer, the launcher.
+//
+// A backend must apply every field of Spec (a limit it cannot apply is an error, or is
+// caught by launcher.VerifyLimits), must never put caller data anywhere (caller data
+// only ever travels over Conn), and must report a sandbox that no longer exists as
+// ErrNotFound, however its engine phrases that.
+package backend

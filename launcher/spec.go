@@ -1,0 +1,82 @@
+package launcher
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+// Labels on every sandbox. They carry ownership metadata only, never caller data, so
+// that a restarted server can find and remove what it left behind.
+const (
+	LabelRole     = backend.LabelRole     // always "sandbox"
+	LabelInstance = backend.LabelInstance // Options.Instance of the server that made it
+)
+
+// sandboxUID is the unprivileged user every program runs as (the distroless
+// "nonroot" id, which the image also defines).
+const sandboxUID = 65532
+
+// WorkDir is the program's working directory: the private tmpfs.
+const WorkDir = "/tmp"
+
+// sandboxEnv is the whole environment of a sandbox: nothing from the server's.
+var sandboxEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=/tmp",
+	"LANG=C.UTF-8",
+	"MPLBACKEND=Agg",
+	"MPLCONFIGDIR=/tmp/.config/matplotlib",
+	"XDG_CACHE_HOME=/tmp/.cache",
+	"XDG_CONFIG_HOME=/tmp/.config",
+	"PYTHONDONTWRITEBYTECODE=1",
+	// Podman adds TERM=xterm and container=podman unless they are set: pin them so
+	// that every engine gives the same environment.
+	"TERM=dumb",
+	"container=mcp-exec",
+}
+
+// SandboxEnv returns a copy of a sandbox's whole environment, for tools that compare
+// other containers with the launcher's (the benchmark's `docker run` baseline).
+func SandboxEnv() []string { return slices.Clone(sandboxEnv) }
+
+// SpecOf is the backend-neutral description of every sandbox a launcher with options
+// o makes (defaults applied). It is pure, and holds nothing of any job: the backend
+// turns it into its own hardened form (docker.ContainerSpec for containers).
+func SpecOf(o Options) backend.Spec {
+	o = o.withDefaults()
+	return backend.Spec{
+		Image:    o.Image,
+		Command:  bootCommand(o),
+		Env:      slices.Clone(sandboxEnv),
+		UID:      sandboxUID,
+		GID:      sandboxUID,
+		WorkDir:  WorkDir,
+		Hostname: "sandbox",
+		Labels: map[string]string{
+			LabelRole:     backend.RoleSandbox,
+			LabelInstance: o.Instance,
+		},
+		Memory:    o.Memory,
+		Pids:      o.Pids,
+		CPUs:      o.CPUs,
+		TmpfsSize: o.TmpfsSize,
+		Runtime:   o.Runtime,
+	}
+}
+
+// bootCommand runs the bootstrap as PID 1. It is fixed text, the same for every
+// exec: nothing in it comes from the caller.
+func bootCommand(o Options) []string {
+	return []string{
+		o.Python, "-I", "-c", bootSource,
+		"parent",
+		strconv.Itoa(o.MaxOutputBytes),
+		strings.Join(o.Preload, ","),
+		OutputDir,
+		strconv.Itoa(o.MaxFileBytes),
+		strconv.Itoa(o.MaxFilesBytes),
+	}
+}

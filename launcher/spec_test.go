@@ -1,0 +1,48 @@
+package launcher
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestSpecCommand checks the bootstrap command: fixed text plus what the options say,
+// never anything of a job (SpecOf does not see one).
+func TestSpecCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{"defaults", Options{},
+			[]string{"python3", "-I", "-c", bootSource, "parent", "1048576", "", "/tmp/outputs", "8388608", "16777216"}},
+		{"custom", Options{Python: "/usr/bin/python3.12", MaxOutputBytes: 4096, Preload: []string{"numpy", "pandas"}, MaxFileBytes: 1 * MiB, MaxFilesBytes: 2 * MiB},
+			[]string{"/usr/bin/python3.12", "-I", "-c", bootSource, "parent", "4096", "numpy,pandas", "/tmp/outputs", "1048576", "2097152"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := SpecOf(tt.opts).Command
+			if diff := cmp.Diff(tt.want, cmd); diff != "" {
+				t.Errorf("Cmd mismatch (-want +got):\n%s", diff)
+			}
+			// Options that are not part of the command leave it unchanged.
+			o := tt.opts
+			o.Instance = "another-instance"
+			o.Image = "another/image:v2"
+			o.Memory, o.Pids, o.CPUs, o.TmpfsSize, o.Runtime = 1<<30, 9, 3, 1<<20, "runsc"
+			cmd2 := SpecOf(o).Command
+			if diff := cmp.Diff(cmd, cmd2); diff != "" {
+				t.Errorf("Cmd depends on more than Python, the output caps and Preload (-first +second):\n%s", diff)
+			}
+			for _, arg := range cmd2 {
+				if strings.Contains(arg, "another") {
+					t.Errorf("Cmd: got argument %.60q, want no instance or image in it", arg)
+				}
+			}
+		})
+	}
+	if bootSource == "" {
+		t.Fatalf("bootSource: got empty, want boot.py")
+	}
+}
