@@ -34,9 +34,15 @@
 //     own; one that fails is retried every 10 s while the launcher runs, and Reap
 //     removes at start what a killed server left.
 //   - The result comes from the bootstrap (boot.py), PID 1 of the container, which the
-//     program can neither signal nor trace; the program's output reaches the server only
-//     wrapped in frames, so the program cannot forge an exit status. The server still
-//     enforces the output cap and the timeout itself.
+//     program can neither signal nor trace (under gVisor, which delivers SIGKILL and
+//     SIGSTOP to a namespace's init, it can end or stall its own run that way, nothing
+//     more); the program's output reaches the server only wrapped in frames, so the
+//     program cannot forge an exit status. The server still enforces the output cap
+//     and the timeout itself.
+//   - Under gVisor (Options.GVisor) the same contract holds by gVisor's means: the
+//     process limit is RLIMIT_NPROC inside gVisor's kernel with the host's pids cgroup
+//     as a backstop (backend.GVisorHostPids), the seccomp profile allows clone3, and
+//     an OOM kill is told by the program's SIGKILL (docs/engines.md).
 //
 // # Lifecycle of a job
 //

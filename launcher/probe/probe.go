@@ -100,8 +100,8 @@ func ParamsOf(o launcher.Options) Params {
 // SandboxUID is the user and group id every program runs as.
 const SandboxUID = 65532
 
-// SandboxEnvKeys are the environment variables a sandbox may see: those containerSpec
-// sets (launcher/hardening.go) and HOSTNAME, which Docker adds.
+// SandboxEnvKeys are the environment variables a sandbox may see: those launcher.SpecOf
+// sets (launcher/spec.go) and HOSTNAME, which Docker adds.
 var SandboxEnvKeys = []string{
 	"PATH", "HOME", "LANG", "MPLBACKEND", "MPLCONFIGDIR", "XDG_CACHE_HOME",
 	"XDG_CONFIG_HOME", "PYTHONDONTWRITEBYTECODE", "HOSTNAME", "TERM", "container",
