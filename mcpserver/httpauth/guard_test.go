@@ -32,7 +32,7 @@ var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 type watchedBody struct{ read atomic.Bool }
 
 func (b *watchedBody) Read(p []byte) (int, error) { b.read.Store(true); return 0, io.EOF }
-func (b *watchedBody) Close() error                { return nil }
+func (b *watchedBody) Close() error               { return nil }
 
 type probe struct {
 	status int

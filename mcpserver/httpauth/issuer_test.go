@@ -28,7 +28,7 @@ type testIssuer struct {
 
 	mu   sync.Mutex
 	keys map[string]jose.JSONWebKey // kid -> private key
-	pub  []jose.JSONWebKey           // what the JWKS publishes
+	pub  []jose.JSONWebKey          // what the JWKS publishes
 }
 
 func newTestIssuer(t *testing.T) *testIssuer {
