@@ -483,7 +483,11 @@ func e2eProbeAuth(t *testing.T, s *e2eServer, token string) {
 		{"empty header", func(h http.Header) { h.Set(e2eAuthHeader, "") }},
 		{"token with a suffix", func(h http.Header) { h.Set(e2eAuthHeader, token+"x") }},
 		{"token prefix", func(h http.Header) { h.Set(e2eAuthHeader, token[:len(token)-1]) }},
-		{"token as bearer in Authorization", func(h http.Header) { h.Set("Authorization", "Bearer "+token) }},
+		{"wrong bearer token", func(h http.Header) { h.Set("Authorization", "Bearer "+wrong) }},
+		{"empty bearer token", func(h http.Header) { h.Set("Authorization", "Bearer ") }},
+		{"token under the Basic scheme", func(h http.Header) { h.Set("Authorization", "Basic "+token) }},
+		{"token and a disagreeing bearer", func(h http.Header) { h.Set(e2eAuthHeader, token); h.Set("Authorization", "Bearer "+wrong) }},
+		{"bearer token and a disagreeing header", func(h http.Header) { h.Set(e2eAuthHeader, wrong); h.Set("Authorization", "Bearer "+token) }},
 	}
 	probes := 0
 	defer func() { t.Logf("auth probes: %d raw requests sent", probes) }()
@@ -523,6 +527,9 @@ func e2eProbeAuth(t *testing.T, s *e2eServer, token string) {
 					t.Errorf("%s %s: response header %s contains the token", method, u, k)
 				}
 			}
+		}
+		if resp.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s %s: 401 with WWW-Authenticate %q, want a Bearer challenge", method, u, resp.Header.Get("WWW-Authenticate"))
 		}
 		return resp.StatusCode
 	}
@@ -565,6 +572,11 @@ func e2eProbeAuth(t *testing.T, s *e2eServer, token string) {
 				t.Errorf("DELETE of an open session with %s: got HTTP %d, want 401", hcase.name, got)
 			}
 		}
+		// The same token as a bearer token is the same credential.
+		if got := do(http.MethodPost, s.endpoint, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+			func(h http.Header) { inSession(h); h.Set("Authorization", "Bearer "+token) }); got != http.StatusOK {
+			t.Errorf("tools/list in the session with the token as Authorization: Bearer: HTTP %d, want 200", got)
+		}
 		if got := do(http.MethodDelete, s.endpoint, "", func(h http.Header) { inSession(h); h.Set(e2eAuthHeader, token) }); got/100 != 2 {
 			t.Errorf("DELETE of the session with the token: HTTP %d, want 2xx", got)
 		}
@@ -600,7 +612,7 @@ func e2eProbeAuth(t *testing.T, s *e2eServer, token string) {
 			t.Fatalf("endpoint %q: %v", endpoint, err)
 		}
 		expect401("posting in an open session", http.MethodPost, post.String(), e2eInitializeReq)
-		if got := do(http.MethodPost, post.String(), e2eInitializeReq, func(h http.Header) { h.Set(e2eAuthHeader, token) }); got/100 != 2 {
+		if got := do(http.MethodPost, post.String(), e2eInitializeReq, func(h http.Header) { h.Set("Authorization", "Bearer "+token) }); got/100 != 2 {
 			t.Errorf("POST %s with the token: HTTP %d, want 2xx", post, got)
 		}
 	}
