@@ -164,11 +164,13 @@ func TestE2E(t *testing.T) {
 	}
 }
 
-// e2eNpmCI runs `npm ci` in dir unless node_modules already holds the pinned SDK.
+// e2eNpmCI runs `npm ci` in dir unless node_modules already holds every pinned
+// package (dependencies and optionalDependencies) at its pinned version.
 func e2eNpmCI(t *testing.T, dir, npm string) {
 	t.Helper()
 	var pkg struct {
-		Dependencies map[string]string `json:"dependencies"`
+		Dependencies         map[string]string `json:"dependencies"`
+		OptionalDependencies map[string]string `json:"optionalDependencies"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
 	if err != nil {
@@ -177,15 +179,22 @@ func e2eNpmCI(t *testing.T, dir, npm string) {
 	if err := json.Unmarshal(b, &pkg); err != nil {
 		t.Fatalf("%s/package.json: %v", dir, err)
 	}
-	want := pkg.Dependencies["@modelcontextprotocol/sdk"]
-	var have struct {
-		Version string `json:"version"`
+	var stale []string
+	for _, deps := range []map[string]string{pkg.Dependencies, pkg.OptionalDependencies} {
+		for name, want := range deps {
+			var have struct {
+				Version string `json:"version"`
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
+			if err != nil || json.Unmarshal(b, &have) != nil || have.Version != want {
+				stale = append(stale, fmt.Sprintf("%s %s (%q installed)", name, want, have.Version))
+			}
+		}
 	}
-	b, err = os.ReadFile(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	if err == nil && json.Unmarshal(b, &have) == nil && have.Version == want {
+	if len(stale) == 0 {
 		return
 	}
-	t.Logf("running npm ci in %s (@modelcontextprotocol/sdk %s wanted, %q installed)", dir, want, have.Version)
+	t.Logf("running npm ci in %s: wanted %s", dir, strings.Join(stale, ", "))
 	ctx, cancel := context.WithTimeout(t.Context(), e2eNpmTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
