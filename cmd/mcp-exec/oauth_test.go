@@ -44,7 +44,8 @@ func newOAuthIssuer(t *testing.T) *oauthIssuer {
 	is := &oauthIssuer{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{"issuer": is.URL, "jwks_uri": is.URL + "/jwks"})
+		base := "http://" + r.Host // not is.URL: the server runs before it is set
+		json.NewEncoder(w).Encode(map[string]any{"issuer": base, "jwks_uri": base + "/jwks"})
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}})

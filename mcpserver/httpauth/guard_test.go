@@ -385,7 +385,7 @@ func TestKeyRotation(t *testing.T) {
 	}
 
 	// An issuer that fails keeps the keys fetched before.
-	is.srv.Config.Handler = http.NotFoundHandler()
+	is.down.Store(true)
 	clock = clock.Add(16 * time.Minute)
 	if p := send(t, h, bearer(is.sign("k3", "", goodClaims(is.URL, testResource, clock)))); p.status != 200 {
 		t.Errorf("known key while the issuer is down: HTTP %d, want 200", p.status)

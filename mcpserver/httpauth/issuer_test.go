@@ -25,6 +25,7 @@ type testIssuer struct {
 	srv     *httptest.Server
 	URL     string
 	fetches atomic.Int64
+	down    atomic.Bool // answer 503 to everything
 
 	mu   sync.Mutex
 	keys map[string]jose.JSONWebKey // kid -> private key
@@ -36,11 +37,12 @@ func newTestIssuer(t *testing.T) *testIssuer {
 	is := &testIssuer{t: t, keys: map[string]jose.JSONWebKey{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		base := "http://" + r.Host // not is.URL: the server runs before it is set
 		json.NewEncoder(w).Encode(map[string]any{
-			"issuer":                           is.URL,
-			"jwks_uri":                         is.URL + "/jwks",
-			"authorization_endpoint":           is.URL + "/authorize",
-			"token_endpoint":                   is.URL + "/token",
+			"issuer":                           base,
+			"jwks_uri":                         base + "/jwks",
+			"authorization_endpoint":           base + "/authorize",
+			"token_endpoint":                   base + "/token",
 			"code_challenge_methods_supported": []string{"S256"},
 		})
 	})
@@ -50,7 +52,13 @@ func newTestIssuer(t *testing.T) *testIssuer {
 		defer is.mu.Unlock()
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: is.pub})
 	})
-	is.srv = httptest.NewServer(mux)
+	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if is.down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(is.srv.Close)
 	is.URL = is.srv.URL
 	return is
