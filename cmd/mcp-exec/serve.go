@@ -38,6 +38,9 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		}
 	}
 	if cfg.Transport == "stdio" {
+		if cfg.AuthOn() {
+			log.Warn().Msg("the auth token and OAuth settings apply to http and sse only: stdio has no authentication (the client that starts the server owns it)")
+		}
 		return serveStdio(ctx, cfg, srv, l, log)
 	}
 	return serveHTTP(ctx, cfg, srv, l, m, log)

@@ -33,6 +33,12 @@ type Options struct {
 }
 
 // A Guard admits requests that carry a valid credential.
+//
+// It does not verify through the SDK's auth.RequireBearerToken: that
+// middleware reads only Authorization, and writes why a token failed ("token
+// expired", the verifier's error) into the 401's body. The SDK's middleware is
+// still used, after the Guard, to hand the verified TokenInfo to the
+// streamable handler, which binds sessions to the user.
 type Guard struct {
 	token     []byte
 	oauth     *verifier
