@@ -23,7 +23,9 @@
 // for each one not returned.
 //
 // A call whose request carries a progress token gets notifications/progress
-// about once a second while the program runs. A call the client cancels
+// about once a second while the program runs, and while it waits for a sandbox
+// (after a 1.5 s grace), so that a client that resets its request timeout on
+// progress never gives up on a call that is alive. A call the client cancels
 // (notifications/cancelled) has its context cancelled by the SDK, and the
 // runner kills and removes its sandbox.
 //

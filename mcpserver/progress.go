@@ -18,18 +18,32 @@ import (
 // message quotes, in characters.
 const maxProgressLine = 200
 
+// While the runner has not reported yet (the call waits for a free sandbox, or
+// the sandbox is starting), the reporter sends a notification of its own every
+// waitInterval once waitGrace has passed, so that a client that resets its
+// timeout on progress keeps waiting through the queue too. The grace is longer
+// than the runner's first report takes when a sandbox is free (about 1.0 s
+// after the code is delivered), so a call that runs at once never reads
+// "waiting".
+const (
+	waitInterval = time.Second
+	waitGrace    = 1500 * time.Millisecond
+)
+
 // progressReporter sends notifications/progress for one call whose request
 // carried a progress token. The runner's reports are handed to a goroutine of
 // its own through a one-slot mailbox, so that a slow client never holds up the
 // runner (and with it the timeout); a report that finds the mailbox full is
 // dropped, the next one comes a second later.
 //
-// Progress is the elapsed time in seconds, strictly increasing; total is left
-// unset. The message quotes the program's output, so it is never logged.
+// Progress is the time in seconds since the call arrived, strictly
+// increasing; total is left unset. The message quotes the program's output, so
+// it is never logged.
 type progressReporter struct {
 	ctx   context.Context // the call's: notifications go on the call's stream
 	ss    *mcp.ServerSession
 	token any
+	start time.Time // when the call arrived
 	ch    chan launcher.Progress
 	quit  chan struct{} // closed by stop
 	done  chan struct{} // closed when loop has returned
@@ -45,7 +59,7 @@ func startProgress(ctx context.Context, req *mcp.CallToolRequest) *progressRepor
 	if token == nil {
 		return nil
 	}
-	p := &progressReporter{ctx: ctx, ss: req.Session, token: token,
+	p := &progressReporter{ctx: ctx, ss: req.Session, token: token, start: time.Now(),
 		ch: make(chan launcher.Progress, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
 	return p
@@ -71,16 +85,34 @@ func (p *progressReporter) stop() {
 
 func (p *progressReporter) loop() {
 	defer close(p.done)
+	wait := time.NewTicker(waitInterval)
+	defer wait.Stop()
+	waitC := wait.C
 	last := 0.0
+	started := false
+	// offset turns the runner's elapsed time (from the code's delivery) into
+	// time since the call arrived: the queue wait and the sandbox's start.
+	var offset time.Duration
 	for {
-		var pr launcher.Progress
+		var elapsed time.Duration
+		var msg string
 		select {
-		case pr = <-p.ch:
+		case pr := <-p.ch:
+			if !started {
+				started, waitC = true, nil
+				offset = max(0, time.Since(p.start)-pr.Elapsed)
+			}
+			elapsed, msg = offset+pr.Elapsed, progressMessage(pr)
+		case <-waitC:
+			if elapsed = time.Since(p.start); elapsed < waitGrace {
+				continue
+			}
+			msg = fmt.Sprintf("waiting for a sandbox (%d s)", int64(elapsed/time.Second))
 		case <-p.quit:
 			return
 		}
 		// Milliseconds are plenty, and keep the numbers readable on the wire.
-		progress := math.Round(pr.Elapsed.Seconds()*1000) / 1000
+		progress := math.Round(elapsed.Seconds()*1000) / 1000
 		if progress <= last || p.ctx.Err() != nil {
 			continue
 		}
@@ -90,7 +122,7 @@ func (p *progressReporter) loop() {
 		_ = p.ss.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: p.token,
 			Progress:      progress,
-			Message:       progressMessage(pr),
+			Message:       msg,
 		})
 	}
 }

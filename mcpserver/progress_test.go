@@ -330,3 +330,51 @@ func TestCancelStopsRunner(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressWhileWaiting: a call that waits for a sandbox (the runner has
+// not reported yet: queued, or starting) still gets a notification every
+// second after the grace, so a client that resets its timeout on progress
+// keeps waiting; once the runner reports, progress goes on from there,
+// counted from the call's arrival and still increasing.
+func TestProgressWhileWaiting(t *testing.T) {
+	const queued = 3200 * time.Millisecond
+	r := funcRunner(func(ctx context.Context, job launcher.Job) (launcher.Result, error) {
+		select { // waiting in the queue
+		case <-time.After(queued):
+		case <-ctx.Done():
+			return launcher.Result{}, ctx.Err()
+		}
+		job.Progress(launcher.Progress{Elapsed: time.Second, OutputBytes: 2, Tail: "1\n"})
+		time.Sleep(200 * time.Millisecond) // let it reach the client before the result
+		return launcher.Result{Stdout: "1\n"}, nil
+	})
+	cs, got := progressClient(t, r, Options{})
+	params := &mcp.CallToolParams{Name: "exec", Arguments: json.RawMessage(`{"code":"x"}`)}
+	params.SetProgressToken("q")
+	if res, err := cs.CallTool(t.Context(), params); err != nil || res.IsError {
+		t.Fatalf("CallTool: got (%v, %v), want a result", res, err)
+	}
+	var ns []*mcp.ProgressNotificationParams
+	for len(got) > 0 {
+		ns = append(ns, <-got)
+	}
+	var waiting []float64
+	for i, n := range ns {
+		if i > 0 && n.Progress <= ns[i-1].Progress {
+			t.Errorf("notification %d: progress %v after %v, want it increasing", i, n.Progress, ns[i-1].Progress)
+		}
+		if strings.HasPrefix(n.Message, "waiting for a sandbox (") {
+			waiting = append(waiting, n.Progress)
+		}
+	}
+	// Ticks at 1, 2 and 3 s; the first is inside the grace.
+	if len(waiting) != 2 || waiting[0] < waitGrace.Seconds() {
+		t.Errorf("waiting notifications at %v s, want 2, from %s on; all: %+v", waiting, waitGrace, ns)
+	}
+	last := ns[len(ns)-1]
+	// The runner reported at 3.2 s after the call arrived (its run had begun
+	// 1 s before): that is the progress.
+	if last.Message != "running 1 s, 2 bytes of output; last: 1" || last.Progress < queued.Seconds() {
+		t.Errorf("last notification %+v, want the runner's report at %s or more since the call arrived", last, queued)
+	}
+}

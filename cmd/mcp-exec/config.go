@@ -39,6 +39,11 @@ type Config struct {
 	Python                string        // --python MCP_EXEC_PYTHON: interpreter inside the image
 	AuthToken             string        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never logged
 	AuthTokenFile         string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
+	OAuthIssuer           string        // --oauth-issuer MCP_EXEC_OAUTH_ISSUER: "" = OAuth off
+	OAuthResource         string        // --oauth-resource MCP_EXEC_OAUTH_RESOURCE: the public URL of the MCP endpoint
+	OAuthAudience         string        // --oauth-audience MCP_EXEC_OAUTH_AUDIENCE: "" = OAuthResource
+	OAuthScopes           string        // --oauth-scopes MCP_EXEC_OAUTH_SCOPES: required scopes, comma- or space-separated
+	OAuthJWKSURL          string        // --oauth-jwks-url MCP_EXEC_OAUTH_JWKS_URL: "" = from the issuer's metadata
 	Image                 string        // --image MCP_EXEC_IMAGE
 	Memory                int64         // --memory MCP_EXEC_MEMORY, bytes
 	Pids                  int64         // --pids MCP_EXEC_PIDS
@@ -139,6 +144,16 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgString)(&c.Addr) }},
 	{"auth-token-file", "MCP_EXEC_AUTH_TOKEN_FILE", "file holding the bearer token http/sse clients must send (trailing newline trimmed)",
 		func(c *Config) flag.Value { return (*cfgString)(&c.AuthTokenFile) }},
+	{"oauth-issuer", "MCP_EXEC_OAUTH_ISSUER", "OAuth: accept JWT access tokens from this issuer (https; http only on loopback); empty: OAuth off",
+		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthIssuer) }},
+	{"oauth-resource", "MCP_EXEC_OAUTH_RESOURCE", "OAuth: this server's public MCP URL, e.g. https://mcp.example.com/mcp (the resource in its metadata)",
+		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthResource) }},
+	{"oauth-audience", "MCP_EXEC_OAUTH_AUDIENCE", "OAuth: the audience tokens must carry; empty: --oauth-resource",
+		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthAudience) }},
+	{"oauth-scopes", "MCP_EXEC_OAUTH_SCOPES", "OAuth: scopes a token must carry, comma-separated",
+		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthScopes) }},
+	{"oauth-jwks-url", "MCP_EXEC_OAUTH_JWKS_URL", "OAuth: the issuer's key set; empty: the jwks_uri of its metadata",
+		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthJWKSURL) }},
 	{"default-timeout-s", "MCP_EXEC_DEFAULT_TIMEOUT_S", "wall-clock limit in seconds when a call names none",
 		func(c *Config) flag.Value { return (*cfgSeconds)(&c.DefaultTimeout) }},
 	{"max-timeout-s", "MCP_EXEC_MAX_TIMEOUT_S", "largest wall-clock limit in seconds a call may ask for",
@@ -378,6 +393,17 @@ func (c Config) Validate() error {
 	oneOf("log-level", c.LogLevel, cfgLogLevels)
 	oneOf("log-format", c.LogFormat, cfgLogFormats)
 
+	if c.OAuthIssuer == "" {
+		for _, f := range []struct{ flag, v string }{{"oauth-resource", c.OAuthResource},
+			{"oauth-audience", c.OAuthAudience}, {"oauth-scopes", c.OAuthScopes}, {"oauth-jwks-url", c.OAuthJWKSURL}} {
+			if f.v != "" {
+				bad(f.flag, "needs %s", cfgName("oauth-issuer"))
+			}
+		}
+	} else if c.OAuthResource == "" {
+		bad("oauth-resource", "must be set with %s: the URL clients reach this server's MCP endpoint at", cfgName("oauth-issuer"))
+	}
+
 	// The token: its value never goes into a message.
 	if c.AuthToken != "" && strings.ContainsFunc(c.AuthToken, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
@@ -390,6 +416,14 @@ func (c Config) Validate() error {
 
 // TokenSet reports whether an auth token is configured.
 func (c Config) TokenSet() bool { return c.AuthToken != "" }
+
+// AuthOn reports whether http/sse requests must carry a credential.
+func (c Config) AuthOn() bool { return c.AuthToken != "" || c.OAuthIssuer != "" }
+
+// Scopes splits OAuthScopes at commas and spaces.
+func (c Config) Scopes() []string {
+	return strings.FieldsFunc(c.OAuthScopes, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+}
 
 // cfgShownToken is what the configuration shows in place of the token.
 func (c Config) cfgShownToken() string {
@@ -408,6 +442,11 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 		Str("addr", c.Addr).
 		Str("auth_token", c.cfgShownToken()).
 		Str("auth_token_file", c.AuthTokenFile).
+		Str("oauth_issuer", c.OAuthIssuer).
+		Str("oauth_resource", c.OAuthResource).
+		Str("oauth_audience", c.OAuthAudience).
+		Str("oauth_scopes", c.OAuthScopes).
+		Str("oauth_jwks_url", c.OAuthJWKSURL).
 		Float64("default_timeout_s", c.DefaultTimeout.Seconds()).
 		Float64("max_timeout_s", c.MaxTimeout.Seconds()).
 		Int64("max_code_bytes", c.MaxCodeBytes).

@@ -312,6 +312,9 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"instance too long", func(c *Config) { c.Instance = strings.Repeat("a", 64) }, "--instance (MCP_EXEC_INSTANCE) must match"},
 		{"log level", func(c *Config) { c.LogLevel = "verbose" }, "--log-level (MCP_EXEC_LOG_LEVEL) must be one of trace, debug, info, warn, error"},
 		{"log format", func(c *Config) { c.LogFormat = "xml" }, "--log-format (MCP_EXEC_LOG_FORMAT) must be one of auto, json, console"},
+		{"oauth issuer without resource", func(c *Config) { c.OAuthIssuer = "https://issuer.example" }, "--oauth-resource (MCP_EXEC_OAUTH_RESOURCE) must be set with --oauth-issuer"},
+		{"oauth scopes without issuer", func(c *Config) { c.OAuthScopes = "mcp:exec" }, "--oauth-scopes (MCP_EXEC_OAUTH_SCOPES) needs --oauth-issuer (MCP_EXEC_OAUTH_ISSUER)"},
+		{"oauth jwks without issuer", func(c *Config) { c.OAuthJWKSURL = "https://issuer.example/jwks" }, "--oauth-jwks-url (MCP_EXEC_OAUTH_JWKS_URL) needs --oauth-issuer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -325,6 +328,13 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 				t.Errorf("Validate: got %q, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestScopes(t *testing.T) {
+	c := Config{OAuthScopes: " mcp:exec, openid  profile,"}
+	if got, want := strings.Join(c.Scopes(), "|"), "mcp:exec|openid|profile"; got != want {
+		t.Errorf("Scopes() = %q, want %q", got, want)
 	}
 }
 

@@ -169,11 +169,13 @@ func TestE2E(t *testing.T) {
 	}
 }
 
-// e2eNpmCI runs `npm ci` in dir unless node_modules already holds the pinned SDK.
+// e2eNpmCI runs `npm ci` in dir unless node_modules already holds every pinned
+// package (dependencies and optionalDependencies) at its pinned version.
 func e2eNpmCI(t *testing.T, dir, npm string) {
 	t.Helper()
 	var pkg struct {
-		Dependencies map[string]string `json:"dependencies"`
+		Dependencies         map[string]string `json:"dependencies"`
+		OptionalDependencies map[string]string `json:"optionalDependencies"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
 	if err != nil {
@@ -182,15 +184,22 @@ func e2eNpmCI(t *testing.T, dir, npm string) {
 	if err := json.Unmarshal(b, &pkg); err != nil {
 		t.Fatalf("%s/package.json: %v", dir, err)
 	}
-	want := pkg.Dependencies["@modelcontextprotocol/sdk"]
-	var have struct {
-		Version string `json:"version"`
+	var stale []string
+	for _, deps := range []map[string]string{pkg.Dependencies, pkg.OptionalDependencies} {
+		for name, want := range deps {
+			var have struct {
+				Version string `json:"version"`
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
+			if err != nil || json.Unmarshal(b, &have) != nil || have.Version != want {
+				stale = append(stale, fmt.Sprintf("%s %s (%q installed)", name, want, have.Version))
+			}
+		}
 	}
-	b, err = os.ReadFile(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	if err == nil && json.Unmarshal(b, &have) == nil && have.Version == want {
+	if len(stale) == 0 {
 		return
 	}
-	t.Logf("running npm ci in %s (@modelcontextprotocol/sdk %s wanted, %q installed)", dir, want, have.Version)
+	t.Logf("running npm ci in %s: wanted %s", dir, strings.Join(stale, ", "))
 	ctx, cancel := context.WithTimeout(t.Context(), e2eNpmTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
@@ -488,7 +497,11 @@ func e2eProbeAuth(t *testing.T, s *e2eServer, token string) {
 		{"empty header", func(h http.Header) { h.Set(e2eAuthHeader, "") }},
 		{"token with a suffix", func(h http.Header) { h.Set(e2eAuthHeader, token+"x") }},
 		{"token prefix", func(h http.Header) { h.Set(e2eAuthHeader, token[:len(token)-1]) }},
-		{"token as bearer in Authorization", func(h http.Header) { h.Set("Authorization", "Bearer "+token) }},
+		{"wrong bearer token", func(h http.Header) { h.Set("Authorization", "Bearer "+wrong) }},
+		{"empty bearer token", func(h http.Header) { h.Set("Authorization", "Bearer ") }},
+		{"token under the Basic scheme", func(h http.Header) { h.Set("Authorization", "Basic "+token) }},
+		{"token and a disagreeing bearer", func(h http.Header) { h.Set(e2eAuthHeader, token); h.Set("Authorization", "Bearer "+wrong) }},
+		{"bearer token and a disagreeing header", func(h http.Header) { h.Set(e2eAuthHeader, wrong); h.Set("Authorization", "Bearer "+token) }},
 	}
 	probes := 0
 	defer func() { t.Logf("auth probes: %d raw requests sent", probes) }()
@@ -528,6 +541,9 @@ func e2eProbeAuth(t *testing.T, s *e2eServer, token string) {
 					t.Errorf("%s %s: response header %s contains the token", method, u, k)
 				}
 			}
+		}
+		if resp.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s %s: 401 with WWW-Authenticate %q, want a Bearer challenge", method, u, resp.Header.Get("WWW-Authenticate"))
 		}
 		return resp.StatusCode
 	}
@@ -570,6 +586,11 @@ func e2eProbeAuth(t *testing.T, s *e2eServer, token string) {
 				t.Errorf("DELETE of an open session with %s: got HTTP %d, want 401", hcase.name, got)
 			}
 		}
+		// The same token as a bearer token is the same credential.
+		if got := do(http.MethodPost, s.endpoint, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+			func(h http.Header) { inSession(h); h.Set("Authorization", "Bearer "+token) }); got != http.StatusOK {
+			t.Errorf("tools/list in the session with the token as Authorization: Bearer: HTTP %d, want 200", got)
+		}
 		if got := do(http.MethodDelete, s.endpoint, "", func(h http.Header) { inSession(h); h.Set(e2eAuthHeader, token) }); got/100 != 2 {
 			t.Errorf("DELETE of the session with the token: HTTP %d, want 2xx", got)
 		}
@@ -605,7 +626,7 @@ func e2eProbeAuth(t *testing.T, s *e2eServer, token string) {
 			t.Fatalf("endpoint %q: %v", endpoint, err)
 		}
 		expect401("posting in an open session", http.MethodPost, post.String(), e2eInitializeReq)
-		if got := do(http.MethodPost, post.String(), e2eInitializeReq, func(h http.Header) { h.Set(e2eAuthHeader, token) }); got/100 != 2 {
+		if got := do(http.MethodPost, post.String(), e2eInitializeReq, func(h http.Header) { h.Set("Authorization", "Bearer "+token) }); got/100 != 2 {
 			t.Errorf("POST %s with the token: HTTP %d, want 2xx", post, got)
 		}
 	}

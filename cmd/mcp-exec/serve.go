@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +38,9 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		}
 	}
 	if cfg.Transport == "stdio" {
+		if cfg.AuthOn() {
+			log.Warn().Msg("the auth token and OAuth settings apply to http and sse only: stdio has no authentication (the client that starts the server owns it)")
+		}
 		return serveStdio(ctx, cfg, srv, l, log)
 	}
 	return serveHTTP(ctx, cfg, srv, l, m, log)
@@ -104,6 +106,10 @@ func drain(cfg Config, l *launcher.Launcher, log zerolog.Logger) {
 }
 
 func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
+	guard, err := newGuard(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	bodyLimit := requestLimit(cfg)
 	mux := http.NewServeMux()
@@ -111,14 +117,16 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	switch cfg.Transport {
 	case "http":
 		path = "/mcp"
-		mux.Handle(path, requireToken(cfg.AuthToken, mcp.NewStreamableHTTPHandler(getServer,
-			&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: bodyLimit, Stateless: cfg.Stateless})))
+		mux.Handle(path, guard.Wrap(streamableHandler(getServer, bodyLimit, cfg.Stateless)))
 	case "sse":
 		path = "/sse"
-		mux.Handle(path, requireToken(cfg.AuthToken, mcp.NewSSEHandler(getServer,
+		mux.Handle(path, guard.Wrap(mcp.NewSSEHandler(getServer,
 			&mcp.SSEOptions{MaxRequestBodyBytes: bodyLimit})))
 	default:
 		return fmt.Errorf("unknown transport %q", cfg.Transport)
+	}
+	for _, p := range guard.MetadataPaths() {
+		mux.Handle(p, guard.MetadataHandler())
 	}
 	addHealth(mux, l)
 	if cfg.MetricsAddr == "" {
@@ -129,7 +137,7 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	if err != nil {
 		return fmt.Errorf("listening on %s (--addr, MCP_EXEC_ADDR): %w", cfg.Addr, err)
 	}
-	if !cfg.TokenSet() && !isLoopback(ln.Addr()) {
+	if !cfg.AuthOn() && !isLoopback(ln.Addr()) {
 		log.Warn().Str("addr", ln.Addr().String()).
 			Msg("serving beyond loopback WITHOUT authentication: anyone who reaches this port can run code; set MCP_EXEC_AUTH_TOKEN")
 	}
@@ -140,7 +148,7 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 		MaxHeaderBytes:    64 << 10,
 	}
 	log.Info().Str("transport", cfg.Transport).Str("addr", ln.Addr().String()).Str("path", path).
-		Bool("auth", cfg.TokenSet()).Bool("stateless", cfg.Stateless).Msg("serving")
+		Bool("auth", cfg.TokenSet()).Bool("oauth", cfg.OAuthIssuer != "").Bool("stateless", cfg.Stateless).Msg("serving")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -193,23 +201,6 @@ func notReady(ctx context.Context, l *launcher.Launcher) string {
 // caps, where JSON escaping can grow text up to six times, plus room for the rest.
 func requestLimit(cfg Config) int64 {
 	return 6*(cfg.MaxCodeBytes+cfg.MaxStdinBytes+cfg.MaxFilesBytes) + 64<<10
-}
-
-// requireToken answers 401, with no detail, to any request whose X-MCP-AUTH header
-// does not equal token. The comparison takes the same time wherever they differ.
-func requireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte(token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("X-MCP-AUTH"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			http.Error(w, http.StatusText(http.StatusUnauthorized), http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 func isLoopback(a net.Addr) bool {

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/mcpserver/httpauth"
+)
+
+// newGuard builds the HTTP door from the configuration: nil (open) when
+// neither a token nor an OAuth issuer is set. With an issuer it fetches the
+// issuer's keys now, so a wrong issuer stops the start.
+func newGuard(ctx context.Context, cfg Config, log zerolog.Logger) (*httpauth.Guard, error) {
+	o := httpauth.Options{Token: cfg.AuthToken, Logger: log}
+	if cfg.OAuthIssuer != "" {
+		o.OAuth = &httpauth.OAuthOptions{
+			Issuer:   cfg.OAuthIssuer,
+			Resource: cfg.OAuthResource,
+			Audience: cfg.OAuthAudience,
+			Scopes:   cfg.Scopes(),
+			JWKSURL:  cfg.OAuthJWKSURL,
+		}
+	}
+	g, err := httpauth.New(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfgName("oauth-issuer"), err)
+	}
+	return g, nil
+}
+
+// statelessRevision is the first MCP revision without sessions (SEP-2575):
+// every request carries its protocol version in the Mcp-Protocol-Version
+// header and its _meta, and needs no initialize.
+const statelessRevision = "2026-07-28"
+
+// streamableHandler serves streamable HTTP. The SDK serves the stateless
+// revision only from a handler in stateless mode (a stateful one answers it
+// with HTTP 400 "protocol version ... is not supported"), while older clients
+// keep their sessions (and with them cancellation by notification) only in
+// stateful mode. So, unless the whole server is stateless, requests are routed
+// by their Mcp-Protocol-Version header: the stateless revision and later go to
+// a stateless handler, the rest (including initialize, which carries no such
+// header) to the stateful one. Both serve the same mcp.Server.
+//
+// For the stateless revision the handler's context follows the HTTP request:
+// a client that gives up on a call (closes its request) cancels it, and its
+// sandbox is killed.
+func streamableHandler(getServer func(*http.Request) *mcp.Server, bodyLimit int64, stateless bool) http.Handler {
+	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		MaxRequestBodyBytes:          bodyLimit,
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+	})
+	if stateless {
+		return modern
+	}
+	legacy := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: bodyLimit})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= statelessRevision {
+			modern.ServeHTTP(w, r)
+			return
+		}
+		legacy.ServeHTTP(w, r)
+	})
+}
