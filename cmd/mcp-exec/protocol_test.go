@@ -59,6 +59,10 @@ func protoSetup(t *testing.T, extra ...string) (bin string, env []string) {
 			env = append(env, k+"="+v)
 		}
 	}
+	// MCP_EXEC_TEST_RUNTIME (as for the launcher's tests): the sandboxes' OCI runtime.
+	if v := os.Getenv("MCP_EXEC_TEST_RUNTIME"); v != "" {
+		env = append(env, "MCP_EXEC_RUNTIME="+v)
+	}
 	return bin, env
 }
 
