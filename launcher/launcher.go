@@ -99,6 +99,8 @@ type Launcher struct {
 
 	// Removals that failed (the engine was away longer than cleanupTimeout) are tried
 	// again by the janitor until they succeed or the launcher closes.
+	orph *orphans // sandboxes the engine holds that the launcher does not track
+
 	pendMu       sync.Mutex
 	pending      map[string]struct{}
 	janitor      sync.Once
@@ -123,6 +125,7 @@ func New(be Backend, opts Options) (*Launcher, error) {
 		closing:  closing,
 		stopPool: stopPool,
 		pending:  map[string]struct{}{},
+		orph:     newOrphans(),
 
 		janitorEvery: janitorInterval,
 	}
@@ -249,12 +252,16 @@ func (l *Launcher) Close(ctx context.Context) error {
 		l.cleanup.Wait()
 		close(cleaned)
 	}()
+	var err error
 	select {
 	case <-cleaned:
-		return nil
 	case <-time.After(cleanupTimeout):
-		return errors.New("timed out waiting for sandboxes to be removed")
+		err = errors.New("timed out waiting for sandboxes to be removed")
 	}
+	// Nothing is in flight any more: whatever the engine still holds of this instance
+	// goes, tracked or not (a create whose answer was lost).
+	l.sweepOrphans(context.Background(), true)
+	return err
 }
 
 // dispose kills and removes a sandbox in the background, on a context of its own, so

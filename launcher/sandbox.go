@@ -30,6 +30,7 @@ type sandbox struct {
 
 // start creates and starts a sandbox with its streams attached.
 func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
+	l.watchOrphans()
 	id, err := l.be.Create(ctx, SpecOf(l.opts))
 	if err != nil {
 		if errors.Is(err, ErrImageMissing) {
@@ -38,6 +39,7 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 		return nil, l.backendErr("creating sandbox", err)
 	}
 	l.opts.Metrics.ContainerCreated()
+	l.track(id)
 	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}}
 	defer func() {
 		if err != nil {
