@@ -28,8 +28,11 @@ type Options struct {
 	MaxConcurrent  int           // sandboxes running at once; 0 is 2
 	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
 	PoolSize       int           // sandboxes kept started ahead of demand; 0 is cold mode
-	Metrics        Metrics       // nil records nothing
-	Logger         zerolog.Logger
+	// EngineWait is how long a call waits for an engine that went away (restarted)
+	// before it fails, at most its own timeout; 0: it fails at once.
+	EngineWait time.Duration
+	Metrics    Metrics // nil records nothing
+	Logger     zerolog.Logger
 }
 
 // Defaults.
@@ -184,16 +187,22 @@ func (l *Launcher) Run(ctx context.Context, job Job) (res Result, err error) {
 	if job.Timeout <= 0 {
 		job.Timeout = l.opts.DefaultTimeout
 	}
+	res, waited, err := l.runWaiting(ctx, job, func() (Result, error) { return l.attempt(ctx, job) })
+	res.EngineWait = waited
+	return res, l.closedOr(err)
+}
+
+// attempt runs job in one sandbox.
+func (l *Launcher) attempt(ctx context.Context, job Job) (Result, error) {
 	sb, err := l.sandbox(ctx)
 	if err != nil {
-		return Result{}, l.closedOr(err)
+		return Result{}, err
 	}
 	defer l.dispose(sb)
 	if l.pool != nil {
 		defer l.pool.busy()()
 	}
-	res, err = sb.exec(ctx, job)
-	return res, l.closedOr(err)
+	return sb.exec(ctx, job)
 }
 
 // sandbox returns a warm sandbox from the pool, or a cold one.
