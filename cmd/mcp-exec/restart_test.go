@@ -243,8 +243,9 @@ func TestEngineRestartUnderLoad(t *testing.T) {
 		clients.Add(1)
 		go func() {
 			defer clients.Done()
+			// Calls are never abandoned: the clients stop between calls.
 			for i := c; ctx.Err() == nil; i++ {
-				restartCall(ctx, cs, kinds[i%len(kinds)], engineWait, tally)
+				restartCall(t.Context(), cs, kinds[i%len(kinds)], engineWait, tally)
 			}
 		}()
 	}
@@ -306,7 +307,6 @@ func TestEngineRestartUnderLoad(t *testing.T) {
 	time.Sleep(15 * time.Second)
 	stop()
 	clients.Wait()
-	// Closing the sessions ends calls whose cancellation may not have been sent.
 	for _, cs := range sessions {
 		cs.Close()
 	}
