@@ -33,6 +33,14 @@
 //     result, error, timeout, cancellation, Close. Removal runs on a context of its
 //     own; one that fails is retried every 10 s while the launcher runs, and Reap
 //     removes at start what a killed server left.
+//   - Every sandbox is tracked from the answer to its create until its removal is
+//     confirmed. A sandbox of the instance that is not tracked (a create whose answer
+//     was lost) is removed once seen for longer than a create may take (orphans.go),
+//     and Close removes whatever of the instance the engine still holds.
+//   - An engine that goes away (ErrEngineUnavailable, or a broken sandbox while the
+//     engine does not answer) does not fail a call at once: it waits for the engine,
+//     within Options.EngineWait and its own timeout, and runs in a new sandbox with
+//     its whole timeout (enginewait.go).
 //   - The result comes from the bootstrap (boot.py), PID 1 of the container, which the
 //     program can neither signal nor trace (under gVisor, which delivers SIGKILL and
 //     SIGSTOP to a namespace's init, it can end or stall its own run that way, nothing

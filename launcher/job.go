@@ -46,6 +46,9 @@ type Result struct {
 	// QueueWait is how long the job waited for a free slot; it is not part of the
 	// timeout.
 	QueueWait time.Duration
+	// EngineWait is how long the job waited for an engine that had gone away; it is
+	// not part of the timeout either.
+	EngineWait time.Duration
 }
 
 // File is an input file for the program.

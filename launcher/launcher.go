@@ -30,8 +30,11 @@ type Options struct {
 	MaxConcurrent  int           // sandboxes running at once; 0 is 2
 	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
 	PoolSize       int           // sandboxes kept started ahead of demand; 0 is cold mode
-	Metrics        Metrics       // nil records nothing
-	Logger         zerolog.Logger
+	// EngineWait is how long a call waits for an engine that went away (restarted)
+	// before it fails, at most its own timeout; 0: it fails at once.
+	EngineWait time.Duration
+	Metrics    Metrics // nil records nothing
+	Logger     zerolog.Logger
 }
 
 // Defaults.
@@ -101,6 +104,8 @@ type Launcher struct {
 
 	// Removals that failed (the engine was away longer than cleanupTimeout) are tried
 	// again by the janitor until they succeed or the launcher closes.
+	orph *orphans // sandboxes the engine holds that the launcher does not track
+
 	pendMu       sync.Mutex
 	pending      map[string]struct{}
 	janitor      sync.Once
@@ -125,6 +130,7 @@ func New(be Backend, opts Options) (*Launcher, error) {
 		closing:  closing,
 		stopPool: stopPool,
 		pending:  map[string]struct{}{},
+		orph:     newOrphans(),
 
 		janitorEvery: janitorInterval,
 	}
@@ -183,16 +189,22 @@ func (l *Launcher) Run(ctx context.Context, job Job) (res Result, err error) {
 	if job.Timeout <= 0 {
 		job.Timeout = l.opts.DefaultTimeout
 	}
+	res, waited, err := l.runWaiting(ctx, job, func() (Result, error) { return l.attempt(ctx, job) })
+	res.EngineWait = waited
+	return res, l.closedOr(err)
+}
+
+// attempt runs job in one sandbox.
+func (l *Launcher) attempt(ctx context.Context, job Job) (Result, error) {
 	sb, err := l.sandbox(ctx)
 	if err != nil {
-		return Result{}, l.closedOr(err)
+		return Result{}, err
 	}
 	defer l.dispose(sb)
 	if l.pool != nil {
 		defer l.pool.busy()()
 	}
-	res, err = sb.exec(ctx, job)
-	return res, l.closedOr(err)
+	return sb.exec(ctx, job)
 }
 
 // sandbox returns a warm sandbox from the pool, or a cold one.
@@ -251,12 +263,16 @@ func (l *Launcher) Close(ctx context.Context) error {
 		l.cleanup.Wait()
 		close(cleaned)
 	}()
+	var err error
 	select {
 	case <-cleaned:
-		return nil
 	case <-time.After(cleanupTimeout):
-		return errors.New("timed out waiting for sandboxes to be removed")
+		err = errors.New("timed out waiting for sandboxes to be removed")
 	}
+	// Nothing is in flight any more: whatever the engine still holds of this instance
+	// goes, tracked or not (a create whose answer was lost).
+	l.sweepOrphans(context.Background(), true)
+	return err
 }
 
 // dispose kills and removes a sandbox in the background, on a context of its own, so

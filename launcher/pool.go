@@ -137,7 +137,8 @@ func (p *pool) signal(ch chan struct{}) {
 	}
 }
 
-// refill keeps idle+starting at size, retrying with backoff while the engine fails,
+// refill keeps idle+starting at size, retrying as soon as the engine answers a ping
+// while it is away and with backoff while it fails otherwise,
 // and drains the pool when the image changes under the same name.
 func (p *pool) refill() {
 	defer close(p.done)
@@ -146,6 +147,7 @@ func (p *pool) refill() {
 	defer check.Stop()
 	var backoff time.Duration
 	var retry <-chan time.Time // non-nil while backing off
+	away := false              // the last refill found the engine away
 	for {
 		need, wait := false, time.Duration(0)
 		if retry == nil {
@@ -156,14 +158,23 @@ func (p *pool) refill() {
 			hold = time.After(wait)
 		}
 		if need {
-			if err := p.startOne(); err != nil {
+			switch err := p.startOne(); {
+			case err == nil:
+				backoff, away = 0, false
+			case errors.Is(err, ErrEngineUnavailable):
+				// The engine is away (restarting): refill as soon as it answers a
+				// ping again, rather than after a backoff.
+				if !away && p.l.closing.Err() == nil {
+					p.l.log.Warn().Err(err).Msg("refilling warm pool: engine away; refilling when it answers")
+				}
+				away = true
+				retry = time.After(engineWaitPoll)
+			default:
 				backoff = nextBackoff(backoff)
 				retry = time.After(backoff)
 				if p.l.closing.Err() == nil {
 					p.l.log.Warn().Err(err).Dur("retry_in", backoff).Msg("refilling warm pool")
 				}
-			} else {
-				backoff = 0
 			}
 			continue
 		}
@@ -174,6 +185,9 @@ func (p *pool) refill() {
 		case <-p.wake:
 		case <-retry:
 			retry = nil
+			if away && !p.engineAnswers() {
+				retry = time.After(engineWaitPoll)
+			}
 		case <-hold:
 		case <-check.C:
 			p.checkImage()
@@ -245,6 +259,13 @@ func (p *pool) startOne() error {
 		p.adopt(sb)
 	}
 	return err
+}
+
+// engineAnswers pings the engine.
+func (p *pool) engineAnswers() bool {
+	ctx, cancel := context.WithTimeout(p.l.closing, 2*time.Second)
+	defer cancel()
+	return p.l.ping(ctx) == nil
 }
 
 const imageCheckInterval = 30 * time.Second

@@ -30,6 +30,7 @@ type sandbox struct {
 
 // start creates and starts a sandbox with its streams attached.
 func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
+	l.watchOrphans()
 	id, err := l.be.Create(ctx, SpecOf(l.opts))
 	if err != nil {
 		if errors.Is(err, ErrImageMissing) {
@@ -38,6 +39,7 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 		return nil, l.backendErr("creating sandbox", err)
 	}
 	l.opts.Metrics.ContainerCreated()
+	l.track(id)
 	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}}
 	defer func() {
 		if err != nil {
@@ -229,7 +231,10 @@ func (sb *sandbox) vanished(ctx context.Context, d time.Duration) (Result, error
 		return Result{}, sb.l.backendErr(fmt.Sprintf("sandbox %s ended without a result; inspecting it", shortID(sb.id)), err)
 	}
 	if state.Running {
-		return Result{}, sb.brokenErr(errors.New("lost the sandbox's output stream"))
+		// The engine dropped the streams of a sandbox that still runs: it restarted
+		// (Podman's service does not stop its containers) or the connection broke.
+		return Result{}, fmt.Errorf("%w: lost the output stream of sandbox %s, which still runs",
+			ErrEngineUnavailable, shortID(sb.id))
 	}
 	if diag := sb.diag.String(); diag != "" && !state.OOMKilled {
 		return Result{}, sb.brokenErr(errors.New("bootstrap ended without a result"))

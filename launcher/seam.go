@@ -98,8 +98,10 @@ func (l *Launcher) remove(ctx context.Context, id string) error {
 	switch {
 	case err == nil:
 		l.opts.Metrics.ContainerRemoved()
+		l.untrack(id)
 		return nil
 	case errors.Is(err, backend.ErrNotFound):
+		l.untrack(id)
 		return nil
 	}
 	return fmt.Errorf("removing container %s: %w", shortID(id), err)

@@ -29,8 +29,12 @@ type inputFile struct {
 // (NAME_MAX) and, for the whole path, well below PATH_MAX.
 const (
 	maxNameSegment = 255
-	maxNameBytes   = 1024
+	maxNameBytes   = MaxFileNameBytes
 )
+
+// MaxFileNameBytes is the longest input file name accepted, in bytes; the HTTP
+// layer counts it when it sizes the largest legal request.
+const MaxFileNameBytes = 1024
 
 // outputsName is launcher.OutputDir relative to the working directory: a
 // directory the sandbox creates, so no input file may take its name.

@@ -209,6 +209,7 @@ func (h *handler) logDone(id string, job launcher.Job, res launcher.Result) {
 		Int("stdout_bytes", len(res.Stdout)).Int("stderr_bytes", len(res.Stderr)).
 		Bool("truncated", res.Truncated).Bool("timed_out", res.TimedOut).
 		Bool("oom_killed", res.OOMKilled).Int64("queue_wait_ms", res.QueueWait.Milliseconds()).
+		Int64("engine_wait_ms", res.EngineWait.Milliseconds()).
 		Int("files_in", len(job.Files)).Int("files_in_bytes", filesBytes(job.Files)).
 		Int("files_out", len(res.Files)).Bool("progress", job.Progress != nil).
 		Msg("exec")

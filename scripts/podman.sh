@@ -18,6 +18,11 @@
 #     it when this script changed its configuration;
 #   - loads the sandbox image (`docker save IMAGE | podman load`) when podman lacks it.
 #
+# --stop-service stops the rootful service this script started (its pid file) and waits
+# until it has exited, as a service manager's restart would; running the script again
+# starts it. The engine-restart test (scripts/test.sh) uses the pair; containers keep
+# running meanwhile (conmon holds them), only the API goes away.
+#
 # --rootless does the same configuration and image steps (the configuration applies to
 # rootless podman too), and additionally creates the user $MCP_EXEC_ROOTLESS_USER (mcp-exec-rootless)
 # with subordinate uid/gid ranges, and does the service and image steps as that user,
@@ -34,8 +39,22 @@ mode=rootful
 case "${1:-}" in
   "") ;;
   --rootless) mode=rootless ;;
-  *) die "usage: $0 [--rootless]" ;;
+  --stop-service) mode=stop ;;
+  *) die "usage: $0 [--rootless | --stop-service]" ;;
 esac
+
+if [ "$mode" = stop ]; then
+  pid=$(cat /run/podman/mcp-exec-service.pid 2>/dev/null || true)
+  if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'podman system service'; then
+    kill -TERM "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "the service ($pid) did not stop within 10 s: killing it"; kill -KILL "$pid" 2>/dev/null || true
+    fi
+    log "service $pid stopped"
+  fi
+  exit 0
+fi
 
 image=${MCP_EXEC_IMAGE:-$(cat images/python-sandbox/TAG)}
 conf=/etc/containers/containers.conf.d/50-mcp-exec.conf

@@ -56,6 +56,7 @@ type Config struct {
 	MetricsAddr           string        // --metrics-addr MCP_EXEC_METRICS_ADDR: "" = /metrics on the http/sse listener; "off"; or host:port of its own
 	Stateless             bool          // --stateless MCP_EXEC_STATELESS: streamable HTTP without sessions, for replicas behind a load balancer
 	ShutdownGrace         time.Duration // --shutdown-grace-s MCP_EXEC_SHUTDOWN_GRACE_S: how long in-flight execs may finish after SIGTERM
+	EngineWait            time.Duration // --engine-wait-s MCP_EXEC_ENGINE_WAIT_S: how long a call waits for an engine that went away
 	AllowUnenforcedLimits bool          // --allow-unenforced-limits MCP_EXEC_ALLOW_UNENFORCED_LIMITS: serve even if the engine ignores a limit
 	AllowInsecureEngine   bool          // --allow-insecure-engine MCP_EXEC_ALLOW_INSECURE_ENGINE: a remote tcp:// engine without verified TLS
 	PoolSize              int           // --pool-size MCP_EXEC_POOL_SIZE: warm sandboxes kept ready; 0 = cold mode
@@ -120,6 +121,7 @@ func cfgDefaults() Config {
 		MaxConcurrent:  2,
 		MaxQueue:       64,
 		ShutdownGrace:  30 * time.Second,
+		EngineWait:     60 * time.Second,
 		PoolSize:       2,
 		Preload:        "",
 		Instance:       host,
@@ -198,6 +200,8 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgBool)(&c.Stateless) }},
 	{"shutdown-grace-s", "MCP_EXEC_SHUTDOWN_GRACE_S", "seconds in-flight execs may take to finish after SIGTERM/SIGINT before their sandboxes are killed",
 		func(c *Config) flag.Value { return (*cfgSeconds)(&c.ShutdownGrace) }},
+	{"engine-wait-s", "MCP_EXEC_ENGINE_WAIT_S", "seconds a call waits for an engine that went away (a restart) before it fails, at most its own timeout; 0: it fails at once",
+		func(c *Config) flag.Value { return (*cfgSeconds)(&c.EngineWait) }},
 	{"allow-unenforced-limits", "MCP_EXEC_ALLOW_UNENFORCED_LIMITS", "serve even when the engine does not enforce the memory, pids or CPU limit (UNSAFE; logged loudly)",
 		func(c *Config) flag.Value { return (*cfgBool)(&c.AllowUnenforcedLimits) }},
 	{"pool-size", "MCP_EXEC_POOL_SIZE", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
@@ -381,6 +385,9 @@ func (c Config) Validate() error {
 	if c.ShutdownGrace < 0 || c.ShutdownGrace > cfgMaxTimeoutCap {
 		bad("shutdown-grace-s", "must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.ShutdownGrace))
 	}
+	if c.EngineWait < 0 || c.EngineWait > cfgMaxTimeoutCap {
+		bad("engine-wait-s", "must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.EngineWait))
+	}
 	if c.PoolSize < 0 || c.PoolSize > cfgMaxPool {
 		bad("pool-size", "must be from 0 to %d, got %d", cfgMaxPool, c.PoolSize)
 	}
@@ -469,6 +476,7 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 		Str("metrics_addr", c.MetricsAddr).
 		Bool("stateless", c.Stateless).
 		Float64("shutdown_grace_s", c.ShutdownGrace.Seconds()).
+		Float64("engine_wait_s", c.EngineWait.Seconds()).
 		Bool("allow_unenforced_limits", c.AllowUnenforcedLimits).
 		Int("pool_size", c.PoolSize).
 		Str("preload", c.Preload).

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +18,12 @@ import (
 // TestHealthDuringEngineOutage runs the server against the engine through a socket
 // proxy that the test cuts and restores: /healthz stays 200 throughout, /readyz turns
 // 503 ("engine unreachable", nothing about the deployment) while the engine is gone and
-// 200 again once it is back and the pool has refilled, a call during the outage gets a
-// tool error naming the engine, and the server neither exits nor leaves a container.
+// 200 again once it is back and the pool has refilled, a call during the outage waits
+// for the engine for MCP_EXEC_ENGINE_WAIT_S and then gets a tool error naming the
+// engine and the setting, a call whose wait sees the engine back runs, and the server
+// neither exits nor leaves a container.
 func TestHealthDuringEngineOutage(t *testing.T) {
+	const engineWait = 6 * time.Second
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -39,7 +43,7 @@ func TestHealthDuringEngineOutage(t *testing.T) {
 
 	bin := e2eBuild(t)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"DOCKER_HOST=unix://" + sock, "MCP_EXEC_POOL_SIZE=1"}
+		"DOCKER_HOST=unix://" + sock, "MCP_EXEC_POOL_SIZE=1", "MCP_EXEC_ENGINE_WAIT_S=" + strconv.Itoa(int(engineWait/time.Second))}
 	if v := os.Getenv("MCP_EXEC_IMAGE"); v != "" {
 		env = append(env, "MCP_EXEC_IMAGE="+v)
 	}
@@ -95,16 +99,41 @@ func TestHealthDuringEngineOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer session.Close()
+	// A call during the outage waits for the engine up to the bound, then fails
+	// with a tool error naming the engine and the bound.
+	t0 := time.Now()
 	res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": "print(1)"}})
+	waited := time.Since(t0)
 	if err != nil {
 		t.Fatalf("call during the outage: %v, want a tool error", err)
 	}
-	if text := toolText(res); !res.IsError || !strings.Contains(strings.ToLower(text), "engine") {
-		t.Errorf("call during the outage: isError=%v %q, want a tool error naming the engine", res.IsError, text)
+	text := toolText(res)
+	if !res.IsError || !strings.Contains(text, "engine") || !strings.Contains(text, "MCP_EXEC_ENGINE_WAIT_S") {
+		t.Errorf("call during the outage: isError=%v %q, want a tool error naming the engine and MCP_EXEC_ENGINE_WAIT_S", res.IsError, text)
 	}
+	if waited < engineWait {
+		t.Errorf("call during the outage failed after %s, want it to wait the bound of %s first", waited, engineWait)
+	}
+	t.Logf("call during the outage: failed after %s: %s", waited.Round(time.Millisecond), text)
 
+	// A call that arrives during the outage and sees the engine back within the
+	// bound runs.
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	back := make(chan answer, 1)
+	go func() {
+		res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": "print(6*7)"}})
+		back <- answer{res, err}
+	}()
+	time.Sleep(engineWait / 3)
 	if err := px.up(); err != nil {
 		t.Fatal(err)
+	}
+	a := <-back
+	if a.err != nil || a.res.IsError || !strings.Contains(toolText(a.res), "42") {
+		t.Errorf("call waiting through the outage: err %v, result %q", a.err, toolText(a.res))
 	}
 	waitFor("engine back", "/readyz", 200, 90*time.Second)
 	res, err = session.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": "print(6*7)"}})

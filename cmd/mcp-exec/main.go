@@ -150,6 +150,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 		MaxConcurrent:  cfg.MaxConcurrent,
 		MaxQueue:       cfg.MaxQueue,
 		PoolSize:       cfg.PoolSize,
+		EngineWait:     cfg.EngineWait,
 		Preload:        splitList(cfg.Preload),
 		Metrics:        m,
 		Logger:         log,

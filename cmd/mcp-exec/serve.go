@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -112,15 +114,22 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	}
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	bodyLimit := requestLimit(cfg)
+	budget := newBodyBudget(budgetFactor * bodyLimit)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit(bodyLimit))
+	}
+	// Authentication first, so that a request without credentials is refused before
+	// its body is read or its size looked at; then the body limit.
+	door := func(h http.Handler) http.Handler { return guard.Wrap(limitBody(bodyLimit, budget, h)) }
 	mux := http.NewServeMux()
 	var path string
 	switch cfg.Transport {
 	case "http":
 		path = "/mcp"
-		mux.Handle(path, guard.Wrap(streamableHandler(getServer, bodyLimit, cfg.Stateless)))
+		mux.Handle(path, door(streamableHandler(getServer, bodyLimit, cfg.Stateless)))
 	case "sse":
 		path = "/sse"
-		mux.Handle(path, guard.Wrap(mcp.NewSSEHandler(getServer,
+		mux.Handle(path, door(mcp.NewSSEHandler(getServer,
 			&mcp.SSEOptions{MaxRequestBodyBytes: bodyLimit})))
 	default:
 		return fmt.Errorf("unknown transport %q", cfg.Transport)
@@ -148,7 +157,8 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 		MaxHeaderBytes:    64 << 10,
 	}
 	log.Info().Str("transport", cfg.Transport).Str("addr", ln.Addr().String()).Str("path", path).
-		Bool("auth", cfg.TokenSet()).Bool("oauth", cfg.OAuthIssuer != "").Bool("stateless", cfg.Stateless).Msg("serving")
+		Bool("auth", cfg.TokenSet()).Bool("oauth", cfg.OAuthIssuer != "").Bool("stateless", cfg.Stateless).
+		Int64("max_request_bytes", bodyLimit).Int64("memory_limit_bytes", debug.SetMemoryLimit(-1)).Msg("serving")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -195,12 +205,6 @@ func notReady(ctx context.Context, l *launcher.Launcher) string {
 		return "warm pool empty"
 	}
 	return ""
-}
-
-// requestLimit is the size of the largest legal call: code, stdin and files at their
-// caps, where JSON escaping can grow text up to six times, plus room for the rest.
-func requestLimit(cfg Config) int64 {
-	return 6*(cfg.MaxCodeBytes+cfg.MaxStdinBytes+cfg.MaxFilesBytes) + 64<<10
 }
 
 func isLoopback(a net.Addr) bool {
