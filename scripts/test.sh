@@ -6,7 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step prints the seconds the previous one took, and the total at the end, so
+# that the cost of every step can be read from CI's output.
+t_start=$SECONDS t_step=$SECONDS step_name=
+step_done() { [ -z "$step_name" ] || printf -- '-- %s: %d s\n' "$step_name" $((SECONDS - t_step)); }
+step() {
+  step_done
+  step_name=$*; t_step=$SECONDS
+  printf '\n== %s\n' "$*"
+}
+finish() { step_done; printf -- '-- total: %d s\n' $((SECONDS - t_start)); }
+trap finish EXIT
 
 step "engine"
 bash scripts/engine.sh
@@ -90,7 +100,7 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
       go test -race -count=1 -p 1 -timeout 10m \
       -run '^(TestVerifyLimitsUnenforcedLive|TestRunPrograms|TestTimeoutKillsProcessTree|TestEngineNameLive|TestUnenforcedLimitsLive)$' \
       ./launcher ./cmd/mcp-exec
-    left=$(runuser -u "$ruser" -- env XDG_RUNTIME_DIR=/run/user/$ruid \
+    left=$(runuser -u "$ruser" -- env XDG_RUNTIME_DIR="/run/user/$ruid" \
       podman ps -aq --filter label=dev.mcp-exec.role=sandbox | wc -l)
     if [ "$left" != 0 ]; then
       echo "$left sandbox containers were left in $ruser's podman"; exit 1
