@@ -94,6 +94,12 @@ go test ./launcher -run '^$' -fuzz '^FuzzDecoder$' -fuzztime "${FUZZTIME:-10s}"
 step "compose (server image, docker-compose up, the e2e client, down)"
 bash scripts/compose-test.sh
 
+step "kubernetes: a one-node cluster of our own (scripts/k8s), the manifests and the backend on it, down, host as it was"
+# Cold: ~11 min to build the cluster's binaries into /var/cache/mcp-exec/k8s-v1.34.4 (once per
+# machine), ~25 s to import the sandbox image, ~3 min for the first -race build of client-go.
+# Warm: up ~6 s, tests ~30 s, down ~10 s. Uses the shared dockerd only for `docker save`.
+bash scripts/k8s/ci.sh
+
 step "leftover containers"
 left=$(docker ps -aq --filter label=dev.mcp-exec.role=sandbox | wc -l)
 if [ "$left" != 0 ]; then
