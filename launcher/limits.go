@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -14,9 +15,13 @@ import (
 var ErrLimitsNotEnforced = errors.New("the engine does not enforce the configured limits")
 
 // limitsProgram reads, from inside a sandbox, the limits its cgroups actually carry
-// (cgroup v2 first, then v1). -1 means unlimited, -2 not found.
+// (cgroup v2 first, then v1). -1 means unlimited, -2 not found. When the sandbox's own
+// cgroup shows no pids limit, the limit may sit on a parent it cannot see (Kubernetes
+// sets the kubelet's podPidsLimit on the pod's cgroup, not the container's): the program
+// then measures it, starting threads (each counts as a task) until the kernel refuses,
+// at most pidsProbeMax; reaching that counts as unlimited.
 const limitsProgram = `
-import json, os
+import json, os, threading
 def read(*paths):
     for p in paths:
         try:
@@ -32,26 +37,51 @@ def num(v):
     return -1 if n >= 1 << 62 else n
 mem = num(read("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 pids = num(read("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"))
+measured = False
+if pids < 0:
+    measured, stop, n = True, threading.Event(), 1
+    threading.stack_size(65536)
+    try:
+        while n < PIDS_PROBE_MAX:
+            threading.Thread(target=stop.wait, daemon=True).start()
+            n += 1
+    except RuntimeError:
+        pids = n
+    stop.set()
 cpu = read("/sys/fs/cgroup/cpu.max")
 if cpu:
     quota, period = (-1 if cpu[0] == "max" else int(cpu[0])), int(cpu[1])
 else:
     q, p = read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us"), read("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us")
     quota, period = (int(q[0]) if q else -2), (int(p[0]) if p else 100000)
-print(json.dumps({"memory": mem, "pids": pids, "cpu_quota": quota, "cpu_period": period}))
+print(json.dumps({"memory": mem, "pids": pids, "pids_measured": measured, "cpu_quota": quota, "cpu_period": period}))
 `
+
+// pidsProbeMax bounds the threads the limits program starts to find a pids limit it
+// cannot read.
+const pidsProbeMax = 4096
+
+// LimitsHinter is implemented by a backend that can tell the deployer where its limits
+// come from, for the refusal when one is not enforced.
+type LimitsHinter interface {
+	LimitsHint() string
+}
 
 // Limits are the limits a sandbox's cgroups carry, as seen from inside.
 type Limits struct {
-	Memory    int64 `json:"memory"` // bytes; -1 unlimited, -2 not visible
-	Pids      int64 `json:"pids"`
-	CPUQuota  int64 `json:"cpu_quota"` // microseconds per period; -1 unlimited
-	CPUPeriod int64 `json:"cpu_period"`
+	Memory int64 `json:"memory"` // bytes; -1 unlimited, -2 not visible
+	Pids   int64 `json:"pids"`
+	// PidsMeasured: no pids limit was visible, Pids is how many tasks the sandbox could
+	// run (itself included) before the kernel refused another.
+	PidsMeasured bool  `json:"pids_measured"`
+	CPUQuota     int64 `json:"cpu_quota"` // microseconds per period; -1 unlimited
+	CPUPeriod    int64 `json:"cpu_period"`
 }
 
 // MeasureLimits runs a sandbox that reports the limits it actually runs under.
 func (l *Launcher) MeasureLimits(ctx context.Context) (Limits, error) {
-	res, err := l.Run(ctx, Job{Code: limitsProgram, Timeout: 20 * time.Second, internal: true})
+	code := strings.Replace(limitsProgram, "PIDS_PROBE_MAX", strconv.Itoa(pidsProbeMax), 1)
+	res, err := l.Run(ctx, Job{Code: code, Timeout: 20 * time.Second, internal: true})
 	if err != nil {
 		return Limits{}, fmt.Errorf("measuring sandbox limits: %w", err)
 	}
@@ -70,7 +100,11 @@ func (l *Launcher) Unenforced(lim Limits) []string {
 		bad = append(bad, fmt.Sprintf("memory (configured %d bytes, sandbox sees %s)", o.Memory, limitText(lim.Memory)))
 	}
 	if lim.Pids < 0 || lim.Pids > o.Pids {
-		bad = append(bad, fmt.Sprintf("pids (configured %d, sandbox sees %s)", o.Pids, limitText(lim.Pids)))
+		how := "sees"
+		if lim.PidsMeasured {
+			how = "could start"
+		}
+		bad = append(bad, fmt.Sprintf("pids (configured %d, sandbox %s %s)", o.Pids, how, limitText(lim.Pids)))
 	}
 	if lim.CPUQuota < 0 || lim.CPUPeriod <= 0 || float64(lim.CPUQuota)/float64(lim.CPUPeriod) > o.CPUs*1.01 {
 		bad = append(bad, fmt.Sprintf("cpus (configured %g, sandbox sees quota %s per %d µs)", o.CPUs, limitText(lim.CPUQuota), lim.CPUPeriod))
@@ -86,7 +120,11 @@ func (l *Launcher) VerifyLimits(ctx context.Context) error {
 		return err
 	}
 	if bad := l.Unenforced(lim); len(bad) > 0 {
-		return fmt.Errorf("%w: %s (rootless Podman needs cgroup v2 with delegation to apply them)", ErrLimitsNotEnforced, strings.Join(bad, "; "))
+		hint := "rootless Podman needs cgroup v2 with delegation to apply them"
+		if h, ok := l.be.(LimitsHinter); ok {
+			hint = h.LimitsHint()
+		}
+		return fmt.Errorf("%w: %s (%s)", ErrLimitsNotEnforced, strings.Join(bad, "; "), hint)
 	}
 	return nil
 }
