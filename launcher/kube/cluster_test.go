@@ -18,7 +18,7 @@ const envKubeconfig = "MCP_EXEC_TEST_KUBECONFIG"
 const testNamespace = "mcp-exec"
 
 // adminConfig returns the test cluster's admin configuration, or skips the test.
-func adminConfig(t *testing.T) *rest.Config {
+func adminConfig(t testing.TB) *rest.Config {
 	t.Helper()
 	path := os.Getenv(envKubeconfig)
 	if path == "" {

@@ -29,7 +29,7 @@ const manifestDir = "../../deploy/kubernetes"
 
 // readManifests decodes every object of every YAML file in deploy/kubernetes except the
 // kustomization, keyed by file.
-func readManifests(t *testing.T) map[string][]*unstructured.Unstructured {
+func readManifests(t testing.TB) map[string][]*unstructured.Unstructured {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(manifestDir, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -75,7 +75,7 @@ func TestManifestsListed(t *testing.T) {
 }
 
 // applyManifest server-side applies one object; dryRun leaves the cluster unchanged.
-func applyManifest(t *testing.T, cfg *rest.Config, u *unstructured.Unstructured, dryRun bool) error {
+func applyManifest(t testing.TB, cfg *rest.Config, u *unstructured.Unstructured, dryRun bool) error {
 	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -106,7 +106,7 @@ func applyManifest(t *testing.T, cfg *rest.Config, u *unstructured.Unstructured,
 // applyBase applies, for real, what the other tests need: the namespace (and the ServiceAccount
 // "default" that pod admission needs and no controller creates on the test cluster), the
 // server's ServiceAccount, the Role and its binding, and the NetworkPolicy.
-func applyBase(t *testing.T, cfg *rest.Config) {
+func applyBase(t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	ms := readManifests(t)
 	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "networkpolicy.yaml"} {
