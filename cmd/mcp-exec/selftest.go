@@ -23,7 +23,7 @@ import (
 // run through the configured engine, image and limits, one line per invariant and a
 // final "N passed, N failed". It exits non-zero on any failure, so a deployment can
 // prove itself (and fail closed) before it serves.
-func selftest(ctx context.Context, cfg Config, l *launcher.Launcher, cli *client.Client, stdout io.Writer) int {
+func selftest(ctx context.Context, cfg Config, l *launcher.Launcher, gone func(context.Context, string) error, stdout io.Writer) int {
 	canaryName := "MCP_EXEC_SELFTEST_CANARY_" + strings.ToUpper(randomHex(4))
 	canaryValue := randomHex(16)
 	os.Setenv(canaryName, canaryValue)
@@ -52,7 +52,7 @@ func selftest(ctx context.Context, cfg Config, l *launcher.Launcher, cli *client
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			start := time.Now()
-			lines[i+1] = line{pr.Name, runProbe(ctx, l, cli, pr), time.Since(start)}
+			lines[i+1] = line{pr.Name, runProbe(ctx, l, gone, pr), time.Since(start)}
 		})
 	}
 	wg.Wait()
@@ -73,7 +73,7 @@ func selftest(ctx context.Context, cfg Config, l *launcher.Launcher, cli *client
 	return 0
 }
 
-func runProbe(ctx context.Context, l *launcher.Launcher, cli *client.Client, pr probe.Probe) error {
+func runProbe(ctx context.Context, l *launcher.Launcher, gone func(context.Context, string) error, pr probe.Probe) error {
 	res, err := l.Run(ctx, pr.Job)
 	if err != nil {
 		return fmt.Errorf("running: %w", err)
@@ -85,11 +85,11 @@ func runProbe(ctx context.Context, l *launcher.Launcher, cli *client.Client, pr 
 		return nil
 	}
 	if pr.AwaitRemoval {
-		if err := awaitGone(ctx, cli, probe.SandboxID(res.Stdout)); err != nil {
+		if err := gone(ctx, probe.SandboxID(res.Stdout)); err != nil {
 			return err
 		}
 	}
-	return runProbe(ctx, l, cli, *pr.Next)
+	return runProbe(ctx, l, gone, *pr.Next)
 }
 
 // awaitGone waits until the engine no longer knows container id.

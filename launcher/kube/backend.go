@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/klog/v2"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
@@ -37,6 +40,10 @@ type Backend struct {
 
 // New returns a Backend that talks to the API server of cfg. It does not contact it.
 func New(cfg *rest.Config, opts Options, log zerolog.Logger) (*Backend, error) {
+	// client-go reports some stream errors through klog, on stderr, around our logger
+	// (e.g. the attach's stdin copy when a finished sandbox's connection is closed); the
+	// backend's own errors say what failed.
+	klog.SetLogger(logr.Discard())
 	cfg = rest.CopyConfig(cfg)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "mcp-exec"
@@ -343,4 +350,32 @@ func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
 func (b *Backend) LimitsHint() string {
 	return "on Kubernetes, memory and CPU are the pod's limits; the pids limit is the kubelet's podPidsLimit " +
 		"(KubeletConfiguration, per pod, on every node that runs sandboxes), which must be set and at most --pids"
+}
+
+// AwaitGone waits until no sandbox pod in the namespace holds a container or pod sandbox
+// whose id is id (the selftest's daemon probe prints one from inside). Pods are deleted with
+// a grace period of 0, so the API object goes at once; the kubelet kills the processes
+// within a few seconds after (2 s of SIGTERM grace, which the bootstrap as PID 1 ignores).
+func (b *Backend) AwaitGone(ctx context.Context, id string) error {
+	sel := labels.SelectorFromSet(labels.Set{backend.LabelRole: backend.RoleSandbox}).String()
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		list, err := b.cs.CoreV1().Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return fmt.Errorf("listing pods: %w", b.classify(err))
+		}
+		holder := ""
+		for _, p := range list.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				if id != "" && strings.HasSuffix(cs.ContainerID, id) {
+					holder = p.Name
+				}
+			}
+		}
+		switch {
+		case holder == "":
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("pod %s still exists 45 s after its run ended", holder)
+		}
+	}
 }

@@ -54,7 +54,12 @@ const (
 	// pod runs as soon as it is scheduled, long before anyone attaches, and what a
 	// container writes while nobody is attached is lost to the attach (the bootstrap
 	// writes its ready frame early). Fixed text, nothing of any job.
-	startGate = "import os, sys\nif os.read(0, 1) != b'\\n':\n    os._exit(70)\nos.execvp(sys.argv[1], sys.argv[1:])"
+	// It also drops the KUBERNETES_SERVICE_* and KUBERNETES_PORT* variables, which the
+	// kubelet sets in every container whatever enableServiceLinks says: the sandbox's
+	// environment is the Spec's alone.
+	startGate = "import os, sys\nif os.read(0, 1) != b'\\n':\n    os._exit(70)\n" +
+		"env = {k: v for k, v in os.environ.items() if not k.startswith(('KUBERNETES_SERVICE_', 'KUBERNETES_PORT'))}\n" +
+		"os.execvpe(sys.argv[1], sys.argv[1:], env)"
 	// noDNS is the only nameserver a sandbox is given: its own loopback, where nothing
 	// listens, so every lookup fails at once, with or without a network.
 	noDNS = "127.0.0.1"
