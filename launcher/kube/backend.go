@@ -105,13 +105,21 @@ func (b *Backend) Name(ctx context.Context) (string, error) {
 	return fmt.Sprintf("Kubernetes %s at %s, namespace %s", v.GitVersion, b.cfg.Host, b.opts.Namespace), nil
 }
 
+// createTimeout bounds one create request.
+const createTimeout = 30 * time.Second
+
 // Create makes the pod. The pod starts as soon as it is scheduled: its bootstrap then waits
 // for its code on stdin, which only Start's attach delivers.
 func (b *Backend) Create(ctx context.Context, spec backend.Spec) (string, error) {
 	if err := b.opts.validate(spec); err != nil {
 		return "", err
 	}
-	pod, err := b.cs.CoreV1().Pods(b.opts.Namespace).Create(ctx, PodSpec(spec, b.opts), metav1.CreateOptions{})
+	// Not cancelled with ctx: the API server may create the pod after its client gave up,
+	// and that pod, whose name the client never learnt, would be left behind (seen when a
+	// server shut down while its pool refilled). It is quick; the caller honours ctx after.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	pod, err := b.cs.CoreV1().Pods(b.opts.Namespace).Create(cctx, PodSpec(spec, b.opts), metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("creating pod in namespace %s: %w", b.opts.Namespace, b.classify(err))
 	}

@@ -260,3 +260,25 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
+
+// TestLiveCreateNotCancelled: a create whose context ends while the request is in flight still
+// returns the pod's name (the request is not cancelled), so the caller can delete it; a
+// cancelled create would leave a pod nobody knows. With an ended context the launcher then
+// removes it: nothing of the instance is left.
+func TestLiveCreateNotCancelled(t *testing.T) {
+	b, admin := liveBackend(t, Options{})
+	spec := liveSpec(t, "print(1)")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	id, err := b.Create(ctx, spec)
+	if err != nil || id == "" {
+		t.Fatalf("Create with an ended context: got %q, %v; want the pod's name", id, err)
+	}
+	if err := b.Remove(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	l, err := admin.CoreV1().Pods(testNamespace).List(t.Context(), metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + spec.Labels[backend.LabelInstance]})
+	if err != nil || len(l.Items) != 0 {
+		t.Errorf("pods left: %v, %v", l, err)
+	}
+}
