@@ -15,11 +15,22 @@ kts "cluster up in $(( $(date +%s) - s )) s"
 export MCP_EXEC_TEST_KUBECONFIG=$KUBECONFIG_ADMIN
 
 # The manifests (server-side dry run, Pod Security, RBAC) and the backend, as the server's
-# ServiceAccount, against the cluster.
+# ServiceAccount, against the cluster. They apply deploy/kubernetes' namespace, ServiceAccount,
+# Role and NetworkPolicy for real.
 go test -race -count=1 -p 1 -timeout 20m ./launcher/kube/...
+
+# The sandboxes' seccomp profile (resolved for no capabilities) where the kubelet finds
+# Localhost profiles, then a server on the Kubernetes backend: every probe of the selftest,
+# and the TypeScript client's end-to-end test over stdio, HTTP and SSE.
+mkdir -p "$KSTATE/kubelet/seccomp/profiles"
+go run ./cmd/mcp-exec seccomp-profile > "$KSTATE/kubelet/seccomp/profiles/mcp-exec.json"
+export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec \
+  MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
+go run ./cmd/mcp-exec selftest --log-level warn
+CI=true go test -count=1 -timeout 15m -run '^TestE2E$' ./cmd/mcp-exec
 
 left=$($KCACHE/bin/kubectl --kubeconfig "$KUBECONFIG_ADMIN" get pods -A -l dev.mcp-exec.role=sandbox --no-headers 2>/dev/null | wc -l)
 if [ "$left" != 0 ]; then
-  echo "$left sandbox pods were left:"; $KCACHE/bin/kubectl --kubeconfig "$KUBECONFIG_ADMIN" get pods -A -l dev.mcp-exec.role=sandbox; exit 1
+  echo "$left sandbox pods were left:"; $KCACHE/bin/kubectl --kubeconfig "$KUBECONFIG_ADMIN" get pods -A -l dev.mcp-exec.role=sandbox --show-labels; exit 1
 fi
 kts "no sandbox pod left"
