@@ -27,7 +27,7 @@ go run ./cmd/mcp-exec seccomp-profile > "$KSTATE/kubelet/seccomp/profiles/mcp-ex
 export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec \
   MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
 go run ./cmd/mcp-exec selftest --log-level warn
-CI=true go test -count=1 -timeout 15m -run '^TestE2E$' ./cmd/mcp-exec
+CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestKubeRestartReapsOrphans)$' ./cmd/mcp-exec
 
 left=$($KCACHE/bin/kubectl --kubeconfig "$KUBECONFIG_ADMIN" get pods -A -l dev.mcp-exec.role=sandbox --no-headers 2>/dev/null | wc -l)
 if [ "$left" != 0 ]; then
