@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -186,34 +187,48 @@ func TestLauncherCancel(t *testing.T) {
 	assertNoPods(t, admin, l.Options().Instance)
 }
 
-// TestLauncherPodDeletedMidExec: someone deletes the pod while its program runs: the call ends
-// with a clear error (not a hang, not a made-up result) and nothing is left.
+// TestLauncherPodDeletedMidExec: someone deletes or evicts the pod while its program runs: the
+// call ends with a clear error (not a hang, not a made-up result) and nothing is left.
 func TestLauncherPodDeletedMidExec(t *testing.T) {
-	l, _, admin := testLauncher(t, launcher.Options{})
-	inst := l.Options().Instance
-	go func() {
-		for i := 0; i < 300; i++ {
-			time.Sleep(100 * time.Millisecond)
-			if pods := instancePods(t, admin, inst); len(pods) == 1 {
-				time.Sleep(2 * time.Second) // let it start running the program
-				_ = admin.CoreV1().Pods(testNamespace).Delete(context.Background(), pods[0], metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
-				return
+	for _, how := range []string{"delete", "evict"} {
+		t.Run(how, func(t *testing.T) {
+			l, _, admin := testLauncher(t, launcher.Options{})
+			inst := l.Options().Instance
+			go func() {
+				for i := 0; i < 300; i++ {
+					time.Sleep(100 * time.Millisecond)
+					if pods := instancePods(t, admin, inst); len(pods) == 1 {
+						time.Sleep(2 * time.Second) // let it start running the program
+						now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
+						var err error
+						if how == "evict" {
+							err = admin.CoreV1().Pods(testNamespace).EvictV1(context.Background(), &policyv1.Eviction{
+								ObjectMeta: metav1.ObjectMeta{Name: pods[0], Namespace: testNamespace}, DeleteOptions: &now})
+						} else {
+							err = admin.CoreV1().Pods(testNamespace).Delete(context.Background(), pods[0], now)
+						}
+						if err != nil {
+							t.Errorf("%s pod %s: %v", how, pods[0], err)
+						}
+						return
+					}
+				}
+			}()
+			s := time.Now()
+			res, err := l.Run(t.Context(), launcher.Job{Code: "import time; time.sleep(120)", Timeout: 120 * time.Second})
+			if err == nil {
+				t.Fatalf("got result %+v, want an error saying the sandbox is gone", res)
 			}
-		}
-	}()
-	s := time.Now()
-	res, err := l.Run(t.Context(), launcher.Job{Code: "import time; time.sleep(120)", Timeout: 120 * time.Second})
-	if err == nil {
-		t.Fatalf("got result %+v, want an error saying the sandbox is gone", res)
+			if !strings.Contains(err.Error(), "is gone (deleted from outside, or evicted") {
+				t.Errorf("error: got %v, want it to say the pod is gone", err)
+			}
+			if d := time.Since(s); d > 60*time.Second {
+				t.Errorf("the call took %v after its pod was %sd", d, how)
+			}
+			t.Logf("error: %v", err)
+			assertNoPods(t, admin, inst)
+		})
 	}
-	if !strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "ended without a result") {
-		t.Errorf("error: got %v, want it to say the pod is gone", err)
-	}
-	if d := time.Since(s); d > 60*time.Second {
-		t.Errorf("the call took %v after its pod was deleted", d)
-	}
-	t.Logf("error: %v", err)
-	assertNoPods(t, admin, inst)
 }
 
 // TestLauncherReap: Reap removes this instance's leftover pods and never another instance's.
