@@ -351,7 +351,7 @@ func (l *Launcher) sweepOnce(parent context.Context, per time.Duration) {
 const cleanupTimeout = 30 * time.Second
 
 func shortID(id string) string {
-	if len(id) > 12 {
+	if len(id) == 64 { // an engine's container id; pod names stay whole
 		return id[:12]
 	}
 	return id

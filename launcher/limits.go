@@ -14,17 +14,27 @@ import (
 // Podman on cgroup v1 drops memory, pids and CPU limits without an error).
 var ErrLimitsNotEnforced = errors.New("the engine does not enforce the configured limits")
 
-// limitsProgram reads, from inside a sandbox, the limits its cgroups actually carry.
+// limitsProgram reads, from inside a sandbox, the limits its cgroups actually carry,
+// and tries those it cannot read (limits.py says how).
 //
 //go:embed limits.py
 var limitsProgram string
 
+// LimitsHinter is implemented by a backend that can tell the deployer where its limits
+// come from, for the refusal when one is not enforced.
+type LimitsHinter interface {
+	LimitsHint() string
+}
+
 // Limits are the limits a sandbox's cgroups carry, as seen from inside.
 type Limits struct {
-	Memory    int64 `json:"memory"` // bytes; -1 unlimited, -2 not visible
-	Pids      int64 `json:"pids"`
-	CPUQuota  int64 `json:"cpu_quota"` // microseconds per period; -1 unlimited
-	CPUPeriod int64 `json:"cpu_period"`
+	Memory int64 `json:"memory"` // bytes; -1 unlimited, -2 not visible
+	Pids   int64 `json:"pids"`
+	// PidsMeasured: no pids limit was visible, Pids is how many tasks the sandbox could
+	// run (itself included) before the kernel refused another.
+	PidsMeasured bool  `json:"pids_measured"`
+	CPUQuota     int64 `json:"cpu_quota"` // microseconds per period; -1 unlimited
+	CPUPeriod    int64 `json:"cpu_period"`
 	// Runtime is "gvisor" when the sandbox's kernel is gVisor's: memory and pids were
 	// then also tried (limits.py), not only read.
 	Runtime string `json:"runtime"`
@@ -51,7 +61,11 @@ func (l *Launcher) Unenforced(lim Limits) []string {
 		bad = append(bad, fmt.Sprintf("memory (configured %d bytes, sandbox sees %s)", o.Memory, limitText(lim.Memory)))
 	}
 	if lim.Pids < 0 || lim.Pids > o.Pids {
-		bad = append(bad, fmt.Sprintf("pids (configured %d, sandbox sees %s)", o.Pids, limitText(lim.Pids)))
+		how := "sees"
+		if lim.PidsMeasured {
+			how = "could start"
+		}
+		bad = append(bad, fmt.Sprintf("pids (configured %d, sandbox %s %s)", o.Pids, how, limitText(lim.Pids)))
 	}
 	if lim.CPUQuota < 0 || lim.CPUPeriod <= 0 || float64(lim.CPUQuota)/float64(lim.CPUPeriod) > o.CPUs*1.01 {
 		bad = append(bad, fmt.Sprintf("cpus (configured %g, sandbox sees quota %s per %d µs)", o.CPUs, limitText(lim.CPUQuota), lim.CPUPeriod))
@@ -68,6 +82,9 @@ func (l *Launcher) VerifyLimits(ctx context.Context) error {
 	}
 	if bad := l.Unenforced(lim); len(bad) > 0 {
 		hint := "rootless Podman needs cgroup v2 with delegation to apply them"
+		if h, ok := l.be.(LimitsHinter); ok {
+			hint = h.LimitsHint()
+		}
 		if lim.Runtime == "gvisor" {
 			hint = "under gVisor the memory limit is tried with an allocation and the process limit (RLIMIT_NPROC) with threads; see docs/engines.md"
 		}

@@ -2,6 +2,11 @@
 # (cgroup v2 first, then v1). -1 means unlimited, -2 not found. Run by
 # Launcher.MeasureLimits (limits.go).
 #
+# When the sandbox's own cgroup shows no pids limit, the limit may sit on a parent it
+# cannot see (Kubernetes sets the kubelet's podPidsLimit on the pod's cgroup, not the
+# container's): the program then measures it, starting threads (each counts as a task)
+# until the kernel refuses, at most PIDS_PROBE_MAX; reaching that counts as unlimited.
+#
 # Under gVisor the cgroup files are gVisor's own, showing what runsc was told, and the
 # process limit is RLIMIT_NPROC in gVisor's kernel; so the memory and process limits
 # are also tried: a child that touches twice the memory limit must be killed, and
@@ -52,13 +57,16 @@ def memory_holds(limit):
     return os.WIFSIGNALED(st) and os.WTERMSIG(st) == 9
 
 
+PIDS_PROBE_MAX = 4096
+
+
 def threads_stop_at():
-    """How many threads could be started, at most 4096 (-1: all of them)."""
+    """How many threads could be started, at most PIDS_PROBE_MAX (-1: all of them)."""
     import threading
     threading.stack_size(256 << 10)
     ev, started = threading.Event(), []
     try:
-        while len(started) < 4096:
+        while len(started) < PIDS_PROBE_MAX:
             t = threading.Thread(target=ev.wait)
             t.start()
             started.append(t)
@@ -67,10 +75,10 @@ def threads_stop_at():
     ev.set()
     for t in started:
         t.join()
-    return -1 if len(started) >= 4096 else len(started)
+    return -1 if len(started) >= PIDS_PROBE_MAX else len(started)
 
 
-runtime = "linux"
+runtime, measured = "linux", False
 if gvisor():
     import resource
     runtime = "gvisor"
@@ -80,5 +88,10 @@ if gvisor():
     stop = threads_stop_at()
     # The bootstrap and this program count as two; threads stop one short of the rest.
     pids = -1 if stop < 0 or nproc < 0 or stop + 2 > nproc else nproc
-print(json.dumps({"memory": mem, "pids": pids, "cpu_quota": quota, "cpu_period": period, "runtime": runtime}))
+elif pids < 0:
+    # The bootstrap and this program count as two tasks besides the threads.
+    stop = threads_stop_at()
+    measured, pids = True, (-1 if stop < 0 else stop + 2)
+print(json.dumps({"memory": mem, "pids": pids, "pids_measured": measured,
+                  "cpu_quota": quota, "cpu_period": period, "runtime": runtime}))
 sys.stdout.flush()

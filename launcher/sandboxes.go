@@ -34,11 +34,22 @@ func (l *Launcher) SandboxPid(ctx context.Context, id string) (int, error) {
 	return pid, nil
 }
 
+// GoneAwaiter is implemented by backends whose sandboxes know themselves by another id
+// than the one List returns (a pod's container id is not the pod's name): AwaitGone
+// waits until no sandbox holds id, or fails after its own bound.
+type GoneAwaiter interface {
+	AwaitGone(ctx context.Context, id string) error
+}
+
 // AwaitRemoved returns once the backend no longer lists sandbox id (the launcher
 // removes a sandbox in the background once its result is in), or fails after 45 s.
+// id is what the sandbox saw of itself from inside.
 func (l *Launcher) AwaitRemoved(ctx context.Context, id string) error {
 	if id == "" {
 		return errors.New("no sandbox id to await")
+	}
+	if ga, ok := l.be.(GoneAwaiter); ok {
+		return ga.AwaitGone(ctx, id)
 	}
 	for deadline := time.Now().Add(45 * time.Second); ; {
 		ids, err := l.be.List(ctx, l.opts.Instance)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/kube"
 )
 
 // Config is the whole configuration of mcp-exec. Every field has a flag, an
@@ -49,8 +51,17 @@ type Config struct {
 	Pids                  int64         // --pids MCP_EXEC_PIDS
 	CPUs                  float64       // --cpus MCP_EXEC_CPUS
 	TmpfsSize             int64         // --tmpfs-size MCP_EXEC_TMPFS_SIZE, bytes
+	Backend               string        // --backend MCP_EXEC_BACKEND: docker (Docker or Podman) or kubernetes
 	EngineHost            string        // --engine-host MCP_EXEC_ENGINE_HOST; "" = DOCKER_HOST or the default socket
-	Runtime               string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default
+	Runtime               string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default (kubernetes: the RuntimeClass)
+	Kubeconfig            string        // --kubeconfig MCP_EXEC_KUBECONFIG; "" = in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config
+	KubeContext           string        // --kube-context MCP_EXEC_KUBE_CONTEXT; "" = the kubeconfig's current context
+	KubeNamespace         string        // --kube-namespace MCP_EXEC_KUBE_NAMESPACE; "" = the pod's own, or the context's
+	KubeNodeSelector      string        // --kube-node-selector MCP_EXEC_KUBE_NODE_SELECTOR: k=v,...
+	KubeTolerations       string        // --kube-tolerations MCP_EXEC_KUBE_TOLERATIONS: key[=value][:Effect],...
+	KubePullPolicy        string        // --kube-image-pull-policy MCP_EXEC_KUBE_IMAGE_PULL_POLICY
+	KubePodLabels         string        // --kube-pod-labels MCP_EXEC_KUBE_POD_LABELS: k=v,...
+	KubeSeccompProfile    string        // --kube-seccomp-profile MCP_EXEC_KUBE_SECCOMP_PROFILE: a Localhost profile; "" = RuntimeDefault
 	MaxConcurrent         int           // --max-concurrent MCP_EXEC_MAX_CONCURRENT
 	MaxQueue              int           // --max-queue MCP_EXEC_MAX_QUEUE
 	MetricsAddr           string        // --metrics-addr MCP_EXEC_METRICS_ADDR: "" = /metrics on the http/sse listener; "off"; or host:port of its own
@@ -87,6 +98,8 @@ const (
 
 var (
 	cfgTransports = []string{"stdio", "http", "sse"}
+	cfgBackends   = []string{"docker", "kubernetes"}
+	cfgPullPolicy = []string{"Always", "IfNotPresent", "Never"}
 	cfgLogLevels  = []string{"trace", "debug", "info", "warn", "error"}
 	cfgLogFormats = []string{"auto", "json", "console"}
 
@@ -103,6 +116,8 @@ func cfgDefaults() Config {
 	host, _ := cfgHostname() // on failure the empty Instance fails Validate
 	return Config{
 		Transport:      "stdio",
+		Backend:        "docker",
+		KubePullPolicy: "IfNotPresent",
 		Addr:           ":8080",
 		DefaultTimeout: 30 * time.Second,
 		MaxTimeout:     300 * time.Second,
@@ -184,12 +199,30 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgFloat)(&c.CPUs) }},
 	{"tmpfs-size", "MCP_EXEC_TMPFS_SIZE", "size of the writable /tmp per sandbox",
 		func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) }},
+	{"backend", "MCP_EXEC_BACKEND", "where sandboxes run: docker (a Docker or Podman engine) or kubernetes (one pod per sandbox)",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Backend) }},
 	{"engine-host", "MCP_EXEC_ENGINE_HOST", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
 		func(c *Config) flag.Value { return (*cfgString)(&c.EngineHost) }},
 	{"allow-insecure-engine", "MCP_EXEC_ALLOW_INSECURE_ENGINE", "connect to a tcp:// engine off this machine without verified TLS (plain TCP, or DOCKER_TLS without DOCKER_TLS_VERIFY; UNSAFE; logged loudly)",
 		func(c *Config) flag.Value { return (*cfgBool)(&c.AllowInsecureEngine) }},
-	{"runtime", "MCP_EXEC_RUNTIME", "OCI runtime, e.g. runc, crun, runsc; empty: the engine's default",
+	{"runtime", "MCP_EXEC_RUNTIME", "OCI runtime, e.g. runc, crun, runsc; empty: the engine's default (kubernetes: the pods' RuntimeClass, e.g. gvisor)",
 		func(c *Config) flag.Value { return (*cfgString)(&c.Runtime) }},
+	{"kubeconfig", "MCP_EXEC_KUBECONFIG", "kubernetes: kubeconfig file; empty: in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config",
+		func(c *Config) flag.Value { return (*cfgString)(&c.Kubeconfig) }},
+	{"kube-context", "MCP_EXEC_KUBE_CONTEXT", "kubernetes: kubeconfig context; empty: its current context",
+		func(c *Config) flag.Value { return (*cfgString)(&c.KubeContext) }},
+	{"kube-namespace", "MCP_EXEC_KUBE_NAMESPACE", "kubernetes: namespace of the sandbox pods; empty: the server pod's own, or the context's",
+		func(c *Config) flag.Value { return (*cfgString)(&c.KubeNamespace) }},
+	{"kube-node-selector", "MCP_EXEC_KUBE_NODE_SELECTOR", "kubernetes: node labels the sandbox pods require, k=v,k2=v2",
+		func(c *Config) flag.Value { return (*cfgString)(&c.KubeNodeSelector) }},
+	{"kube-tolerations", "MCP_EXEC_KUBE_TOLERATIONS", "kubernetes: taints the sandbox pods tolerate, key[=value][:Effect],...",
+		func(c *Config) flag.Value { return (*cfgString)(&c.KubeTolerations) }},
+	{"kube-image-pull-policy", "MCP_EXEC_KUBE_IMAGE_PULL_POLICY", "kubernetes: Always, IfNotPresent or Never",
+		func(c *Config) flag.Value { return (*cfgString)(&c.KubePullPolicy) }},
+	{"kube-pod-labels", "MCP_EXEC_KUBE_POD_LABELS", "kubernetes: extra labels on every sandbox pod, k=v,k2=v2 (never dev.mcp-exec.*)",
+		func(c *Config) flag.Value { return (*cfgString)(&c.KubePodLabels) }},
+	{"kube-seccomp-profile", "MCP_EXEC_KUBE_SECCOMP_PROFILE", "kubernetes: a Localhost seccomp profile (path under the kubelet's seccomp directory); empty: RuntimeDefault",
+		func(c *Config) flag.Value { return (*cfgString)(&c.KubeSeccompProfile) }},
 	{"max-concurrent", "MCP_EXEC_MAX_CONCURRENT", "sandboxes running at once",
 		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxConcurrent) }},
 	{"max-queue", "MCP_EXEC_MAX_QUEUE", "calls waiting for a free slot before new ones are refused",
@@ -372,6 +405,17 @@ func (c Config) Validate() error {
 	if c.EngineHost != "" && !strings.Contains(c.EngineHost, "://") {
 		bad("engine-host", "must be an address with a scheme such as unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host, got %q", c.EngineHost)
 	}
+	oneOf("backend", c.Backend, cfgBackends)
+	oneOf("kube-image-pull-policy", c.KubePullPolicy, cfgPullPolicy)
+	if _, err := kube.ParseLabels(c.KubeNodeSelector); err != nil {
+		bad("kube-node-selector", "%v", err)
+	}
+	if _, err := kube.ParseLabels(c.KubePodLabels); err != nil {
+		bad("kube-pod-labels", "%v", err)
+	}
+	if _, err := kube.ParseTolerations(c.KubeTolerations); err != nil {
+		bad("kube-tolerations", "%v", err)
+	}
 	if c.Runtime != "" && !cfgRuntimeRE.MatchString(c.Runtime) {
 		bad("runtime", "must be a runtime name such as runc, crun or runsc, got %q", c.Runtime)
 	}
@@ -468,9 +512,18 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 		Int64("pids", c.Pids).
 		Float64("cpus", c.CPUs).
 		Int64("tmpfs_size", c.TmpfsSize).
+		Str("backend", c.Backend).
 		Str("engine_host", c.EngineHost).
 		Bool("allow_insecure_engine", c.AllowInsecureEngine).
 		Str("runtime", c.Runtime).
+		Str("kubeconfig", c.Kubeconfig).
+		Str("kube_context", c.KubeContext).
+		Str("kube_namespace", c.KubeNamespace).
+		Str("kube_node_selector", c.KubeNodeSelector).
+		Str("kube_tolerations", c.KubeTolerations).
+		Str("kube_image_pull_policy", c.KubePullPolicy).
+		Str("kube_pod_labels", c.KubePodLabels).
+		Str("kube_seccomp_profile", c.KubeSeccompProfile).
 		Int("max_concurrent", c.MaxConcurrent).
 		Int("max_queue", c.MaxQueue).
 		Str("metrics_addr", c.MetricsAddr).

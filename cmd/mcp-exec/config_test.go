@@ -45,6 +45,8 @@ func cfgLoad(args []string, env map[string]string) (Config, error) {
 func cfgWantDefaults() Config {
 	return Config{
 		Transport:      "stdio",
+		Backend:        "docker",
+		KubePullPolicy: "IfNotPresent",
 		Addr:           ":8080",
 		DefaultTimeout: 30 * time.Second,
 		MaxTimeout:     300 * time.Second,
@@ -120,6 +122,8 @@ func TestLoadEnv(t *testing.T) {
 	}
 	want := Config{
 		Transport:      "http",
+		Backend:        "docker",
+		KubePullPolicy: "IfNotPresent",
 		Addr:           "127.0.0.1:9000",
 		DefaultTimeout: 10 * time.Second,
 		MaxTimeout:     60 * time.Second,
@@ -744,5 +748,27 @@ func TestUsageListsEveryFlag(t *testing.T) {
 		if !strings.Contains(help, want) {
 			t.Errorf("usage: got\n%s\nwant it to contain %q", help, want)
 		}
+	}
+}
+
+func TestValidateKubernetesSettings(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"MCP_EXEC_BACKEND": "k8s"}, "--backend (MCP_EXEC_BACKEND) must be one of docker, kubernetes"},
+		{map[string]string{"MCP_EXEC_KUBE_IMAGE_PULL_POLICY": "Sometimes"}, "--kube-image-pull-policy (MCP_EXEC_KUBE_IMAGE_PULL_POLICY)"},
+		{map[string]string{"MCP_EXEC_KUBE_NODE_SELECTOR": "pool"}, "--kube-node-selector (MCP_EXEC_KUBE_NODE_SELECTOR)"},
+		{map[string]string{"MCP_EXEC_KUBE_POD_LABELS": "a=b c"}, "--kube-pod-labels (MCP_EXEC_KUBE_POD_LABELS)"},
+		{map[string]string{"MCP_EXEC_KUBE_TOLERATIONS": "k:Sometimes"}, "--kube-tolerations (MCP_EXEC_KUBE_TOLERATIONS)"},
+	} {
+		_, err := cfgLoad(nil, tt.env)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: got %v, want an error containing %q", tt.env, err, tt.want)
+		}
+	}
+	c, err := cfgLoad([]string{"--backend", "kubernetes", "--kube-namespace", "sbx", "--kube-tolerations", "sandbox=gvisor:NoSchedule"}, nil)
+	if err != nil || c.Backend != "kubernetes" || c.KubeNamespace != "sbx" {
+		t.Errorf("got %+v, %v; want the kubernetes backend in namespace sbx", c, err)
 	}
 }

@@ -78,10 +78,12 @@ func TestE2E(t *testing.T) {
 	bin := e2eBuild(t)
 	t.Logf("setup (npm, build) took %s", time.Since(start).Round(time.Millisecond))
 
-	// The servers' whole environment: the engine and image selection, if set, and
-	// what any process needs. Nothing else leaks in from the test's environment.
+	// The servers' whole environment: the engine (or cluster) and image selection, if
+	// set, and what any process needs. Nothing else leaks in from the test's environment.
+	// (scripts/k8s/ci.sh runs this test against the Kubernetes backend.)
 	baseEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
+	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE", "MCP_EXEC_BACKEND", "MCP_EXEC_KUBECONFIG",
+		"MCP_EXEC_KUBE_CONTEXT", "MCP_EXEC_KUBE_NAMESPACE", "MCP_EXEC_KUBE_IMAGE_PULL_POLICY", "MCP_EXEC_KUBE_SECCOMP_PROFILE"} {
 		if v, ok := os.LookupEnv(k); ok {
 			baseEnv = append(baseEnv, k+"="+v)
 		}

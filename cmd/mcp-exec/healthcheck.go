@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // healthcheck is `mcp-exec healthcheck`, for compose healthchecks and for stdio
@@ -19,14 +17,7 @@ func healthcheck(ctx context.Context, cfg Config, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if cfg.Transport == "stdio" {
-		cli, err := engineClient(cfg, zerolog.Nop())
-		if err != nil {
-			fmt.Fprintf(stderr, "unhealthy: %v\n", err)
-			return 1
-		}
-		defer cli.Close()
-		err = checkEngine(ctx, cli, cfg.Image)
-		if err != nil {
+		if err := checkEngine(ctx, cfg); err != nil {
 			fmt.Fprintf(stderr, "unhealthy: %v\n", err)
 			return 1
 		}

@@ -20,7 +20,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
-	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
@@ -37,6 +36,7 @@ var subcommands = []struct{ name, help string }{
 	{"run", "run one program (FILE, or - for standard input) in the sandbox and print its result (--json: the tool's structured result)"},
 	{"selftest", "run the built-in sandbox probes against the configured engine and image; non-zero exit on any failure"},
 	{"healthcheck", "exit 0 if the server is ready: /readyz for http and sse, the engine and image for stdio"},
+	{"seccomp-profile", "print the sandboxes' seccomp profile resolved for no capabilities (OCI JSON), to install on Kubernetes nodes for --kube-seccomp-profile"},
 	{"version", "print the version and build information"},
 }
 
@@ -48,6 +48,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch sub {
 	case "version":
 		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "seccomp-profile":
+		p, err := ociSeccompProfile()
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, p)
 		return 0
 	case "serve", "run", "healthcheck", "selftest":
 	case "help":
@@ -125,13 +133,8 @@ func newLogger(cfg Config, w io.Writer) zerolog.Logger {
 // newLauncher connects to the engine, checks it and the image, and removes sandboxes
 // an earlier run of this instance left behind. Its errors say what to do.
 func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics, reap bool) (*launcher.Launcher, func(), error) {
-	cli, err := engineClient(cfg, log)
+	be, err := openBackend(cfg, log)
 	if err != nil {
-		return nil, nil, err
-	}
-	be, err := docker.New(cli, log)
-	if err != nil {
-		cli.Close()
 		return nil, nil, err
 	}
 	l, err := launcher.New(be, launcher.Options{
@@ -156,7 +159,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 		Logger:         log,
 	})
 	if err != nil {
-		cli.Close()
+		be.close()
 		return nil, nil, err
 	}
 	m.watchPool(l)
@@ -166,7 +169,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 		if err := l.Close(ctx); err != nil {
 			log.Warn().Err(err).Msg("closing launcher")
 		}
-		cli.Close()
+		be.close()
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -191,7 +194,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	if err != nil {
 		name = "unknown engine: " + err.Error()
 	}
-	log.Info().Str("engine", name).Str("engine_host", cli.DaemonHost()).Str("runtime", cfg.Runtime).Msg("engine ready")
+	log.Info().Str("backend", cfg.Backend).Str("engine", name).Str("engine_host", be.host).Str("runtime", cfg.Runtime).Msg("engine ready")
 	return l, cleanup, nil
 }
 
@@ -204,14 +207,15 @@ func engineClient(cfg Config, log zerolog.Logger) (*client.Client, error) {
 	})
 }
 
-// checkEngine is Launcher.Check on a client of its own: the engine answers and
+// checkEngine is Launcher.Check on a backend of its own: the engine answers and the
 // image is present.
-func checkEngine(ctx context.Context, cli *client.Client, image string) error {
-	be, err := docker.New(cli, zerolog.Nop())
+func checkEngine(ctx context.Context, cfg Config) error {
+	be, err := openBackend(cfg, zerolog.Nop())
 	if err != nil {
 		return err
 	}
-	l, err := launcher.New(be, launcher.Options{Image: image, Logger: zerolog.Nop()})
+	defer be.close()
+	l, err := launcher.New(be, launcher.Options{Image: cfg.Image, Logger: zerolog.Nop()})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,11 @@ else:
     for p in ("/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/pids.max"):
         if os.path.exists(p):
             v = read(p)
-            check(v == str(PIDS), "%s = %s, want %d" % (p, v, PIDS))
+            # "max": the limit sits on a parent cgroup the sandbox cannot see (Kubernetes
+            # puts the kubelet's podPidsLimit on the pod's); the spawning below must still stop.
+            check(v in (str(PIDS), "max"), "%s = %s, want %d" % (p, v, PIDS))
+            if v == "max":
+                print("%s = max: the limit is a parent cgroup's; measured below" % p)
             break
     else:
         fail("no pids.max visible")

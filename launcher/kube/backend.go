@@ -1,0 +1,389 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/klog/v2"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+// Backend runs each sandbox as a Pod of a Kubernetes cluster, through its API server: it
+// creates the pod from PodSpec, waits for it to run, attaches stdin, stdout and stderr
+// (pods/attach, SPDY), and deletes it. It satisfies launcher.Backend. Its requests are exactly
+// those the Role in deploy/kubernetes allows.
+type Backend struct {
+	cfg  *rest.Config
+	cs   kubernetes.Interface
+	opts Options
+	log  zerolog.Logger
+}
+
+// New returns a Backend that talks to the API server of cfg. It does not contact it.
+func New(cfg *rest.Config, opts Options, log zerolog.Logger) (*Backend, error) {
+	// client-go reports some stream errors through klog, on stderr, around our logger
+	// (e.g. the attach's stdin copy when a finished sandbox's connection is closed); the
+	// backend's own errors say what failed.
+	klog.SetLogger(logr.Discard())
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "mcp-exec"
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("making a Kubernetes client: %w", err)
+	}
+	return &Backend{cfg: cfg, cs: cs, opts: opts.withDefaults(), log: log}, nil
+}
+
+// Namespace is where the sandbox pods are made.
+func (b *Backend) Namespace() string { return b.opts.Namespace }
+
+// classify wraps err: backend.ErrNotFound for a pod that is gone, backend.ErrEngineUnavailable
+// when the API server did not answer with a status (connection refused, timeout, TLS).
+func (b *Backend) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%w: %w", backend.ErrNotFound, err)
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && !apierrors.IsServiceUnavailable(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w: Kubernetes API server %s: %w", backend.ErrEngineUnavailable, b.cfg.Host, err)
+}
+
+// Ping checks that the API server answers.
+func (b *Backend) Ping(ctx context.Context) error {
+	_, err := b.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	return b.classify(err)
+}
+
+// ImageID returns the image reference itself: the API offers no image inspection to a
+// namespaced Role, so a rebuilt image with the same tag is not noticed (use a new tag, or
+// PullPolicy Always). A missing image shows when a pod starts (ErrImageMissing).
+func (b *Backend) ImageID(ctx context.Context, image string) (string, error) {
+	return image, nil
+}
+
+// Name identifies the cluster, e.g. "Kubernetes v1.34.4 at https://127.0.0.1:16443, namespace mcp-exec".
+func (b *Backend) Name(ctx context.Context) (string, error) {
+	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", b.classify(err)
+	}
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("reading the API server's version: %w", err)
+	}
+	return fmt.Sprintf("Kubernetes %s at %s, namespace %s", v.GitVersion, b.cfg.Host, b.opts.Namespace), nil
+}
+
+// createTimeout bounds one create request.
+const createTimeout = 30 * time.Second
+
+// Create makes the pod. The pod starts as soon as it is scheduled: its bootstrap then waits
+// for its code on stdin, which only Start's attach delivers.
+func (b *Backend) Create(ctx context.Context, spec backend.Spec) (string, error) {
+	if err := b.opts.validate(spec); err != nil {
+		return "", err
+	}
+	// Not cancelled with ctx: the API server may create the pod after its client gave up,
+	// and that pod, whose name the client never learnt, would be left behind (seen when a
+	// server shut down while its pool refilled). It is quick; the caller honours ctx after.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	pod, err := b.cs.CoreV1().Pods(b.opts.Namespace).Create(cctx, PodSpec(spec, b.opts), metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("creating pod in namespace %s: %w", b.opts.Namespace, b.classify(err))
+	}
+	return pod.Name, nil
+}
+
+// Start waits for the pod's container to run, attaches to it, and opens its start gate, so
+// that the bootstrap starts only once its output has somewhere to go.
+func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer) (backend.Conn, error) {
+	if err := b.waitRunning(ctx, id); err != nil {
+		return nil, err
+	}
+	req := b.cs.CoreV1().RESTClient().Post().Namespace(b.opts.Namespace).Resource("pods").Name(id).SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: containerName, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	exec, err := remotecommand.NewSPDYExecutor(b.cfg, "POST", req.URL())
+	if err != nil {
+		return nil, fmt.Errorf("attaching to pod %s: %w", id, err)
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	pr, pw := io.Pipe()
+	c := &conn{pw: pw, cancel: cancel, done: make(chan struct{})}
+	// Open the start gate (see startGate) before anything else is written: the bootstrap
+	// starts once the attach carries its output. The write returns when the stream reads it.
+	c.mu.Lock()
+	go func() {
+		defer c.mu.Unlock()
+		_, _ = pw.Write([]byte("\n"))
+	}()
+	go func() {
+		defer close(c.done)
+		err := exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: pr, Stdout: stdout, Stderr: stderr})
+		_ = pr.CloseWithError(io.ErrClosedPipe)
+		if err != nil && sctx.Err() == nil {
+			b.log.Debug().Err(err).Str("pod", id).Msg("attach stream ended with an error")
+		}
+	}()
+	return c, nil
+}
+
+// conn is an attached pod's streams. Writes go through a pipe to the attach stream's stdin.
+type conn struct {
+	mu      sync.Mutex // held until the gate's newline is written
+	pw      *io.PipeWriter
+	cancel  context.CancelFunc
+	done    chan struct{}
+	closeMu sync.Once
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pw.Write(p)
+}
+
+// CloseWrite ends stdin: with stdinOnce, the program reads end of file.
+func (c *conn) CloseWrite() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pw.Close()
+}
+
+func (c *conn) Close() error {
+	c.closeMu.Do(func() {
+		c.cancel()
+		_ = c.pw.CloseWithError(io.ErrClosedPipe)
+	})
+	return nil
+}
+
+func (c *conn) Done() <-chan struct{} { return c.done }
+
+// waitRunning watches the pod until its container runs, fails or cannot start.
+func (b *Backend) waitRunning(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
+	defer cancel()
+	pods := b.cs.CoreV1().Pods(b.opts.Namespace)
+	sel := fields.OneTermEqualSelector("metadata.name", id).String()
+	for {
+		list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return b.startErr(ctx, id, err)
+		}
+		if len(list.Items) == 0 {
+			return fmt.Errorf("starting pod %s: %w: it was deleted", id, backend.ErrNotFound)
+		}
+		if done, err := podStarted(&list.Items[0]); done {
+			return err
+		}
+		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			return b.startErr(ctx, id, err)
+		}
+		done, err := b.watchStarted(ctx, w)
+		w.Stop()
+		if done {
+			return err
+		}
+		if ctx.Err() != nil {
+			return b.startErr(ctx, id, ctx.Err())
+		}
+		// The watch ended early (the API server closes watches now and then): list again.
+	}
+}
+
+func (b *Backend) watchStarted(ctx context.Context, w watch.Interface) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				return true, fmt.Errorf("starting pod: %w: it was deleted", backend.ErrNotFound)
+			case watch.Added, watch.Modified:
+				if pod, ok := ev.Object.(*corev1.Pod); ok {
+					if done, err := podStarted(pod); done {
+						return true, err
+					}
+				}
+			}
+		}
+	}
+}
+
+func (b *Backend) startErr(ctx context.Context, id string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return fmt.Errorf("starting pod %s: not running after %s (unschedulable, or its image is slow to pull): %w",
+			id, b.opts.StartTimeout, err)
+	}
+	return fmt.Errorf("starting pod %s: %w", id, b.classify(err))
+}
+
+// imageReasons are the container waiting reasons that mean the image cannot be had.
+var imageReasons = map[string]bool{
+	"ErrImageNeverPull": true, "ErrImagePull": true, "ImagePullBackOff": true,
+	"InvalidImageName": true, "ImageInspectError": true,
+}
+
+// podStarted reports whether the pod's container has started (nil) or will never run as a
+// fresh sandbox (an error).
+func podStarted(pod *corev1.Pod) (bool, error) {
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return true, fmt.Errorf("pod %s ended before it was attached (%s: %s)", pod.Name, pod.Status.Reason, pod.Status.Message)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		switch {
+		case cs.State.Running != nil:
+			return true, nil
+		case cs.State.Terminated != nil:
+			return true, fmt.Errorf("pod %s: its container ended before it was attached (exit code %d, %s)",
+				pod.Name, cs.State.Terminated.ExitCode, cs.State.Terminated.Reason)
+		case cs.State.Waiting != nil && imageReasons[cs.State.Waiting.Reason]:
+			return true, fmt.Errorf("%w: pod %s: %s: %s", backend.ErrImageMissing, pod.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason == "CreateContainerConfigError",
+			cs.State.Waiting != nil && cs.State.Waiting.Reason == "CreateContainerError":
+			return true, fmt.Errorf("pod %s: %s: %s", pod.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		}
+	}
+	return false, nil
+}
+
+// Kill deletes the pod at once (grace period 0): Kubernetes has no kill without delete, and
+// the Role grants no exec. A pod already gone is not an error.
+func (b *Backend) Kill(ctx context.Context, id string) error {
+	err := b.Remove(ctx, id)
+	if errors.Is(err, backend.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Inspect reports how the pod's container ended. A pod that is gone is backend.ErrNotFound
+// (it was deleted from outside, or evicted and removed).
+func (b *Backend) Inspect(ctx context.Context, id string) (backend.Exit, error) {
+	pod, err := b.cs.CoreV1().Pods(b.opts.Namespace).Get(ctx, id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return backend.Exit{}, fmt.Errorf("pod %s is gone (deleted from outside, or evicted and removed): %w", id, b.classify(err))
+	}
+	if err != nil {
+		return backend.Exit{}, fmt.Errorf("reading pod %s: %w", id, b.classify(err))
+	}
+	return exitOf(pod), nil
+}
+
+// exitOf reads the container's end from the pod's status.
+func exitOf(pod *corev1.Pod) backend.Exit {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return backend.Exit{Code: int(t.ExitCode), OOMKilled: t.Reason == "OOMKilled"}
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed {
+		// Evicted or past its deadline, with no container status recorded: killed.
+		return backend.Exit{Code: 128 + 9}
+	}
+	return backend.Exit{Running: true}
+}
+
+// Remove deletes the pod with a grace period of 0: the API object goes at once and the
+// kubelet kills its processes. It retries while the API server is away, until ctx ends.
+func (b *Backend) Remove(ctx context.Context, id string) error {
+	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		err := b.classify(b.cs.CoreV1().Pods(b.opts.Namespace).Delete(ctx, id, opts))
+		if err == nil || !errors.Is(err, backend.ErrEngineUnavailable) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("deleting pod %s: %w", id, err)
+		case <-time.After(delay):
+		}
+	}
+}
+
+// List returns the names of every sandbox pod labelled with instance, in any phase.
+func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
+	sel := labels.SelectorFromSet(labels.Set{backend.LabelRole: backend.RoleSandbox, backend.LabelInstance: instance})
+	list, err := b.cs.CoreV1().Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods in namespace %s: %w", b.opts.Namespace, b.classify(err))
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return names, nil
+}
+
+// LimitsHint says where a pod's limits come from, for the server's refusal to serve when one
+// is not enforced (launcher.LimitsHinter).
+func (b *Backend) LimitsHint() string {
+	return "on Kubernetes, memory and CPU are the pod's limits; the pids limit is the kubelet's podPidsLimit " +
+		"(KubeletConfiguration, per pod, on every node that runs sandboxes), which must be set and at most --pids"
+}
+
+// AwaitGone (launcher.GoneAwaiter) waits until no sandbox pod in the namespace holds a container or pod sandbox
+// whose id is id (the selftest's daemon probe prints one from inside). Pods are deleted with
+// a grace period of 0, so the API object goes at once; the kubelet kills the processes
+// within a few seconds after (2 s of SIGTERM grace, which the bootstrap as PID 1 ignores).
+func (b *Backend) AwaitGone(ctx context.Context, id string) error {
+	sel := labels.SelectorFromSet(labels.Set{backend.LabelRole: backend.RoleSandbox}).String()
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		list, err := b.cs.CoreV1().Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return fmt.Errorf("listing pods: %w", b.classify(err))
+		}
+		holder := ""
+		for _, p := range list.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				if id != "" && strings.HasSuffix(cs.ContainerID, id) {
+					holder = p.Name
+				}
+			}
+		}
+		switch {
+		case holder == "":
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("pod %s still exists 45 s after its run ended", holder)
+		}
+	}
+}

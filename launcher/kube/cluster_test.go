@@ -1,0 +1,47 @@
+package kube
+
+import (
+	"os"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// envKubeconfig names the admin kubeconfig of a test cluster (scripts/k8s/up.sh writes one).
+// Unset, the tests that need a cluster skip; set, the cluster must answer (scripts/test.sh sets
+// it after bringing the cluster up, so there a missing cluster fails).
+const envKubeconfig = "MCP_EXEC_TEST_KUBECONFIG"
+
+// testNamespace is the namespace of deploy/kubernetes, where the tests run their sandboxes.
+const testNamespace = "mcp-exec"
+
+// adminConfig returns the test cluster's admin configuration, or skips the test.
+func adminConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	path := os.Getenv(envKubeconfig)
+	if path == "" {
+		t.Skipf("%s is not set: no test cluster (scripts/k8s/up.sh brings one up)", envKubeconfig)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("loading %s=%s: %v", envKubeconfig, path, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("the test cluster (%s=%s) does not answer: %v", envKubeconfig, path, err)
+	}
+	return cfg
+}
+
+// asServiceAccount returns cfg impersonating the server's ServiceAccount, so that every request
+// made with it is authorized by the Role of deploy/kubernetes and nothing else.
+func asServiceAccount(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + testNamespace + ":mcp-exec"}
+	return c
+}

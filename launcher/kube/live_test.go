@@ -1,0 +1,284 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+// liveBackend returns a Backend on the test cluster that acts as the server's ServiceAccount
+// (impersonated), so every request it makes must be allowed by deploy/kubernetes' Role.
+func liveBackend(t *testing.T, opts Options) (*Backend, kubernetes.Interface) {
+	t.Helper()
+	cfg := adminConfig(t)
+	applyBase(t, cfg)
+	return newLiveBackend(t, cfg, opts)
+}
+
+func newLiveBackend(t testing.TB, cfg *rest.Config, opts Options) (*Backend, kubernetes.Interface) {
+	if opts.Namespace == "" {
+		opts.Namespace = testNamespace
+	}
+	if opts.PullPolicy == "" {
+		opts.PullPolicy = corev1.PullNever // nothing can be pulled on the test cluster
+	}
+	b, err := New(asServiceAccount(cfg), opts, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, kubernetes.NewForConfigOrDie(cfg)
+}
+
+func liveSpec(t *testing.T, program string) backend.Spec {
+	s := testSpec()
+	s.Command = []string{"python3", "-I", "-c", program}
+	s.Labels[backend.LabelInstance] = "kube-test-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(s.Labels[backend.LabelInstance]) > 63 {
+		s.Labels[backend.LabelInstance] = s.Labels[backend.LabelInstance][:63]
+	}
+	return s
+}
+
+// runPod creates, starts and attaches one pod, sends stdin, and waits for its streams to end.
+func runPod(t *testing.T, b *Backend, spec backend.Spec, stdin string) (id, stdout, stderr string) {
+	t.Helper()
+	ctx := t.Context()
+	id, err := b.Create(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Remove(context.Background(), id) })
+	var out, errb syncBuffer
+	c, err := b.Start(ctx, id, &out, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(stdin)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the pod's streams did not end in 60 s")
+	}
+	return id, out.String(), errb.String()
+}
+
+// TestLivePodRoundTrip runs a program in a pod through attach, as the ServiceAccount: stdin
+// arrives and ends, stdout and stderr come back apart, the exit status is read from the pod,
+// the pod the API server stored is the hardened one, and Remove leaves nothing.
+func TestLivePodRoundTrip(t *testing.T) {
+	b, admin := liveBackend(t, Options{})
+	prog := `import sys, os
+d = sys.stdin.read()
+print(d.upper(), end="")
+print("err:" + str(os.getuid()), file=sys.stderr)
+sys.exit(7)`
+	spec := liveSpec(t, prog)
+	id, stdout, stderr := runPod(t, b, spec, "hello pod")
+	if stdout != "HELLO POD" {
+		t.Errorf("stdout: got %q, want %q", stdout, "HELLO POD")
+	}
+	if stderr != "err:65532\n" {
+		t.Errorf("stderr: got %q, want %q", stderr, "err:65532\n")
+	}
+	var exit backend.Exit
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		if exit, err = b.Inspect(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		if !exit.Running || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if exit.Running || exit.Code != 7 {
+		t.Errorf("exit: got %+v, want code 7", exit)
+	}
+
+	// The stored pod is the one PodSpec made (defaulting adds fields, never weakens these).
+	pod, err := admin.CoreV1().Pods(testNamespace).Get(t.Context(), id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PodSpec(spec, b.opts)
+	c, wc := pod.Spec.Containers[0], want.Spec.Containers[0]
+	if *c.SecurityContext.ReadOnlyRootFilesystem != true || *c.SecurityContext.AllowPrivilegeEscalation != false ||
+		len(c.SecurityContext.Capabilities.Drop) != 1 || *pod.Spec.AutomountServiceAccountToken != false ||
+		pod.Spec.DNSPolicy != corev1.DNSNone || !c.Stdin || !c.StdinOnce || c.TTY ||
+		pod.Spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("stored pod lost hardening: %+v", pod.Spec)
+	}
+	if strings.Join(c.Command, " ") != strings.Join(wc.Command, " ") {
+		t.Errorf("stored command differs")
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil || v.Projected != nil || v.Secret != nil {
+			t.Errorf("stored pod has volume %s of a kind PodSpec never makes: %+v", v.Name, v.VolumeSource)
+		}
+	}
+
+	if err := b.Remove(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Remove(t.Context(), id); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("second Remove: got %v, want ErrNotFound", err)
+	}
+	left, err := b.List(t.Context(), spec.Labels[backend.LabelInstance])
+	if err != nil || len(left) != 0 {
+		t.Errorf("List after Remove: got %v, %v; want none", left, err)
+	}
+}
+
+// TestLivePodNetwork proves from inside a pod on the test cluster that it has no network: only
+// lo, and no name resolves. (The NetworkPolicy is not what does it here: the test cluster's CNI
+// gives pods nothing but lo and enforces no policy.)
+func TestLivePodNetwork(t *testing.T) {
+	b, _ := liveBackend(t, Options{})
+	prog := `import socket, sys
+sys.stdin.read()
+ifs = sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:])
+print("ifs", ",".join(ifs))
+for name in ("kubernetes.default.svc", "example.com"):
+    try:
+        socket.getaddrinfo(name, 443)
+        print("resolved", name)
+    except OSError as e:
+        print("noresolve", name)
+print("resolv", open("/etc/resolv.conf").read().split())`
+	_, stdout, stderr := runPod(t, b, liveSpec(t, prog), "")
+	for _, want := range []string{"ifs lo\n", "noresolve kubernetes.default.svc\n", "noresolve example.com\n", "'nameserver', '127.0.0.1'"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout: got %q, want it to contain %q (stderr %q)", stdout, want, stderr)
+		}
+	}
+}
+
+// TestLiveDeletedFromOutside: a pod deleted by someone else while attached ends its streams,
+// and Inspect says it is gone.
+func TestLiveDeletedFromOutside(t *testing.T) {
+	b, admin := liveBackend(t, Options{})
+	spec := liveSpec(t, `import sys, time; sys.stdin.readline(); print("up", flush=True); time.sleep(300)`)
+	id, err := b.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Remove(context.Background(), id) })
+	var out syncBuffer
+	c, err := b.Start(t.Context(), id, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300 && !strings.Contains(out.String(), "up"); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "up") {
+		t.Fatalf("the program did not start: output %q", out.String())
+	}
+	deleted := time.Now()
+	if err := admin.CoreV1().Pods(testNamespace).Delete(t.Context(), id, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatal("streams still open 60 s after the pod was deleted")
+	}
+	t.Logf("streams ended %v after the delete", time.Since(deleted).Round(time.Millisecond))
+	if _, err := b.Inspect(t.Context(), id); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("Inspect: got %v, want ErrNotFound", err)
+	}
+}
+
+// TestLiveImageMissing: a pod whose image is not on the node fails to start with
+// ErrImageMissing, and is removed.
+func TestLiveImageMissing(t *testing.T) {
+	b, _ := liveBackend(t, Options{})
+	spec := liveSpec(t, "print(1)")
+	spec.Image = "mcp-exec/no-such-image:v0"
+	id, err := b.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.Background(), id)
+	_, err = b.Start(t.Context(), id, &syncBuffer{}, &syncBuffer{})
+	if !errors.Is(err, backend.ErrImageMissing) {
+		t.Fatalf("Start: got %v, want ErrImageMissing", err)
+	}
+}
+
+// TestLiveUnreachable: an API server that does not answer is ErrEngineUnavailable, naming it.
+func TestLiveUnreachable(t *testing.T) {
+	cfg := adminConfig(t)
+	cfg.Host = "https://127.0.0.1:1"
+	b, err := New(cfg, Options{Namespace: testNamespace}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func() error{
+		"Ping":   func() error { return b.Ping(t.Context()) },
+		"Create": func() error { _, err := b.Create(t.Context(), liveSpec(t, "")); return err },
+		"List":   func() error { _, err := b.List(t.Context(), "x"); return err },
+	} {
+		err := f()
+		if !errors.Is(err, backend.ErrEngineUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+			t.Errorf("%s: got %v, want ErrEngineUnavailable naming the API server", name, err)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
+
+// TestLiveCreateNotCancelled: a create whose context ends while the request is in flight still
+// returns the pod's name (the request is not cancelled), so the caller can delete it; a
+// cancelled create would leave a pod nobody knows. With an ended context the launcher then
+// removes it: nothing of the instance is left.
+func TestLiveCreateNotCancelled(t *testing.T) {
+	b, admin := liveBackend(t, Options{})
+	spec := liveSpec(t, "print(1)")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	id, err := b.Create(ctx, spec)
+	if err != nil || id == "" {
+		t.Fatalf("Create with an ended context: got %q, %v; want the pod's name", id, err)
+	}
+	if err := b.Remove(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	l, err := admin.CoreV1().Pods(testNamespace).List(t.Context(), metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + spec.Labels[backend.LabelInstance]})
+	if err != nil || len(l.Items) != 0 {
+		t.Errorf("pods left: %v, %v", l, err)
+	}
+}

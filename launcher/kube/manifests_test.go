@@ -1,0 +1,262 @@
+package kube
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+const manifestDir = "../../deploy/kubernetes"
+
+// readManifests decodes every object of every YAML file in deploy/kubernetes except the
+// kustomization, keyed by file.
+func readManifests(t testing.TB) map[string][]*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(manifestDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in %s: %v", manifestDir, err)
+	}
+	out := map[string][]*unstructured.Unstructured{}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				t.Fatalf("decoding %s: %v", f, err)
+			}
+			if len(u.Object) > 0 {
+				out[filepath.Base(f)] = append(out[filepath.Base(f)], &u)
+			}
+		}
+	}
+	return out
+}
+
+// TestManifestsListed checks that the kustomization names every manifest (no cluster needed).
+func TestManifestsListed(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(manifestDir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range readManifests(t) {
+		if !strings.Contains(string(data), "- "+f+"\n") {
+			t.Errorf("kustomization.yaml does not list %s", f)
+		}
+	}
+}
+
+// applyManifest server-side applies one object; dryRun leaves the cluster unchanged.
+func applyManifest(t testing.TB, cfg *rest.Config, u *unstructured.Unstructured, dryRun bool) error {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	gvk := u.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+	if ns := u.GetNamespace(); ns != "" {
+		ri = dyn.Resource(m.Resource).Namespace(ns)
+	}
+	opts := metav1.ApplyOptions{FieldManager: "mcp-exec-test", Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err = ri.Apply(t.Context(), u.GetName(), u, opts)
+	return err
+}
+
+// applyBase applies, for real, what the other tests need: the namespace (and the ServiceAccount
+// "default" that pod admission needs and no controller creates on the test cluster), the
+// server's ServiceAccount, the Role and its binding, and the NetworkPolicy.
+func applyBase(t testing.TB, cfg *rest.Config) {
+	t.Helper()
+	ms := readManifests(t)
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "networkpolicy.yaml"} {
+		for _, u := range ms[f] {
+			if err := applyManifest(t, cfg, u, false); err != nil {
+				t.Fatalf("applying %s %s from %s: %v", u.GetKind(), u.GetName(), f, err)
+			}
+		}
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts(testNamespace).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the ServiceAccount default: %v", err)
+	}
+}
+
+// TestManifestsDryRun applies every object of deploy/kubernetes with a server-side dry run:
+// the API server validates each against its schema and admission (Pod Security "restricted"
+// for the namespace's pods, the Deployment's pod template included).
+func TestManifestsDryRun(t *testing.T) {
+	cfg := adminConfig(t)
+	applyBase(t, cfg)
+	ms := readManifests(t)
+	var kinds []string
+	for f, objs := range ms {
+		for _, u := range objs {
+			if err := applyManifest(t, cfg, u, true); err != nil {
+				t.Errorf("dry-run apply of %s %s (%s): %v", u.GetKind(), u.GetName(), f, err)
+			}
+			kinds = append(kinds, u.GetKind())
+		}
+	}
+	sort.Strings(kinds)
+	want := []string{"Deployment", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount"}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("manifest kinds (-want +got):\n%s", diff)
+	}
+}
+
+// TestManifestsPodSecurity proves that the namespace's Pod Security label is enforced by the API
+// server: a pod that is not "restricted" is refused in it.
+func TestManifestsPodSecurity(t *testing.T) {
+	cfg := adminConfig(t)
+	applyBase(t, cfg)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "not-restricted"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mcp-exec/python-sandbox:v1"}}},
+	}
+	_, err := cs.CoreV1().Pods(testNamespace).Create(t.Context(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "restricted") {
+		t.Fatalf("creating an unhardened pod in %s: got %v, want a Pod Security (restricted) refusal", testNamespace, err)
+	}
+}
+
+type access struct {
+	ns, verb, resource, sub string
+}
+
+func (a access) String() string {
+	r := a.resource
+	if a.sub != "" {
+		r += "/" + a.sub
+	}
+	return a.verb + " " + r + " in " + a.ns
+}
+
+// can asks the API server whether the server's ServiceAccount may do a (a SubjectAccessReview,
+// what `kubectl auth can-i --as=system:serviceaccount:mcp-exec:mcp-exec` asks).
+func can(t *testing.T, cs kubernetes.Interface, a access) bool {
+	t.Helper()
+	group := ""
+	if a.resource == "deployments" {
+		group = "apps"
+	}
+	sar := &authv1.SubjectAccessReview{Spec: authv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + testNamespace + ":mcp-exec",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + testNamespace, "system:authenticated"},
+		ResourceAttributes: &authv1.ResourceAttributes{
+			Namespace: a.ns, Verb: a.verb, Group: group, Resource: a.resource, Subresource: a.sub,
+		},
+	}}
+	got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("asking whether the ServiceAccount may %s: %v", a, err)
+	}
+	return got.Status.Allowed
+}
+
+// TestManifestsRBAC proves the Role allows what the backend does and nothing more: each request
+// the backend makes is allowed, a list of tempting others is denied, and the ServiceAccount's
+// complete set of resource rules in the namespace is exactly the Role's plus the self-review
+// rules every authenticated user has.
+func TestManifestsRBAC(t *testing.T) {
+	cfg := adminConfig(t)
+	applyBase(t, cfg)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ns := testNamespace
+	for _, a := range []access{
+		{ns, "create", "pods", ""}, {ns, "get", "pods", ""}, {ns, "list", "pods", ""},
+		{ns, "watch", "pods", ""}, {ns, "delete", "pods", ""}, {ns, "create", "pods", "attach"},
+	} {
+		if !can(t, cs, a) {
+			t.Errorf("the ServiceAccount may not %s; the backend needs it", a)
+		}
+	}
+	for _, a := range []access{
+		{ns, "create", "pods", "exec"}, {ns, "get", "pods", "exec"}, {ns, "get", "pods", "log"},
+		{ns, "create", "pods", "portforward"}, {ns, "update", "pods", ""}, {ns, "patch", "pods", ""},
+		{ns, "update", "pods", "status"}, {ns, "patch", "pods", "ephemeralcontainers"},
+		{ns, "deletecollection", "pods", ""}, {ns, "get", "pods", "attach"},
+		{ns, "get", "secrets", ""}, {ns, "list", "secrets", ""}, {ns, "get", "configmaps", ""},
+		{ns, "create", "serviceaccounts", "token"}, {ns, "create", "deployments", ""},
+		{ns, "create", "services", ""}, {ns, "update", "roles", ""},
+		{"default", "create", "pods", ""}, {"default", "list", "pods", ""},
+		{"kube-system", "get", "secrets", ""}, {"", "list", "nodes", ""}, {"", "list", "namespaces", ""},
+		{"", "create", "pods", ""}, {"", "list", "pods", ""},
+	} {
+		if can(t, cs, a) {
+			t.Errorf("the ServiceAccount may %s; it must not", a)
+		}
+	}
+
+	// Everything it may do in the namespace, as the API server lists it for the ServiceAccount.
+	sa := kubernetes.NewForConfigOrDie(asServiceAccount(cfg))
+	rr, err := sa.AuthorizationV1().SelfSubjectRulesReviews().Create(t.Context(),
+		&authv1.SelfSubjectRulesReview{Spec: authv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rr.Status.ResourceRules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					got = append(got, g+"/"+res+":"+v)
+				}
+			}
+		}
+	}
+	sort.Strings(got)
+	want := []string{
+		"/pods/attach:create",
+		"/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:watch",
+		// system:basic-user, bound to every authenticated user by default
+		"authentication.k8s.io/selfsubjectreviews:create",
+		"authorization.k8s.io/selfsubjectaccessreviews:create",
+		"authorization.k8s.io/selfsubjectrulesreviews:create",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the ServiceAccount's rules in %s (-want +got):\n%s", ns, diff)
+	}
+}

@@ -1,0 +1,220 @@
+package kube
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+// Options configure the pods a Backend makes. Zero values take the defaults named on each field.
+type Options struct {
+	// Namespace of the sandbox pods; "" is "default".
+	Namespace string
+	// PullPolicy of the sandbox image; "" is IfNotPresent.
+	PullPolicy corev1.PullPolicy
+	// NodeSelector and Tolerations place the sandboxes (e.g. on a gVisor node pool).
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	// Labels are added to every pod, beside the ownership labels (which they may not
+	// replace). They are the deployer's, fixed at start: never caller data.
+	Labels map[string]string
+	// SeccompProfile is a Localhost profile, a path relative to the kubelet's seccomp
+	// directory; "" is the runtime's default profile (RuntimeDefault).
+	SeccompProfile string
+	// EphemeralStorage bounds what a pod may write to the node's disk (its writable
+	// layer, logs and the kubelet's files for it); 0 is 64 MiB.
+	EphemeralStorage int64
+	// ActiveDeadline is the backstop behind the launcher's own timeout: the kubelet kills a
+	// pod that has run this long, even if the server died; 0 is one hour. It counts from
+	// the pod's start, so it must cover a warm pod's wait in the pool as well as its exec.
+	ActiveDeadline time.Duration
+	// StartTimeout bounds scheduling, image and container start of one pod; 0 is 2 minutes.
+	StartTimeout time.Duration
+}
+
+const (
+	containerName           = "sandbox"
+	defaultEphemeralStorage = 64 << 20
+	defaultActiveDeadline   = time.Hour
+	defaultStartTimeout     = 2 * time.Minute
+	// podNamePrefix: the API server appends a random suffix (GenerateName). Nothing of the
+	// caller, and not the instance (whose characters a name may not hold), is in a name.
+	podNamePrefix = "mcp-exec-sandbox-"
+	// startGate is the container's first program: it waits for one newline on stdin, which
+	// Start sends once the attach is in place, then becomes the bootstrap (same PID 1). A
+	// pod runs as soon as it is scheduled, long before anyone attaches, and what a
+	// container writes while nobody is attached is lost to the attach (the bootstrap
+	// writes its ready frame early). Fixed text, nothing of any job.
+	// It also drops the KUBERNETES_SERVICE_* and KUBERNETES_PORT* variables, which the
+	// kubelet sets in every container whatever enableServiceLinks says: the sandbox's
+	// environment is the Spec's alone.
+	startGate = "import os, sys\nif os.read(0, 1) != b'\\n':\n    os._exit(70)\n" +
+		"env = {k: v for k, v in os.environ.items() if not k.startswith(('KUBERNETES_SERVICE_', 'KUBERNETES_PORT'))}\n" +
+		"os.execvpe(sys.argv[1], sys.argv[1:], env)"
+	// noDNS is the only nameserver a sandbox is given: its own loopback, where nothing
+	// listens, so every lookup fails at once, with or without a network.
+	noDNS = "127.0.0.1"
+)
+
+func (o Options) withDefaults() Options {
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.PullPolicy == "" {
+		o.PullPolicy = corev1.PullIfNotPresent
+	}
+	if o.EphemeralStorage == 0 {
+		o.EphemeralStorage = defaultEphemeralStorage
+	}
+	if o.ActiveDeadline == 0 {
+		o.ActiveDeadline = defaultActiveDeadline
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = defaultStartTimeout
+	}
+	return o
+}
+
+// validate reports settings no pod could be made with, naming the setting.
+func (o Options) validate(spec backend.Spec) error {
+	for k, v := range spec.Labels {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("label %s=%q is not a valid Kubernetes label value (the instance name must end in a letter or digit, at most 63 characters): %s", k, v, strings.Join(errs, "; "))
+		}
+	}
+	for k, v := range o.Labels {
+		if _, own := spec.Labels[k]; own || strings.HasPrefix(k, "dev.mcp-exec.") {
+			return fmt.Errorf("extra pod label %q: the dev.mcp-exec. labels are the server's own", k)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("extra pod label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("extra pod label %s=%q: %s", k, v, strings.Join(errs, "; "))
+		}
+	}
+	switch o.PullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return fmt.Errorf("image pull policy %q: want Always, IfNotPresent or Never", o.PullPolicy)
+	}
+	return nil
+}
+
+// PodSpec is the whole hardening of a sandbox pod: one pure function from the
+// backend-neutral spec and the deployer's options (defaults applied) to the Pod. Nothing of
+// any job is in it: code, stdin and files arrive over the attach stream.
+func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
+	o = o.withDefaults()
+	labels := maps.Clone(o.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, spec.Labels) // the ownership labels win
+	uid, gid := int64(spec.UID), int64(spec.GID)
+	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	if o.SeccompProfile != "" {
+		seccomp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr(o.SeccompProfile)}
+	}
+	var runtimeClass *string
+	if spec.Runtime != "" {
+		runtimeClass = ptr(spec.Runtime)
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceMemory:           *resource.NewQuantity(spec.Memory, resource.BinarySI),
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(math.Ceil(spec.CPUs*1000)), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(o.EphemeralStorage, resource.BinarySI),
+	}
+	tmpfs := resource.NewQuantity(spec.TmpfsSize, resource.BinarySI)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: podNamePrefix,
+			Namespace:    o.Namespace,
+			Labels:       labels,
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:         ptr(int64(o.ActiveDeadline / time.Second)),
+			TerminationGracePeriodSeconds: ptr(int64(0)),
+			AutomountServiceAccountToken:  ptr(false),
+			EnableServiceLinks:            ptr(false),
+			HostNetwork:                   false,
+			HostPID:                       false,
+			HostIPC:                       false,
+			ShareProcessNamespace:         ptr(false),
+			Hostname:                      spec.Hostname,
+			DNSPolicy:                     corev1.DNSNone,
+			DNSConfig:                     &corev1.PodDNSConfig{Nameservers: []string{noDNS}},
+			RuntimeClassName:              runtimeClass,
+			NodeSelector:                  maps.Clone(o.NodeSelector),
+			Tolerations:                   append([]corev1.Toleration(nil), o.Tolerations...),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsUser:      &uid,
+				RunAsGroup:     &gid,
+				RunAsNonRoot:   ptr(true),
+				SeccompProfile: seccomp,
+			},
+			Containers: []corev1.Container{{
+				Name:            containerName,
+				Image:           spec.Image,
+				ImagePullPolicy: o.PullPolicy,
+				Command:         gated(spec.Command),
+				Env:             envVars(spec.Env),
+				WorkingDir:      spec.WorkDir,
+				Stdin:           true,
+				StdinOnce:       true,
+				TTY:             false,
+				Resources:       corev1.ResourceRequirements{Limits: res, Requests: res.DeepCopy()},
+				// The kubelet copies this file into the pod's status; FallbackToLogsOnError
+				// would copy the end of the output there.
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				SecurityContext: &corev1.SecurityContext{
+					RunAsUser:                &uid,
+					RunAsGroup:               &gid,
+					RunAsNonRoot:             ptr(true),
+					Privileged:               ptr(false),
+					AllowPrivilegeEscalation: ptr(false),
+					ReadOnlyRootFilesystem:   ptr(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           seccomp,
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "tmp", MountPath: spec.WorkDir},
+					{Name: "shm", MountPath: "/dev/shm"},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: tmpfs}}},
+				{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr(tmpfs.DeepCopy())}}},
+			},
+		},
+	}
+}
+
+// gated runs command behind startGate, with the same interpreter.
+func gated(command []string) []string {
+	if len(command) == 0 {
+		return nil
+	}
+	return append([]string{command[0], "-I", "-c", startGate}, command...)
+}
+
+func envVars(env []string) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		out = append(out, corev1.EnvVar{Name: k, Value: v})
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,36 @@
+#!/bin/bash
+# The Kubernetes part of scripts/test.sh: brings the test cluster up (building its binaries
+# once), runs what needs a real cluster, takes it down whatever happened, and checks that the
+# host is as it was. Run alone: `bash scripts/k8s/ci.sh`.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../.."
+. "$here/env.sh"
+before=$(mktemp)
+trap 'bash "$here/down.sh"; bash "$here/hostcheck.sh" check "$before"; rc=$?; rm -f "$before"; exit $rc' EXIT
+bash "$here/hostcheck.sh" snapshot "$before"
+s=$(date +%s)
+bash "$here/up.sh"
+kts "cluster up in $(( $(date +%s) - s )) s"
+export MCP_EXEC_TEST_KUBECONFIG=$KUBECONFIG_ADMIN
+
+# The manifests (server-side dry run, Pod Security, RBAC) and the backend, as the server's
+# ServiceAccount, against the cluster. They apply deploy/kubernetes' namespace, ServiceAccount,
+# Role and NetworkPolicy for real.
+go test -race -count=1 -p 1 -timeout 20m ./launcher/kube/...
+
+# The sandboxes' seccomp profile (resolved for no capabilities) where the kubelet finds
+# Localhost profiles, then a server on the Kubernetes backend: every probe of the selftest,
+# and the TypeScript client's end-to-end test over stdio, HTTP and SSE.
+mkdir -p "$KSTATE/kubelet/seccomp/profiles"
+go run ./cmd/mcp-exec seccomp-profile > "$KSTATE/kubelet/seccomp/profiles/mcp-exec.json"
+export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec \
+  MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
+go run ./cmd/mcp-exec selftest --log-level warn
+CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestKubeRestartReapsOrphans)$' ./cmd/mcp-exec
+
+left=$($KCACHE/bin/kubectl --kubeconfig "$KUBECONFIG_ADMIN" get pods -A -l dev.mcp-exec.role=sandbox --no-headers 2>/dev/null | wc -l)
+if [ "$left" != 0 ]; then
+  echo "$left sandbox pods were left:"; $KCACHE/bin/kubectl --kubeconfig "$KUBECONFIG_ADMIN" get pods -A -l dev.mcp-exec.role=sandbox --show-labels; exit 1
+fi
+kts "no sandbox pod left"

@@ -1,0 +1,3 @@
+module mcp-exec-k8s-pause
+
+go 1.22
