@@ -102,7 +102,15 @@ func positive[T int | time.Duration](v, def T) T {
 // Connect it to a transport with its Run or Connect method.
 func New(r Runner, opts Options) *mcp.Server {
 	opts = opts.withDefaults()
-	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+		// The one tool is added here and never removed, so the tool list cannot
+		// change: no listChanged (the SDK infers true). Logging stays as the SDK's
+		// default advertises it.
+		Capabilities: &mcp.ServerCapabilities{
+			Logging: &mcp.LoggingCapabilities{},
+			Tools:   &mcp.ToolCapabilities{ListChanged: false},
+		},
+	})
 	h := &handler{runner: r, opts: opts, log: opts.Logger}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,

@@ -130,6 +130,20 @@ func structured(t *testing.T, res *mcp.CallToolResult) execOutput {
 	return out
 }
 
+// TestCapabilities: the server advertises tools without listChanged (its one tool is
+// fixed), and nothing it does not have.
+func TestCapabilities(t *testing.T) {
+	cs := connect(t, t.Context(), &fakeRunner{}, Options{})
+	got := cs.InitializeResult().Capabilities
+	want := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("capabilities (-want +got):\n%s", diff)
+	}
+	if got.Tools == nil || got.Tools.ListChanged {
+		t.Errorf("tools capability: got %+v, want present with listChanged false", got.Tools)
+	}
+}
+
 func TestListToolsGolden(t *testing.T) {
 	cs := connect(t, t.Context(), &fakeRunner{}, Options{})
 	res, err := cs.ListTools(t.Context(), nil)
