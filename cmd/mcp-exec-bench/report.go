@@ -258,7 +258,7 @@ func (r *report) print(w io.Writer) {
 	p("### Notes")
 	p("")
 	if r.specChecked != "" {
-		p("- The bench's copy of the hardening (used by (b) and the churn loop) %s.", r.specChecked)
+		p("- The launcher's containers, as the engine reports them, %s; (b) and the churn loop take their hardening from the same function.", r.specChecked)
 	}
 	if len(r.dockerArgs) > 0 {
 		p("- (b) ran: `docker %s`", strings.Join(r.dockerArgs, " "))
