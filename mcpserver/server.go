@@ -103,13 +103,10 @@ func positive[T int | time.Duration](v, def T) T {
 func New(r Runner, opts Options) *mcp.Server {
 	opts = opts.withDefaults()
 	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		// The one tool is added here and never removed, so the tool list cannot
-		// change: no listChanged (the SDK infers true). Logging stays as the SDK's
-		// default advertises it.
-		Capabilities: &mcp.ServerCapabilities{
-			Logging: &mcp.LoggingCapabilities{},
-			Tools:   &mcp.ToolCapabilities{ListChanged: false},
-		},
+		// Only what the server has: its one tool is added here and never removed,
+		// so the tool list cannot change (no listChanged, which the SDK would
+		// infer), and it sends no log messages (no logging, the SDK's default).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
 	h := &handler{runner: r, opts: opts, log: opts.Logger}
 	mcp.AddTool(s, &mcp.Tool{

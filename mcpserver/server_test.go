@@ -131,11 +131,11 @@ func structured(t *testing.T, res *mcp.CallToolResult) execOutput {
 }
 
 // TestCapabilities: the server advertises tools without listChanged (its one tool is
-// fixed), and nothing it does not have.
+// fixed), and nothing it does not have (no logging: it sends no log messages).
 func TestCapabilities(t *testing.T) {
 	cs := connect(t, t.Context(), &fakeRunner{}, Options{})
 	got := cs.InitializeResult().Capabilities
-	want := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}}
+	want := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("capabilities (-want +got):\n%s", diff)
 	}
