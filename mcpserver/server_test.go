@@ -414,3 +414,39 @@ func BenchmarkCallFakeRunner(b *testing.B) {
 		r.reset() // keep the recorded jobs from growing
 	}
 }
+
+// TestStructuredIsTheToolResult: Structured gives exactly what a tools/call returns as
+// structuredContent, files included, so `mcp-exec run --json` prints the tool's type.
+func TestStructuredIsTheToolResult(t *testing.T) {
+	r := &fakeRunner{}
+	r.set(launcher.Result{
+		Stdout: "out\n", Stderr: "err\n", ExitCode: 3, Duration: 1234 * time.Millisecond, Truncated: true, OOMKilled: true,
+		Files: []launcher.OutputFile{
+			{Name: "a.txt", Size: 2, Data: []byte("hi")},
+			{Name: "big.bin", Size: 1 << 30, Skipped: "over the cap"},
+		},
+	}, nil)
+	cs := connect(t, t.Context(), r, Options{})
+	res := call(t, t.Context(), cs, `{"code":"pass"}`)
+	got, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(Structured(r.res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotV, wantV any
+	if err := json.Unmarshal(got, &gotV); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(want, &wantV); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantV, gotV); diff != "" {
+		t.Errorf("structuredContent vs Structured (-Structured +tool):\n%s", diff)
+	}
+	if !strings.Contains(string(want), `"files":[{"name":"a.txt"`) {
+		t.Errorf("Structured: got %s, want the files listed", want)
+	}
+}
