@@ -344,12 +344,20 @@ func (b *bench) cold(ctx context.Context) error {
 	}
 	for _, sn := range snippets {
 		s := &series{key: "c", path: "(c) mcp-exec cold, via MCP", snippet: sn.name}
-		st.eng.snapshot()
-		b.measure(ctx, s, nil, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
-		s.engine = st.eng.snapshot()
-		b.add(s)
+		b.viaStack(ctx, st, s, sn, nil, nil)
 	}
 	return errors.Join(st.close(), ctx.Err())
+}
+
+// viaStack measures s: snippet sn called through st's MCP session (prep and after as
+// for measure), with the engine calls of its iterations, and adds it to the report.
+// It returns the series' error.
+func (b *bench) viaStack(ctx context.Context, st *stack, s *series, sn snippet, prep func() (bool, error), after func()) error {
+	st.eng.snapshot()
+	b.measure(ctx, s, prep, func() (time.Duration, error) { return st.call(ctx, sn) }, after)
+	s.engine = st.eng.snapshot()
+	b.add(s)
+	return s.err
 }
 
 // preloads are the two warm configurations.
@@ -407,12 +415,8 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 
 	for _, sn := range snippets {
 		s := &series{key: "d-wait" + tag, path: "(d) mcp-exec warm, " + name + ", pool refilled before each call", snippet: sn.name}
-		st.eng.snapshot()
-		b.measure(ctx, s, waitFull, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
-		s.engine = st.eng.snapshot()
-		b.add(s)
-		if s.err != nil {
-			return s.err
+		if err := b.viaStack(ctx, st, s, sn, waitFull, nil); err != nil {
+			return err
 		}
 	}
 	for _, sn := range snippets {
@@ -421,12 +425,8 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 		}
 		s := &series{key: "d-b2b" + tag, path: "(d) mcp-exec warm, " + name + ", back to back", snippet: sn.name}
 		idle := func() (bool, error) { return st.l.PoolStats().Idle > 0, nil }
-		st.eng.snapshot()
-		b.measure(ctx, s, idle, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
-		s.engine = st.eng.snapshot()
-		b.add(s)
-		if s.err != nil {
-			return s.err
+		if err := b.viaStack(ctx, st, s, sn, idle, nil); err != nil {
+			return err
 		}
 	}
 	if !b.cfg.diag {
@@ -445,12 +445,8 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 			}
 			return ok, err
 		}
-		st.eng.snapshot()
-		b.measure(ctx, s, prep, func() (time.Duration, error) { return st.call(ctx, sn) }, func() { release() })
-		s.engine = st.eng.snapshot()
-		b.add(s)
-		if s.err != nil {
-			return s.err
+		if err := b.viaStack(ctx, st, s, sn, prep, func() { release() }); err != nil {
+			return err
 		}
 	}
 	// Diagnostic: the same warm hit, but the program ends with os._exit(0) after
@@ -460,12 +456,8 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 	for _, sn := range snippets {
 		sn := snippet{sn.name, sn.code + "\nimport os, sys; sys.stdout.flush(); os._exit(0)", sn.want}
 		s := &series{key: "diag-exit" + tag, path: "(diag) warm, " + name + ", program ends in os._exit(0)", snippet: sn.name}
-		st.eng.snapshot()
-		b.measure(ctx, s, waitFull, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
-		s.engine = st.eng.snapshot()
-		b.add(s)
-		if s.err != nil {
-			return s.err
+		if err := b.viaStack(ctx, st, s, sn, waitFull, nil); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -79,34 +79,37 @@ func readTrim(path string) string {
 }
 
 func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
+	v, ok := procField("/proc/cpuinfo", "model name")
+	if !ok {
 		return "n/a"
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "n/a"
+	return v
 }
 
 func memTotal() string {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
+	v, ok := procField("/proc/meminfo", "MemTotal")
+	if !ok {
 		return "n/a"
+	}
+	kb, _ := strconv.ParseFloat(strings.TrimSuffix(v, " kB"), 64)
+	return fmt.Sprintf("%.1f GiB", kb/(1<<20))
+}
+
+// procField is the value of the first "key: value" line of a /proc file whose key,
+// trimmed, is key.
+func procField(path, key string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == "MemTotal" {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return fmt.Sprintf("%.1f GiB", kb/(1<<20))
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), true
 		}
 	}
-	return "n/a"
+	return "", false
 }
 
 // find returns the series with key and snippet, or nil.
