@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 	"github.com/mcp-exec/mcp-exec/launcher/probe"
@@ -144,9 +144,7 @@ func awaitRemoved(t *testing.T, cli *client.Client, id string) {
 		info, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		cancel()
 		switch {
-		case cerrdefs.IsNotFound(err) || err != nil && strings.Contains(err.Error(), "no such container"):
-			// Podman answers 500 "does not exist in database: no such container" to an
-			// inspect that races the removal.
+		case docker.IsGone(err):
 			t.Logf("container %.12s is removed", id)
 			return
 		case err != nil:
