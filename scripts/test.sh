@@ -77,7 +77,7 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
     DOCKER_HOST=unix:///run/user/$ruid/podman/podman.sock MCP_EXEC_TEST_EXPECT_UNENFORCED=1 \
       go test -race -count=1 -p 1 -timeout 10m \
       -run '^(TestVerifyLimitsUnenforcedLive|TestRunPrograms|TestTimeoutKillsProcessTree|TestEngineNameLive|TestUnenforcedLimitsLive)$' \
-      ./launcher ./cmd/mcp-exec
+      ./launcher ./launcher/engine ./cmd/mcp-exec
     left=$(runuser -u "$ruser" -- env XDG_RUNTIME_DIR="/run/user/$ruid" \
       podman ps -aq --filter label=dev.mcp-exec.role=sandbox | wc -l)
     if [ "$left" != 0 ]; then

@@ -21,7 +21,7 @@
 
 
 import {
-  AUTH_HEADER, call, expect, newReport, parseOptions, runAndReport, short, textOf, toolError, usageExit,
+  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, textOf, toolError, usageExit,
 } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -36,23 +36,8 @@ function usage(msg) {
   usageExit('client.mjs', USAGE, msg);
 }
 
-const opts = parseOptions('client.mjs', USAGE, {
-  transport: { type: 'string' },
-  url: { type: 'string' },
-  token: { type: 'string' },
-  cmd: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-});
-const transportName = opts.transport;
-if (!['stdio', 'http', 'sse'].includes(transportName)) {
-  usage(`--transport must be stdio, http or sse, got ${JSON.stringify(transportName ?? '')}`);
-}
-if (transportName === 'stdio' && (opts.url || opts.token)) {
-  usage('--url and --token are for http and sse only');
-}
-if (transportName !== 'stdio' && opts.cmd) {
-  usage('--cmd is for stdio only');
-}
+const opts = parseOptions('client.mjs', USAGE, TRANSPORT_OPTIONS);
+const transportName = checkTransport(opts, ['stdio', 'http', 'sse'], usage);
 const token = opts.token ?? '';
 const url = transportName === 'stdio' ? undefined
   : new URL(opts.url ?? `http://127.0.0.1:8080/${transportName === 'http' ? 'mcp' : 'sse'}`);

@@ -33,6 +33,33 @@ export function parseOptions(script, usage, options) {
   return values;
 }
 
+// TRANSPORT_OPTIONS are the options of a client that talks to one server: over stdio
+// (it spawns --cmd) or over the network (--url, with --token).
+export const TRANSPORT_OPTIONS = {
+  transport: { type: 'string' },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  cmd: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+// checkTransport checks TRANSPORT_OPTIONS against the transports the client knows
+// (stdio first), and returns the transport's name; usage(msg) is called on a mistake.
+export function checkTransport(opts, known, usage) {
+  const name = opts.transport;
+  if (!known.includes(name)) {
+    const list = known.slice(0, -1).join(', ') + ' or ' + known.at(-1);
+    usage(`--transport must be ${list}, got ${JSON.stringify(name ?? '')}`);
+  }
+  if (name === 'stdio' && (opts.url || opts.token)) {
+    usage(`--url and --token are for ${known.filter(t => t !== 'stdio').join(' and ')} only`);
+  }
+  if (name !== 'stdio' && opts.cmd) {
+    usage('--cmd is for stdio only');
+  }
+  return name;
+}
+
 export function sdkVersion() {
   try {
     const p = new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url);

@@ -21,7 +21,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 
 import {
-  AUTH_HEADER, call, expect, newReport, parseOptions, runAndReport, short, textOf, toolError, usageExit,
+  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, textOf, toolError, usageExit,
 } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -37,26 +37,13 @@ function usage(msg) {
 }
 
 const opts = parseOptions('rich.mjs', USAGE, {
-  transport: { type: 'string' },
-  url: { type: 'string' },
-  token: { type: 'string' },
-  cmd: { type: 'string' },
+  ...TRANSPORT_OPTIONS,
   instance: { type: 'string' },
   docker: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
 });
-const transportName = opts.transport;
-if (!['stdio', 'http'].includes(transportName)) {
-  usage(`--transport must be stdio or http, got ${JSON.stringify(transportName ?? '')}`);
-}
+const transportName = checkTransport(opts, ['stdio', 'http'], usage);
 if (!opts.instance) {
   usage('--instance is required: the cancellation check looks for the server\'s sandboxes by it');
-}
-if (transportName === 'stdio' && (opts.url || opts.token)) {
-  usage('--url and --token are for http only');
-}
-if (transportName !== 'stdio' && opts.cmd) {
-  usage('--cmd is for stdio only');
 }
 const token = opts.token ?? '';
 const docker = opts.docker ?? 'docker';
