@@ -25,8 +25,9 @@ go vet ./...
 go vet -tags enginefault,remoteengine ./...
 
 step "lint: staticcheck, shellcheck, govulncheck (scripts/lint.sh)"
-# ~15 s with the tools installed (measured on 2 cores); the first run also builds
-# staticcheck and govulncheck (~1-2 min with a cold build cache).
+# 15-33 s with the tools installed (measured on the shared 2-core machine); the first
+# run also installs staticcheck and govulncheck: +4 s measured with a warm Go build
+# cache (a cold one was not measured: it compiles both tools).
 bash scripts/lint.sh
 
 step "go test -race"
