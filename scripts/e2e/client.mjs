@@ -21,11 +21,10 @@
 
 
 import {
-  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, textOf, toolError, usageExit,
+  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioTransport, textOf, toolError, usageExit,
 } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const STDIN_LIMIT = 1 << 20; // the server's default MCP_EXEC_MAX_STDIN_BYTES
@@ -66,12 +65,7 @@ function makeTransport() {
   const requestInit = token ? { headers: { [AUTH_HEADER]: token } } : undefined;
   switch (transportName) {
     case 'stdio':
-      return new StdioClientTransport({
-        command: opts.cmd ?? 'mcp-exec',
-        args: [],
-        env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' },
-        stderr: 'inherit',
-      });
+      return stdioTransport(opts.cmd);
     case 'http':
       return new StreamableHTTPClientTransport(url, { requestInit, fetch: recordingFetch });
     case 'sse':

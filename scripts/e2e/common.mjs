@@ -6,6 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
 export const AUTH_HEADER = 'X-MCP-AUTH';
 export const CONNECT_TIMEOUT_MS = 30_000;
 export const CALL_TIMEOUT_MS = 120_000;
@@ -58,6 +60,17 @@ export function checkTransport(opts, known, usage) {
     usage('--cmd is for stdio only');
   }
   return name;
+}
+
+// stdioTransport spawns the server (cmd, default mcp-exec on PATH) over stdio, with this
+// process's whole environment (MCP_EXEC_* and DOCKER_HOST reach it) and its stderr.
+export function stdioTransport(cmd) {
+  return new StdioClientTransport({
+    command: cmd ?? 'mcp-exec',
+    args: [],
+    env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' },
+    stderr: 'inherit',
+  });
 }
 
 export function sdkVersion() {

@@ -21,10 +21,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 
 import {
-  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, textOf, toolError, usageExit,
+  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioTransport, textOf, toolError, usageExit,
 } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const CANCEL_CLEANUP_MS = 2_000; // the sandbox must be gone this soon after the abort
@@ -52,12 +51,7 @@ const url = transportName === 'stdio' ? undefined : new URL(opts.url ?? 'http://
 function makeTransport() {
   switch (transportName) {
     case 'stdio':
-      return new StdioClientTransport({
-        command: opts.cmd ?? 'mcp-exec',
-        args: [],
-        env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' },
-        stderr: 'inherit',
-      });
+      return stdioTransport(opts.cmd);
     case 'http':
       return new StreamableHTTPClientTransport(url, {
         requestInit: token ? { headers: { [AUTH_HEADER]: token } } : undefined,
