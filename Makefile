@@ -24,6 +24,9 @@ engine: ## make sure a Docker engine answers (installs docker.io and starts dock
 image: engine ## build the sandbox image if it is missing
 	@bash scripts/images.sh
 
+lint: ## staticcheck, govulncheck and shellcheck (installs them when missing)
+	bash scripts/lint.sh
+
 fuzz: ## fuzz the output capture and the frame decoder for FUZZTIME each (default 30s)
 	go test ./launcher -run '^$$' -fuzz '^FuzzCapture$$' -fuzztime $${FUZZTIME:-30s}
 	go test ./launcher -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $${FUZZTIME:-30s}

@@ -18,6 +18,7 @@ require (
 	github.com/opencontainers/runtime-spec v1.2.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.35.1
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.48.0
 	k8s.io/api v0.34.4
 	k8s.io/apimachinery v0.34.4

@@ -255,6 +255,7 @@ func engineRecordDirs(t *testing.T, cli *client.Client, root string) []string {
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return cli.Dialer()(ctx) },
 	}}
+	defer hc.CloseIdleConnections() // its keep-alive connection would outlive the test
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://podman/v4.0.0/libpod/info", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -15,17 +15,15 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
-	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
-	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 	"github.com/mcp-exec/mcp-exec/launcher/probe"
 )
 
@@ -38,69 +36,11 @@ var invariantOptions = launcher.Options{
 	TmpfsSize: 24 * launcher.MiB,
 }
 
-// invariantsLauncher is testLauncher for this external package: a launcher against
-// the real engine, skipped without one outside CI, closed at the end with the check
-// that none of its containers is left.
+// invariantsLauncher is launchertest.New, with the engine's client for the tests
+// that look at containers from outside.
 func invariantsLauncher(t *testing.T, opts launcher.Options) (*launcher.Launcher, *client.Client) {
 	t.Helper()
-	cli, err := engine.NewClient("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	if opts.Image == "" {
-		opts.Image = os.Getenv("MCP_EXEC_IMAGE")
-	}
-	if opts.Instance == "" {
-		opts.Instance = "test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-		if len(opts.Instance) > 60 {
-			opts.Instance = opts.Instance[:60]
-		}
-	}
-	if opts.PoolSize == 0 {
-		// CI runs the invariants twice: cold, and with a warm pool.
-		if n, err := strconv.Atoi(os.Getenv("MCP_EXEC_TEST_POOL_SIZE")); err == nil {
-			opts.PoolSize = n
-		}
-	}
-	if opts.Runtime == "" {
-		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME")
-	}
-	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	be, err := docker.New(cli, opts.Logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := launcher.New(be, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.StartPool()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := l.Check(ctx); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no engine: %v (run scripts/engine.sh and scripts/images.sh)", err)
-		}
-		t.Fatalf("engine check: %v", err)
-	}
-	instance := l.Options().Instance
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			t.Errorf("closing launcher: %v", err)
-		}
-		f := make(client.Filters).Add("label", launcher.LabelInstance+"="+instance)
-		list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-		if err != nil {
-			t.Fatalf("listing containers: %v", err)
-		}
-		if len(list.Items) != 0 {
-			t.Errorf("got %d containers left with instance %q, want 0", len(list.Items), instance)
-		}
-	})
-	return l, cli
+	return launchertest.New(t, opts), launchertest.Client(t)
 }
 
 func randHex(t testing.TB, n int) string {

@@ -243,11 +243,7 @@ func (l *Launcher) Close(ctx context.Context) error {
 	l.closed = true
 	l.mu.Unlock()
 	l.stopPool()
-	runsDone := make(chan struct{})
-	go func() {
-		l.runs.Wait()
-		close(runsDone)
-	}()
+	runsDone := waited(&l.runs)
 	select {
 	case <-runsDone:
 	case <-ctx.Done():
@@ -258,11 +254,7 @@ func (l *Launcher) Close(ctx context.Context) error {
 	if l.pool != nil {
 		<-l.pool.stopped()
 	}
-	cleaned := make(chan struct{})
-	go func() {
-		l.cleanup.Wait()
-		close(cleaned)
-	}()
+	cleaned := waited(&l.cleanup)
 	var err error
 	select {
 	case <-cleaned:
@@ -349,6 +341,16 @@ func (l *Launcher) sweepOnce(parent context.Context, per time.Duration) {
 }
 
 const cleanupTimeout = 30 * time.Second
+
+// waited returns a channel closed once wg's count is zero.
+func waited(wg *sync.WaitGroup) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
+}
 
 func shortID(id string) string {
 	if len(id) == 64 { // an engine's container id; pod names stay whole

@@ -17,8 +17,9 @@ import (
 type Backend interface {
 	// Ping checks that the backend's engine answers.
 	Ping(ctx context.Context) error
-	// ImageID returns an id of image that changes when the image is rebuilt, or an
-	// error wrapping backend.ErrImageMissing.
+	// ImageID returns an id of image that changes when the image is rebuilt (the
+	// warm pool drains when it does; "" means the backend cannot tell), or an error
+	// wrapping backend.ErrImageMissing.
 	ImageID(ctx context.Context, image string) (string, error)
 	// Name identifies the engine for the start-up log, e.g. "Docker Engine 20.10.24".
 	Name(ctx context.Context) (string, error)
@@ -27,7 +28,11 @@ type Backend interface {
 	// it, and returns its id.
 	Create(ctx context.Context, spec backend.Spec) (id string, err error)
 	// Start starts a created sandbox with its streams attached so that no output is
-	// lost: its stdout and stderr are copied into the given writers until they end.
+	// lost: its stdout and stderr are copied into the given writers until they end,
+	// each writer written by one goroutine at a time (they are not safe for
+	// concurrent use), and never after Conn.Done is closed. The copying outlives ctx,
+	// which bounds only the start itself. On error nothing of the sandbox runs; the
+	// launcher still removes it.
 	Start(ctx context.Context, id string, stdout, stderr io.Writer) (backend.Conn, error)
 	// Kill ends every process of the sandbox. One already stopped or gone is not an
 	// error.

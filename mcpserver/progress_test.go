@@ -89,9 +89,16 @@ func TestProgressNotifications(t *testing.T) {
 		return launcher.Result{Stdout: "done\n"}, nil
 	})
 	cs, got := progressClient(t, r, Options{})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
 	go func() {
-		for n := range got {
-			relay <- n
+		for {
+			select {
+			case n := <-got:
+				relay <- n
+			case <-stop:
+				return
+			}
 		}
 	}()
 

@@ -102,7 +102,12 @@ func positive[T int | time.Duration](v, def T) T {
 // Connect it to a transport with its Run or Connect method.
 func New(r Runner, opts Options) *mcp.Server {
 	opts = opts.withDefaults()
-	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+		// Only what the server has: its one tool is added here and never removed,
+		// so the tool list cannot change (no listChanged, which the SDK would
+		// infer), and it sends no log messages (no logging, the SDK's default).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+	})
 	h := &handler{runner: r, opts: opts, log: opts.Logger}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
@@ -146,16 +151,7 @@ func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInp
 	}
 	h.logDone(id, job, res)
 	files, infos, images := outputFiles(res.Files)
-	out := execOutput{
-		Stdout:     res.Stdout,
-		Stderr:     res.Stderr,
-		ExitCode:   res.ExitCode,
-		DurationMS: res.Duration.Milliseconds(),
-		Truncated:  res.Truncated,
-		TimedOut:   res.TimedOut,
-		OOMKilled:  res.OOMKilled,
-		Files:      infos,
-	}
+	out := newOutput(res, infos)
 	// Setting Content stops the SDK from filling it with the raw JSON of out,
 	// which reads badly for a model or a person looking at a transcript.
 	text := &mcp.TextContent{Text: render(out, images, job.Timeout, h.opts.MaxOutputBytes)}
@@ -300,4 +296,26 @@ func section(b *strings.Builder, name, s string) {
 	if !strings.HasSuffix(s, "\n") {
 		b.WriteByte('\n')
 	}
+}
+
+// newOutput is the structured result of res, whose files outputFiles described.
+func newOutput(res launcher.Result, files []fileInfo) execOutput {
+	return execOutput{
+		Stdout:     res.Stdout,
+		Stderr:     res.Stderr,
+		ExitCode:   res.ExitCode,
+		DurationMS: res.Duration.Milliseconds(),
+		Truncated:  res.Truncated,
+		TimedOut:   res.TimedOut,
+		OOMKilled:  res.OOMKilled,
+		Files:      files,
+	}
+}
+
+// Structured is the tool's structured result for res, the value a tools/call
+// returns as structuredContent (files described, their contents not included), for
+// other front ends of the same launcher (`mcp-exec run --json`).
+func Structured(res launcher.Result) any {
+	_, files, _ := outputFiles(res.Files)
+	return newOutput(res, files)
 }

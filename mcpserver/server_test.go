@@ -130,6 +130,20 @@ func structured(t *testing.T, res *mcp.CallToolResult) execOutput {
 	return out
 }
 
+// TestCapabilities: the server advertises tools without listChanged (its one tool is
+// fixed), and nothing it does not have (no logging: it sends no log messages).
+func TestCapabilities(t *testing.T) {
+	cs := connect(t, t.Context(), &fakeRunner{}, Options{})
+	got := cs.InitializeResult().Capabilities
+	want := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("capabilities (-want +got):\n%s", diff)
+	}
+	if got.Tools == nil || got.Tools.ListChanged {
+		t.Errorf("tools capability: got %+v, want present with listChanged false", got.Tools)
+	}
+}
+
 func TestListToolsGolden(t *testing.T) {
 	cs := connect(t, t.Context(), &fakeRunner{}, Options{})
 	res, err := cs.ListTools(t.Context(), nil)
@@ -398,5 +412,41 @@ func BenchmarkCallFakeRunner(b *testing.B) {
 			b.Fatalf("CallTool: got (%v, %v), want a successful result", res, err)
 		}
 		r.reset() // keep the recorded jobs from growing
+	}
+}
+
+// TestStructuredIsTheToolResult: Structured gives exactly what a tools/call returns as
+// structuredContent, files included, so `mcp-exec run --json` prints the tool's type.
+func TestStructuredIsTheToolResult(t *testing.T) {
+	r := &fakeRunner{}
+	r.set(launcher.Result{
+		Stdout: "out\n", Stderr: "err\n", ExitCode: 3, Duration: 1234 * time.Millisecond, Truncated: true, OOMKilled: true,
+		Files: []launcher.OutputFile{
+			{Name: "a.txt", Size: 2, Data: []byte("hi")},
+			{Name: "big.bin", Size: 1 << 30, Skipped: "over the cap"},
+		},
+	}, nil)
+	cs := connect(t, t.Context(), r, Options{})
+	res := call(t, t.Context(), cs, `{"code":"pass"}`)
+	got, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(Structured(r.res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotV, wantV any
+	if err := json.Unmarshal(got, &gotV); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(want, &wantV); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantV, gotV); diff != "" {
+		t.Errorf("structuredContent vs Structured (-Structured +tool):\n%s", diff)
+	}
+	if !strings.Contains(string(want), `"files":[{"name":"a.txt"`) {
+		t.Errorf("Structured: got %s, want the files listed", want)
 	}
 }

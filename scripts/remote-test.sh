@@ -31,7 +31,7 @@ export MCP_EXEC_TEST_TLS_HOST MCP_EXEC_TEST_TLS_CERTS \
 
 export CI=${CI:-}
 go test -race -count=1 -tags remoteengine -timeout 10m \
-  -run '^(TestTLSEngineLive|TestSSHEngineLive)$' ./launcher
+  -run '^(TestTLSEngineLive|TestSSHEngineLive)$' ./launcher/engine
 
 # The server itself over TLS: one program, and the start-up log names the engine.
 bin=$(mktemp -d)/mcp-exec

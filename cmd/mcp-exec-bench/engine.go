@@ -9,11 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 )
 
@@ -110,31 +111,48 @@ func (e *timedEngine) ContainerInspect(ctx context.Context, id string, o client.
 // benchFilter selects every container the bench made.
 func benchFilter() client.Filters {
 	return make(client.Filters).
-		Add("label", launcher.LabelRole+"=sandbox").
+		Add("label", launcher.LabelRole+"="+backend.RoleSandbox).
 		Add("label", launcher.LabelInstance+"="+benchLabel)
 }
 
-// sweep removes every container labelled as the bench's, and reports how many.
+// reaper is a launcher of the bench's instance, used only for its reaping: Sandboxes
+// lists what the bench left, Reap removes it, as the server does at start.
+func reaper(cli *client.Client) (*launcher.Launcher, error) {
+	be, err := docker.New(cli, zerolog.Nop())
+	if err != nil {
+		return nil, err
+	}
+	return launcher.New(be, launcher.Options{Instance: benchLabel, Logger: zerolog.Nop()})
+}
+
+// sweep removes every container labelled as the bench's (launcher.Reap), and reports
+// how many.
 func sweep(cli *client.Client) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: benchFilter()})
+	l, err := reaper(cli)
 	if err != nil {
 		return 0, err
 	}
-	var errs []error
-	n := 0
-	for _, c := range list.Items {
-		if c.Labels[launcher.LabelInstance] != benchLabel {
-			continue
-		}
-		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, err)
-			continue
-		}
-		n++
+	defer l.Close(ctx)
+	return l.Reap(ctx)
+}
+
+// leftovers counts the containers labelled as the bench's; -1 if the engine does not
+// say.
+func leftovers(cli *client.Client) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := reaper(cli)
+	if err != nil {
+		return -1
 	}
-	return n, errors.Join(errs...)
+	defer l.Close(ctx)
+	ids, err := l.Sandboxes(ctx)
+	if err != nil {
+		return -1
+	}
+	return len(ids)
 }
 
 // churnTimes are one create+start+wait+remove cycle's phases.
@@ -157,7 +175,7 @@ func churnOnce(ctx context.Context, cli *client.Client, image, profile string, c
 		t1 := time.Now()
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, rerr := cli.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true}); rerr != nil && !cerrdefs.IsNotFound(rerr) {
+		if _, rerr := cli.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true}); rerr != nil && !docker.IsGone(rerr) {
 			err = errors.Join(err, fmt.Errorf("remove: %w", rerr))
 		}
 		t.remove = time.Since(t1)

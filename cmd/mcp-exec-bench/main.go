@@ -185,14 +185,7 @@ func run(ctx context.Context, cfg config) int {
 	err = b.all(ctx)
 
 	// Everything the bench made should be gone already; check, then make sure.
-	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	left, lerr := cli.ContainerList(lctx, client.ContainerListOptions{All: true, Filters: benchFilter()})
-	lcancel()
-	if lerr == nil {
-		b.rep.leftBeforeSweep = len(left.Items)
-	} else {
-		b.rep.leftBeforeSweep = -1
-	}
+	b.rep.leftBeforeSweep = leftovers(cli)
 	if _, serr := sweep(cli); serr != nil {
 		b.rep.notes = append(b.rep.notes, "final sweep failed: "+serr.Error())
 	}
@@ -322,7 +315,11 @@ func (b *bench) docker(ctx context.Context) error {
 		return err
 	}
 	defer os.Remove(file)
-	args := dockerRunArgs(b.cfg.image, file)
+	args, unexpressed := dockerRunArgs(b.cfg.image, file)
+	if len(unexpressed) > 0 {
+		b.rep.notes = append(b.rep.notes, "(b) `docker run` has no flag for "+strings.Join(unexpressed, ", ")+
+			" of the launcher's spec: its containers get the engine's defaults there")
+	}
 	if h := b.cfg.engineHost; h != "" {
 		args = append([]string{"--host", h}, args...)
 	}
@@ -352,12 +349,20 @@ func (b *bench) cold(ctx context.Context) error {
 	}
 	for _, sn := range snippets {
 		s := &series{key: "c", path: "(c) mcp-exec cold, via MCP", snippet: sn.name}
-		st.eng.snapshot()
-		b.measure(ctx, s, nil, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
-		s.engine = st.eng.snapshot()
-		b.add(s)
+		b.viaStack(ctx, st, s, sn, nil, nil)
 	}
 	return errors.Join(st.close(), ctx.Err())
+}
+
+// viaStack measures s: snippet sn called through st's MCP session (prep and after as
+// for measure), with the engine calls of its iterations, and adds it to the report.
+// It returns the series' error.
+func (b *bench) viaStack(ctx context.Context, st *stack, s *series, sn snippet, prep func() (bool, error), after func()) error {
+	st.eng.snapshot()
+	b.measure(ctx, s, prep, func() (time.Duration, error) { return st.call(ctx, sn) }, after)
+	s.engine = st.eng.snapshot()
+	b.add(s)
+	return s.err
 }
 
 // preloads are the two warm configurations.
@@ -410,17 +415,13 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 	}
 	b.rep.idle = append(b.rep.idle, idleCost{preload: name, mem: mem, cpu: cpu})
 	if b.rep.specChecked == "" {
-		b.rep.specChecked = b.checkSpec(ctx)
+		b.rep.specChecked = b.checkSpec(ctx, st)
 	}
 
 	for _, sn := range snippets {
 		s := &series{key: "d-wait" + tag, path: "(d) mcp-exec warm, " + name + ", pool refilled before each call", snippet: sn.name}
-		st.eng.snapshot()
-		b.measure(ctx, s, waitFull, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
-		s.engine = st.eng.snapshot()
-		b.add(s)
-		if s.err != nil {
-			return s.err
+		if err := b.viaStack(ctx, st, s, sn, waitFull, nil); err != nil {
+			return err
 		}
 	}
 	for _, sn := range snippets {
@@ -429,12 +430,8 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 		}
 		s := &series{key: "d-b2b" + tag, path: "(d) mcp-exec warm, " + name + ", back to back", snippet: sn.name}
 		idle := func() (bool, error) { return st.l.PoolStats().Idle > 0, nil }
-		st.eng.snapshot()
-		b.measure(ctx, s, idle, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
-		s.engine = st.eng.snapshot()
-		b.add(s)
-		if s.err != nil {
-			return s.err
+		if err := b.viaStack(ctx, st, s, sn, idle, nil); err != nil {
+			return err
 		}
 	}
 	if !b.cfg.diag {
@@ -453,12 +450,8 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 			}
 			return ok, err
 		}
-		st.eng.snapshot()
-		b.measure(ctx, s, prep, func() (time.Duration, error) { return st.call(ctx, sn) }, func() { release() })
-		s.engine = st.eng.snapshot()
-		b.add(s)
-		if s.err != nil {
-			return s.err
+		if err := b.viaStack(ctx, st, s, sn, prep, func() { release() }); err != nil {
+			return err
 		}
 	}
 	// Diagnostic: the same warm hit, but the program ends with os._exit(0) after
@@ -468,19 +461,16 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 	for _, sn := range snippets {
 		sn := snippet{sn.name, sn.code + "\nimport os, sys; sys.stdout.flush(); os._exit(0)", sn.want}
 		s := &series{key: "diag-exit" + tag, path: "(diag) warm, " + name + ", program ends in os._exit(0)", snippet: sn.name}
-		st.eng.snapshot()
-		b.measure(ctx, s, waitFull, func() (time.Duration, error) { return st.call(ctx, sn) }, nil)
-		s.engine = st.eng.snapshot()
-		b.add(s)
-		if s.err != nil {
-			return s.err
+		if err := b.viaStack(ctx, st, s, sn, waitFull, nil); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// checkSpec compares an idle pool container's configuration with the bench's copy.
-func (b *bench) checkSpec(ctx context.Context) string {
+// checkSpec compares an idle pool container's configuration, as the engine reports
+// it, with the spec the launcher made it from.
+func (b *bench) checkSpec(ctx context.Context, st *stack) string {
 	f := benchFilter()
 	f.Add("status", "running")
 	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{Filters: f})
@@ -491,10 +481,11 @@ func (b *bench) checkSpec(ctx context.Context) string {
 	if err != nil || info.Container.HostConfig == nil || info.Container.Config == nil {
 		return fmt.Sprintf("not checked (inspect: %v)", err)
 	}
-	if d := specDiff(info.Container.HostConfig, info.Container.Config, b.profile); len(d) > 0 {
-		return "DIFFERS from the launcher's containers in: " + strings.Join(d, ", ")
+	cfg, host := docker.ContainerSpec(launcher.SpecOf(st.l.Options()), b.profile)
+	if d := slices.Concat(specDiff(cfg, info.Container.Config), specDiff(host, info.Container.HostConfig)); len(d) > 0 {
+		return "DIFFERS from docker.ContainerSpec in: " + strings.Join(d, ", ")
 	}
-	return "matches the launcher's containers (network, read-only root, capabilities, no-new-privileges, seccomp profile, log driver, tmpfs, IPC, shm, memory+swap, CPUs, pids, user, environment)"
+	return "match docker.ContainerSpec in every field it sets (and have none of the weakening ones)"
 }
 
 // tput is one sustained throughput run.

@@ -82,34 +82,37 @@ func readTrim(path string) string {
 }
 
 func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
+	v, ok := procField("/proc/cpuinfo", "model name")
+	if !ok {
 		return "n/a"
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "n/a"
+	return v
 }
 
 func memTotal() string {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
+	v, ok := procField("/proc/meminfo", "MemTotal")
+	if !ok {
 		return "n/a"
+	}
+	kb, _ := strconv.ParseFloat(strings.TrimSuffix(v, " kB"), 64)
+	return fmt.Sprintf("%.1f GiB", kb/(1<<20))
+}
+
+// procField is the value of the first "key: value" line of a /proc file whose key,
+// trimmed, is key.
+func procField(path, key string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == "MemTotal" {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return fmt.Sprintf("%.1f GiB", kb/(1<<20))
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), true
 		}
 	}
-	return "n/a"
+	return "", false
 }
 
 // find returns the series with key and snippet, or nil.
@@ -262,7 +265,7 @@ func (r *report) print(w io.Writer) {
 	p("### Notes")
 	p("")
 	if r.specChecked != "" {
-		p("- The bench's copy of the hardening (used by (b) and the churn loop) %s.", r.specChecked)
+		p("- The launcher's containers, as the engine reports them, %s; (b) and the churn loop take their hardening from the same function.", r.specChecked)
 	}
 	if len(r.dockerArgs) > 0 {
 		p("- (b) ran: `docker %s`", strings.Join(r.dockerArgs, " "))

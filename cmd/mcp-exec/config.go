@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,10 @@ import (
 // default, so a flag given on the command line wins. The one exception is the
 // auth token, which has no flag (flags are visible in ps): it comes from
 // MCP_EXEC_AUTH_TOKEN or from the file named by --auth-token-file.
+//
+// A setting is added in one place besides its field: its entry in cfgFields (flag,
+// variable, default, help, validation); loading, the help text, the start-up log
+// line and the README check (TestREADMEListsEverySetting) follow from the table.
 type Config struct {
 	Transport             string        // --transport MCP_EXEC_TRANSPORT: stdio, http or sse
 	Addr                  string        // --addr MCP_EXEC_ADDR: listen address for http and sse
@@ -39,7 +44,7 @@ type Config struct {
 	MaxFileBytes          int64         // --max-file-bytes MCP_EXEC_MAX_FILE_BYTES: one file, in or out
 	MaxFilesBytes         int64         // --max-files-bytes MCP_EXEC_MAX_FILES_BYTES: all files of a call, in or out
 	Python                string        // --python MCP_EXEC_PYTHON: interpreter inside the image
-	AuthToken             string        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never logged
+	AuthToken             Secret        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never printed
 	AuthTokenFile         string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
 	OAuthIssuer           string        // --oauth-issuer MCP_EXEC_OAUTH_ISSUER: "" = OAuth off
 	OAuthResource         string        // --oauth-resource MCP_EXEC_OAUTH_RESOURCE: the public URL of the MCP endpoint
@@ -80,9 +85,6 @@ type Config struct {
 // cfgAuthTokenEnv is the only source of the token besides the token file.
 const cfgAuthTokenEnv = "MCP_EXEC_AUTH_TOKEN"
 
-// cfgRedacted stands in for the token wherever the configuration is shown.
-const cfgRedacted = "[redacted]"
-
 // Limits enforced by Validate.
 const (
 	cfgMaxTimeoutCap  = 86400 * time.Second
@@ -111,156 +113,314 @@ var (
 // cfgHostname supplies the default --instance; tests replace it.
 var cfgHostname = os.Hostname
 
+// cfgField describes one configuration field: its flag, its variable, its default
+// (as the variable would spell it), its help text, how to reach it in a Config, and
+// its validation (nil: any value parses into a valid one). check returns what is
+// wrong, or ""; its message follows the setting's name. The order is the order of
+// the help text and of the start-up log line, whose keys are the flag names in
+// snake_case.
+type cfgField struct {
+	flag  string
+	env   string
+	def   string
+	help  string
+	bind  func(*Config) flag.Value
+	check func(Config) string
+}
+
+// cfgFields is the table of settings. init fills it: a check may name another
+// setting (cfgName), which reads the table.
+var cfgFields []cfgField
+
+func init() { cfgFields = cfgTable() }
+
+func cfgTable() []cfgField {
+	return []cfgField{
+		{"transport", "MCP_EXEC_TRANSPORT", "stdio", "MCP transport: stdio, http or sse",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Transport) },
+			func(c Config) string { return cfgOneOf(c.Transport, cfgTransports) }},
+		{"addr", "MCP_EXEC_ADDR", ":8080", "listen address (host:port) for http and sse",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Addr) },
+			func(c Config) string {
+				switch {
+				case c.Transport != "http" && c.Transport != "sse":
+					return ""
+				case c.Addr == "":
+					return "must be set for transport " + c.Transport
+				}
+				if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+					return fmt.Sprintf("must be host:port (host may be empty), got %q", c.Addr)
+				}
+				return ""
+			}},
+		{"auth-token-file", "MCP_EXEC_AUTH_TOKEN_FILE", "", "file holding the bearer token http/sse clients must send (trailing newline trimmed)",
+			func(c *Config) flag.Value { return (*cfgString)(&c.AuthTokenFile) }, nil},
+		{"oauth-issuer", "MCP_EXEC_OAUTH_ISSUER", "", "OAuth: accept JWT access tokens from this issuer (https; http only on loopback); empty: OAuth off",
+			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthIssuer) }, nil},
+		{"oauth-resource", "MCP_EXEC_OAUTH_RESOURCE", "", "OAuth: this server's public MCP URL, e.g. https://mcp.example.com/mcp (the resource in its metadata)",
+			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthResource) },
+			func(c Config) string {
+				if c.OAuthIssuer != "" && c.OAuthResource == "" {
+					return fmt.Sprintf("must be set with %s: the URL clients reach this server's MCP endpoint at", cfgName("oauth-issuer"))
+				}
+				return cfgNeedsIssuer(c, c.OAuthResource)
+			}},
+		{"oauth-audience", "MCP_EXEC_OAUTH_AUDIENCE", "", "OAuth: the audience tokens must carry; empty: --oauth-resource",
+			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthAudience) },
+			func(c Config) string { return cfgNeedsIssuer(c, c.OAuthAudience) }},
+		{"oauth-scopes", "MCP_EXEC_OAUTH_SCOPES", "", "OAuth: scopes a token must carry, comma-separated",
+			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthScopes) },
+			func(c Config) string { return cfgNeedsIssuer(c, c.OAuthScopes) }},
+		{"oauth-jwks-url", "MCP_EXEC_OAUTH_JWKS_URL", "", "OAuth: the issuer's key set; empty: the jwks_uri of its metadata",
+			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthJWKSURL) },
+			func(c Config) string { return cfgNeedsIssuer(c, c.OAuthJWKSURL) }},
+		{"default-timeout-s", "MCP_EXEC_DEFAULT_TIMEOUT_S", "30", "wall-clock limit in seconds when a call names none",
+			func(c *Config) flag.Value { return (*cfgSeconds)(&c.DefaultTimeout) },
+			func(c Config) string {
+				switch {
+				case c.DefaultTimeout < time.Second:
+					return "must be at least 1, got " + cfgFormatSeconds(c.DefaultTimeout)
+				case c.DefaultTimeout > c.MaxTimeout:
+					return fmt.Sprintf("must not exceed %s, which is %s; got %s",
+						cfgName("max-timeout-s"), cfgFormatSeconds(c.MaxTimeout), cfgFormatSeconds(c.DefaultTimeout))
+				}
+				return ""
+			}},
+		{"max-timeout-s", "MCP_EXEC_MAX_TIMEOUT_S", "300", "largest wall-clock limit in seconds a call may ask for",
+			func(c *Config) flag.Value { return (*cfgSeconds)(&c.MaxTimeout) },
+			func(c Config) string {
+				switch {
+				case c.MaxTimeout < time.Second:
+					return "must be at least 1, got " + cfgFormatSeconds(c.MaxTimeout)
+				case c.MaxTimeout > cfgMaxTimeoutCap:
+					return fmt.Sprintf("must be at most %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.MaxTimeout))
+				}
+				return ""
+			}},
+		{"max-code-bytes", "MCP_EXEC_MAX_CODE_BYTES", "1m", "largest accepted program (bytes, or with unit k/m)",
+			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxCodeBytes) },
+			func(c Config) string { return cfgSizeRange(c.MaxCodeBytes, 1, cfgMaxInputBytes) }},
+		{"max-stdin-bytes", "MCP_EXEC_MAX_STDIN_BYTES", "1m", "largest accepted stdin (bytes, or with unit k/m)",
+			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxStdinBytes) },
+			func(c Config) string { return cfgSizeRange(c.MaxStdinBytes, 1, cfgMaxInputBytes) }},
+		{"max-output-bytes", "MCP_EXEC_MAX_OUTPUT_BYTES", "1m", "stdout+stderr kept per run; the rest is cut (bytes, or with unit k/m)",
+			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxOutputBytes) },
+			func(c Config) string { return cfgSizeRange(c.MaxOutputBytes, cfgMinOutputBytes, cfgMaxOutputBytes) }},
+		{"max-files", "MCP_EXEC_MAX_FILES", "32", "input files one call may carry",
+			func(c *Config) flag.Value { return (*cfgInt)(&c.MaxFiles) },
+			func(c Config) string {
+				if c.MaxFiles < 0 || c.MaxFiles > 1000 {
+					return fmt.Sprintf("must be from 0 to 1000, got %d", c.MaxFiles)
+				}
+				return ""
+			}},
+		{"max-file-bytes", "MCP_EXEC_MAX_FILE_BYTES", "8m", "largest file passed in or returned from /tmp/outputs (bytes, or with unit k/m)",
+			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFileBytes) },
+			func(c Config) string { return cfgSizeRange(c.MaxFileBytes, 1, cfgMaxInputBytes) }},
+		{"max-files-bytes", "MCP_EXEC_MAX_FILES_BYTES", "16m", "all files of one call together, in and out each (bytes, or with unit k/m)",
+			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFilesBytes) },
+			func(c Config) string { return cfgSizeRange(c.MaxFilesBytes, 1, cfgMaxInputBytes) }},
+		{"image", "MCP_EXEC_IMAGE", "mcp-exec/python-sandbox:v1", "sandbox image",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Image) },
+			func(c Config) string {
+				if c.Image == "" || strings.ContainsFunc(c.Image, unicode.IsSpace) {
+					return fmt.Sprintf("must be a non-empty image reference without spaces, got %q", c.Image)
+				}
+				return ""
+			}},
+		{"python", "MCP_EXEC_PYTHON", "python3", "Python interpreter inside the image",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Python) },
+			func(c Config) string {
+				if c.Python == "" {
+					return "must not be empty"
+				}
+				return ""
+			}},
+		{"memory", "MCP_EXEC_MEMORY", "256m", "memory limit per sandbox (e.g. 256m, 1g, or bytes)",
+			func(c *Config) flag.Value { return (*cfgSize)(&c.Memory) },
+			func(c Config) string { return cfgSizeRange(c.Memory, cfgMinMemory, math.MaxInt64) }},
+		{"pids", "MCP_EXEC_PIDS", "128", "process limit per sandbox",
+			func(c *Config) flag.Value { return (*cfgInt64)(&c.Pids) },
+			func(c Config) string { return cfgAtLeast(c.Pids, cfgMinPids) }},
+		{"cpus", "MCP_EXEC_CPUS", "1", "CPU limit per sandbox (fractions allowed)",
+			func(c *Config) flag.Value { return (*cfgFloat)(&c.CPUs) },
+			func(c Config) string {
+				if !(c.CPUs > 0 && c.CPUs <= cfgMaxCPUs) { // also rejects NaN
+					return fmt.Sprintf("must be more than 0 and at most %g, got %g", cfgMaxCPUs, c.CPUs)
+				}
+				return ""
+			}},
+		{"tmpfs-size", "MCP_EXEC_TMPFS_SIZE", "64m", "size of the writable /tmp per sandbox",
+			func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) },
+			func(c Config) string { return cfgSizeRange(c.TmpfsSize, cfgMinTmpfs, math.MaxInt64) }},
+		{"backend", "MCP_EXEC_BACKEND", "docker", "where sandboxes run: docker (a Docker or Podman engine) or kubernetes (one pod per sandbox)",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Backend) },
+			func(c Config) string { return cfgOneOf(c.Backend, cfgBackends) }},
+		{"engine-host", "MCP_EXEC_ENGINE_HOST", "", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
+			func(c *Config) flag.Value { return (*cfgString)(&c.EngineHost) },
+			func(c Config) string {
+				if c.EngineHost != "" && !strings.Contains(c.EngineHost, "://") {
+					return fmt.Sprintf("must be an address with a scheme such as unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host, got %q", c.EngineHost)
+				}
+				return ""
+			}},
+		{"allow-insecure-engine", "MCP_EXEC_ALLOW_INSECURE_ENGINE", "false", "connect to a tcp:// engine off this machine without verified TLS (plain TCP, or DOCKER_TLS without DOCKER_TLS_VERIFY; UNSAFE; logged loudly)",
+			func(c *Config) flag.Value { return (*cfgBool)(&c.AllowInsecureEngine) }, nil},
+		{"runtime", "MCP_EXEC_RUNTIME", "", "OCI runtime, e.g. runc, crun, runsc; empty: the engine's default (kubernetes: the pods' RuntimeClass, e.g. gvisor)",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Runtime) },
+			func(c Config) string {
+				if c.Runtime != "" && !cfgRuntimeRE.MatchString(c.Runtime) {
+					return fmt.Sprintf("must be a runtime name such as runc, crun or runsc, got %q", c.Runtime)
+				}
+				return ""
+			}},
+		{"kubeconfig", "MCP_EXEC_KUBECONFIG", "", "kubernetes: kubeconfig file; empty: in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Kubeconfig) }, nil},
+		{"kube-context", "MCP_EXEC_KUBE_CONTEXT", "", "kubernetes: kubeconfig context; empty: its current context",
+			func(c *Config) flag.Value { return (*cfgString)(&c.KubeContext) }, nil},
+		{"kube-namespace", "MCP_EXEC_KUBE_NAMESPACE", "", "kubernetes: namespace of the sandbox pods; empty: the server pod's own, or the context's",
+			func(c *Config) flag.Value { return (*cfgString)(&c.KubeNamespace) }, nil},
+		{"kube-node-selector", "MCP_EXEC_KUBE_NODE_SELECTOR", "", "kubernetes: node labels the sandbox pods require, k=v,k2=v2",
+			func(c *Config) flag.Value { return (*cfgString)(&c.KubeNodeSelector) },
+			func(c Config) string { return cfgErrText(kube.ParseLabels(c.KubeNodeSelector)) }},
+		{"kube-tolerations", "MCP_EXEC_KUBE_TOLERATIONS", "", "kubernetes: taints the sandbox pods tolerate, key[=value][:Effect],...",
+			func(c *Config) flag.Value { return (*cfgString)(&c.KubeTolerations) },
+			func(c Config) string { return cfgErrText(kube.ParseTolerations(c.KubeTolerations)) }},
+		{"kube-image-pull-policy", "MCP_EXEC_KUBE_IMAGE_PULL_POLICY", "IfNotPresent", "kubernetes: Always, IfNotPresent or Never",
+			func(c *Config) flag.Value { return (*cfgString)(&c.KubePullPolicy) },
+			func(c Config) string { return cfgOneOf(c.KubePullPolicy, cfgPullPolicy) }},
+		{"kube-pod-labels", "MCP_EXEC_KUBE_POD_LABELS", "", "kubernetes: extra labels on every sandbox pod, k=v,k2=v2 (never dev.mcp-exec.*)",
+			func(c *Config) flag.Value { return (*cfgString)(&c.KubePodLabels) },
+			func(c Config) string { return cfgErrText(kube.ParseLabels(c.KubePodLabels)) }},
+		{"kube-seccomp-profile", "MCP_EXEC_KUBE_SECCOMP_PROFILE", "", "kubernetes: a Localhost seccomp profile (path under the kubelet's seccomp directory); empty: RuntimeDefault",
+			func(c *Config) flag.Value { return (*cfgString)(&c.KubeSeccompProfile) }, nil},
+		{"max-concurrent", "MCP_EXEC_MAX_CONCURRENT", "2", "sandboxes running at once",
+			func(c *Config) flag.Value { return (*cfgInt)(&c.MaxConcurrent) },
+			func(c Config) string { return cfgAtLeast(int64(c.MaxConcurrent), 1) }},
+		{"max-queue", "MCP_EXEC_MAX_QUEUE", "64", "calls waiting for a free slot before new ones are refused",
+			func(c *Config) flag.Value { return (*cfgInt)(&c.MaxQueue) },
+			func(c Config) string { return cfgAtLeast(int64(c.MaxQueue), 0) }},
+		{"metrics-addr", "MCP_EXEC_METRICS_ADDR", "", "Prometheus /metrics: empty serves it on the http/sse listener, off disables it, host:port gives it a listener of its own",
+			func(c *Config) flag.Value { return (*cfgString)(&c.MetricsAddr) },
+			func(c Config) string {
+				if c.MetricsAddr != "" && c.MetricsAddr != "off" {
+					if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+						return fmt.Sprintf("must be empty, off, or host:port, got %q", c.MetricsAddr)
+					}
+				}
+				return ""
+			}},
+		{"stateless", "MCP_EXEC_STATELESS", "false", "streamable HTTP without sessions, so replicas need no affinity behind a load balancer (http only)",
+			func(c *Config) flag.Value { return (*cfgBool)(&c.Stateless) }, nil},
+		{"shutdown-grace-s", "MCP_EXEC_SHUTDOWN_GRACE_S", "30", "seconds in-flight execs may take to finish after SIGTERM/SIGINT before their sandboxes are killed",
+			func(c *Config) flag.Value { return (*cfgSeconds)(&c.ShutdownGrace) },
+			func(c Config) string {
+				if c.ShutdownGrace < 0 || c.ShutdownGrace > cfgMaxTimeoutCap {
+					return fmt.Sprintf("must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.ShutdownGrace))
+				}
+				return ""
+			}},
+		{"engine-wait-s", "MCP_EXEC_ENGINE_WAIT_S", "60", "seconds a call waits for an engine that went away (a restart) before it fails, at most its own timeout; 0: it fails at once",
+			func(c *Config) flag.Value { return (*cfgSeconds)(&c.EngineWait) },
+			func(c Config) string {
+				if c.EngineWait < 0 || c.EngineWait > cfgMaxTimeoutCap {
+					return fmt.Sprintf("must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.EngineWait))
+				}
+				return ""
+			}},
+		{"allow-unenforced-limits", "MCP_EXEC_ALLOW_UNENFORCED_LIMITS", "false", "serve even when the engine does not enforce the memory, pids or CPU limit (UNSAFE; logged loudly)",
+			func(c *Config) flag.Value { return (*cfgBool)(&c.AllowUnenforcedLimits) }, nil},
+		{"pool-size", "MCP_EXEC_POOL_SIZE", "2", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
+			func(c *Config) flag.Value { return (*cfgInt)(&c.PoolSize) },
+			func(c Config) string {
+				if c.PoolSize < 0 || c.PoolSize > cfgMaxPool {
+					return fmt.Sprintf("must be from 0 to %d, got %d", cfgMaxPool, c.PoolSize)
+				}
+				return ""
+			}},
+		{"preload", "MCP_EXEC_PRELOAD", "", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Preload) },
+			func(c Config) string {
+				if c.Preload != "" && !cfgPreloadRE.MatchString(c.Preload) {
+					return fmt.Sprintf("must be module names separated by commas (e.g. numpy,pandas), got %q", c.Preload)
+				}
+				return ""
+			}},
+		{"instance", "MCP_EXEC_INSTANCE", cfgHostDefault, "label value marking this server's containers (default: host name)",
+			func(c *Config) flag.Value { return (*cfgString)(&c.Instance) },
+			func(c Config) string {
+				if !cfgInstanceRE.MatchString(c.Instance) {
+					return fmt.Sprintf("must match %s, got %q", cfgInstanceRE, c.Instance)
+				}
+				return ""
+			}},
+		{"log-level", "MCP_EXEC_LOG_LEVEL", "info", "trace, debug, info, warn or error",
+			func(c *Config) flag.Value { return (*cfgString)(&c.LogLevel) },
+			func(c Config) string { return cfgOneOf(c.LogLevel, cfgLogLevels) }},
+		{"log-format", "MCP_EXEC_LOG_FORMAT", "auto", "auto (json unless stderr is a terminal), json or console",
+			func(c *Config) flag.Value { return (*cfgString)(&c.LogFormat) },
+			func(c Config) string { return cfgOneOf(c.LogFormat, cfgLogFormats) }},
+	}
+}
+
+// cfgHostDefault, as a default, stands for the host name (cfgHostname).
+const cfgHostDefault = "$HOSTNAME"
+
 // cfgDefaults returns the built-in defaults, before environment and flags.
 func cfgDefaults() Config {
-	host, _ := cfgHostname() // on failure the empty Instance fails Validate
-	return Config{
-		Transport:      "stdio",
-		Backend:        "docker",
-		KubePullPolicy: "IfNotPresent",
-		Addr:           ":8080",
-		DefaultTimeout: 30 * time.Second,
-		MaxTimeout:     300 * time.Second,
-		MaxOutputBytes: 1 * units.MiB,
-		MaxStdinBytes:  1 * units.MiB,
-		MaxCodeBytes:   1 * units.MiB,
-		MaxFiles:       32,
-		MaxFileBytes:   8 * units.MiB,
-		MaxFilesBytes:  16 * units.MiB,
-		Python:         "python3",
-		Image:          "mcp-exec/python-sandbox:v1",
-		Memory:         256 * units.MiB,
-		Pids:           128,
-		CPUs:           1.0,
-		TmpfsSize:      64 * units.MiB,
-		MaxConcurrent:  2,
-		MaxQueue:       64,
-		ShutdownGrace:  30 * time.Second,
-		EngineWait:     60 * time.Second,
-		PoolSize:       2,
-		Preload:        "",
-		Instance:       host,
-		LogLevel:       "info",
-		LogFormat:      "auto",
-	}
-}
-
-// cfgField describes one configuration field: its flag, its variable, its help
-// text and how to reach it in a Config. The order is the order of the help text.
-type cfgField struct {
-	flag string
-	env  string
-	help string
-	bind func(*Config) flag.Value
-}
-
-var cfgFields = []cfgField{
-	{"transport", "MCP_EXEC_TRANSPORT", "MCP transport: stdio, http or sse",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Transport) }},
-	{"addr", "MCP_EXEC_ADDR", "listen address (host:port) for http and sse",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Addr) }},
-	{"auth-token-file", "MCP_EXEC_AUTH_TOKEN_FILE", "file holding the bearer token http/sse clients must send (trailing newline trimmed)",
-		func(c *Config) flag.Value { return (*cfgString)(&c.AuthTokenFile) }},
-	{"oauth-issuer", "MCP_EXEC_OAUTH_ISSUER", "OAuth: accept JWT access tokens from this issuer (https; http only on loopback); empty: OAuth off",
-		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthIssuer) }},
-	{"oauth-resource", "MCP_EXEC_OAUTH_RESOURCE", "OAuth: this server's public MCP URL, e.g. https://mcp.example.com/mcp (the resource in its metadata)",
-		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthResource) }},
-	{"oauth-audience", "MCP_EXEC_OAUTH_AUDIENCE", "OAuth: the audience tokens must carry; empty: --oauth-resource",
-		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthAudience) }},
-	{"oauth-scopes", "MCP_EXEC_OAUTH_SCOPES", "OAuth: scopes a token must carry, comma-separated",
-		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthScopes) }},
-	{"oauth-jwks-url", "MCP_EXEC_OAUTH_JWKS_URL", "OAuth: the issuer's key set; empty: the jwks_uri of its metadata",
-		func(c *Config) flag.Value { return (*cfgString)(&c.OAuthJWKSURL) }},
-	{"default-timeout-s", "MCP_EXEC_DEFAULT_TIMEOUT_S", "wall-clock limit in seconds when a call names none",
-		func(c *Config) flag.Value { return (*cfgSeconds)(&c.DefaultTimeout) }},
-	{"max-timeout-s", "MCP_EXEC_MAX_TIMEOUT_S", "largest wall-clock limit in seconds a call may ask for",
-		func(c *Config) flag.Value { return (*cfgSeconds)(&c.MaxTimeout) }},
-	{"max-code-bytes", "MCP_EXEC_MAX_CODE_BYTES", "largest accepted program (bytes, or with unit k/m)",
-		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxCodeBytes) }},
-	{"max-stdin-bytes", "MCP_EXEC_MAX_STDIN_BYTES", "largest accepted stdin (bytes, or with unit k/m)",
-		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxStdinBytes) }},
-	{"max-output-bytes", "MCP_EXEC_MAX_OUTPUT_BYTES", "stdout+stderr kept per run; the rest is cut (bytes, or with unit k/m)",
-		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxOutputBytes) }},
-	{"max-files", "MCP_EXEC_MAX_FILES", "input files one call may carry",
-		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxFiles) }},
-	{"max-file-bytes", "MCP_EXEC_MAX_FILE_BYTES", "largest file passed in or returned from /tmp/outputs (bytes, or with unit k/m)",
-		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFileBytes) }},
-	{"max-files-bytes", "MCP_EXEC_MAX_FILES_BYTES", "all files of one call together, in and out each (bytes, or with unit k/m)",
-		func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFilesBytes) }},
-	{"image", "MCP_EXEC_IMAGE", "sandbox image",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Image) }},
-	{"python", "MCP_EXEC_PYTHON", "Python interpreter inside the image",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Python) }},
-	{"memory", "MCP_EXEC_MEMORY", "memory limit per sandbox (e.g. 256m, 1g, or bytes)",
-		func(c *Config) flag.Value { return (*cfgSize)(&c.Memory) }},
-	{"pids", "MCP_EXEC_PIDS", "process limit per sandbox",
-		func(c *Config) flag.Value { return (*cfgInt64)(&c.Pids) }},
-	{"cpus", "MCP_EXEC_CPUS", "CPU limit per sandbox (fractions allowed)",
-		func(c *Config) flag.Value { return (*cfgFloat)(&c.CPUs) }},
-	{"tmpfs-size", "MCP_EXEC_TMPFS_SIZE", "size of the writable /tmp per sandbox",
-		func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) }},
-	{"backend", "MCP_EXEC_BACKEND", "where sandboxes run: docker (a Docker or Podman engine) or kubernetes (one pod per sandbox)",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Backend) }},
-	{"engine-host", "MCP_EXEC_ENGINE_HOST", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
-		func(c *Config) flag.Value { return (*cfgString)(&c.EngineHost) }},
-	{"allow-insecure-engine", "MCP_EXEC_ALLOW_INSECURE_ENGINE", "connect to a tcp:// engine off this machine without verified TLS (plain TCP, or DOCKER_TLS without DOCKER_TLS_VERIFY; UNSAFE; logged loudly)",
-		func(c *Config) flag.Value { return (*cfgBool)(&c.AllowInsecureEngine) }},
-	{"runtime", "MCP_EXEC_RUNTIME", "OCI runtime, e.g. runc, crun, runsc; empty: the engine's default (kubernetes: the pods' RuntimeClass, e.g. gvisor)",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Runtime) }},
-	{"kubeconfig", "MCP_EXEC_KUBECONFIG", "kubernetes: kubeconfig file; empty: in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Kubeconfig) }},
-	{"kube-context", "MCP_EXEC_KUBE_CONTEXT", "kubernetes: kubeconfig context; empty: its current context",
-		func(c *Config) flag.Value { return (*cfgString)(&c.KubeContext) }},
-	{"kube-namespace", "MCP_EXEC_KUBE_NAMESPACE", "kubernetes: namespace of the sandbox pods; empty: the server pod's own, or the context's",
-		func(c *Config) flag.Value { return (*cfgString)(&c.KubeNamespace) }},
-	{"kube-node-selector", "MCP_EXEC_KUBE_NODE_SELECTOR", "kubernetes: node labels the sandbox pods require, k=v,k2=v2",
-		func(c *Config) flag.Value { return (*cfgString)(&c.KubeNodeSelector) }},
-	{"kube-tolerations", "MCP_EXEC_KUBE_TOLERATIONS", "kubernetes: taints the sandbox pods tolerate, key[=value][:Effect],...",
-		func(c *Config) flag.Value { return (*cfgString)(&c.KubeTolerations) }},
-	{"kube-image-pull-policy", "MCP_EXEC_KUBE_IMAGE_PULL_POLICY", "kubernetes: Always, IfNotPresent or Never",
-		func(c *Config) flag.Value { return (*cfgString)(&c.KubePullPolicy) }},
-	{"kube-pod-labels", "MCP_EXEC_KUBE_POD_LABELS", "kubernetes: extra labels on every sandbox pod, k=v,k2=v2 (never dev.mcp-exec.*)",
-		func(c *Config) flag.Value { return (*cfgString)(&c.KubePodLabels) }},
-	{"kube-seccomp-profile", "MCP_EXEC_KUBE_SECCOMP_PROFILE", "kubernetes: a Localhost seccomp profile (path under the kubelet's seccomp directory); empty: RuntimeDefault",
-		func(c *Config) flag.Value { return (*cfgString)(&c.KubeSeccompProfile) }},
-	{"max-concurrent", "MCP_EXEC_MAX_CONCURRENT", "sandboxes running at once",
-		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxConcurrent) }},
-	{"max-queue", "MCP_EXEC_MAX_QUEUE", "calls waiting for a free slot before new ones are refused",
-		func(c *Config) flag.Value { return (*cfgInt)(&c.MaxQueue) }},
-	{"metrics-addr", "MCP_EXEC_METRICS_ADDR", "Prometheus /metrics: empty serves it on the http/sse listener, off disables it, host:port gives it a listener of its own",
-		func(c *Config) flag.Value { return (*cfgString)(&c.MetricsAddr) }},
-	{"stateless", "MCP_EXEC_STATELESS", "streamable HTTP without sessions, so replicas need no affinity behind a load balancer (http only)",
-		func(c *Config) flag.Value { return (*cfgBool)(&c.Stateless) }},
-	{"shutdown-grace-s", "MCP_EXEC_SHUTDOWN_GRACE_S", "seconds in-flight execs may take to finish after SIGTERM/SIGINT before their sandboxes are killed",
-		func(c *Config) flag.Value { return (*cfgSeconds)(&c.ShutdownGrace) }},
-	{"engine-wait-s", "MCP_EXEC_ENGINE_WAIT_S", "seconds a call waits for an engine that went away (a restart) before it fails, at most its own timeout; 0: it fails at once",
-		func(c *Config) flag.Value { return (*cfgSeconds)(&c.EngineWait) }},
-	{"allow-unenforced-limits", "MCP_EXEC_ALLOW_UNENFORCED_LIMITS", "serve even when the engine does not enforce the memory, pids or CPU limit (UNSAFE; logged loudly)",
-		func(c *Config) flag.Value { return (*cfgBool)(&c.AllowUnenforcedLimits) }},
-	{"pool-size", "MCP_EXEC_POOL_SIZE", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
-		func(c *Config) flag.Value { return (*cfgInt)(&c.PoolSize) }},
-	{"preload", "MCP_EXEC_PRELOAD", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Preload) }},
-	{"instance", "MCP_EXEC_INSTANCE", "label value marking this server's containers (default: host name)",
-		func(c *Config) flag.Value { return (*cfgString)(&c.Instance) }},
-	{"log-level", "MCP_EXEC_LOG_LEVEL", "trace, debug, info, warn or error",
-		func(c *Config) flag.Value { return (*cfgString)(&c.LogLevel) }},
-	{"log-format", "MCP_EXEC_LOG_FORMAT", "auto (json unless stderr is a terminal), json or console",
-		func(c *Config) flag.Value { return (*cfgString)(&c.LogFormat) }},
-}
-
-// cfgEnvOf maps a flag name to its variable, for error messages.
-var cfgEnvOf = func() map[string]string {
-	m := make(map[string]string, len(cfgFields))
+	var c Config
 	for _, f := range cfgFields {
-		m[f.flag] = f.env
+		def := f.def
+		if def == cfgHostDefault {
+			def, _ = cfgHostname() // on failure the empty Instance fails Validate
+		}
+		if err := f.bind(&c).Set(def); err != nil {
+			panic(fmt.Sprintf("default of --%s: %v", f.flag, err)) // a bad table; TestLoadDefaults catches it
+		}
 	}
-	return m
-}()
+	return c
+}
+
+// cfgNeedsIssuer: an OAuth setting given without --oauth-issuer.
+func cfgNeedsIssuer(c Config, v string) string {
+	if c.OAuthIssuer == "" && v != "" {
+		return "needs " + cfgName("oauth-issuer")
+	}
+	return ""
+}
+
+func cfgOneOf(got string, set []string) string {
+	if slices.Contains(set, got) {
+		return ""
+	}
+	return fmt.Sprintf("must be one of %s, got %q", strings.Join(set, ", "), got)
+}
+
+func cfgAtLeast(got, min int64) string {
+	if got < min {
+		return fmt.Sprintf("must be at least %d, got %d", min, got)
+	}
+	return ""
+}
+
+func cfgSizeRange(got, min, max int64) string {
+	switch {
+	case got < min:
+		return fmt.Sprintf("must be at least %s, got %s", cfgFormatSize(min), cfgFormatSize(got))
+	case got > max:
+		return fmt.Sprintf("must be at most %s, got %s", cfgFormatSize(max), cfgFormatSize(got))
+	}
+	return ""
+}
 
 // cfgName is how errors name a setting: "--memory (MCP_EXEC_MEMORY)".
 func cfgName(flagName string) string {
-	return fmt.Sprintf("--%s (%s)", flagName, cfgEnvOf[flagName])
+	for _, f := range cfgFields {
+		if f.flag == flagName {
+			return fmt.Sprintf("--%s (%s)", flagName, f.env)
+		}
+	}
+	panic("cfgName: no setting --" + flagName)
 }
 
 // Load builds the configuration from the environment (getenv) and the arguments
@@ -288,19 +448,19 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		// The variable, already applied, becomes the flag's default.
 		fs.Var(v, f.flag, f.help+" ("+f.env+")")
 	}
-	c.AuthToken = getenv(cfgAuthTokenEnv)
+	c.AuthToken = Secret(getenv(cfgAuthTokenEnv))
 	fs.Usage = func() { usage(fs, fs.Output()) }
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
 
 	if c.AuthTokenFile != "" {
-		if c.AuthToken != "" {
+		if c.AuthToken.Set() {
 			errs = append(errs, fmt.Errorf("%s and %s are both set; use one", cfgAuthTokenEnv, cfgName("auth-token-file")))
 		} else if tok, err := cfgReadToken(c.AuthTokenFile); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", cfgName("auth-token-file"), err))
 		} else {
-			c.AuthToken = tok
+			c.AuthToken = Secret(tok)
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -329,134 +489,16 @@ func cfgReadToken(path string) (string, error) {
 // each naming the flag and the variable. It never mentions the token's value.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(flagName, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s %s", cfgName(flagName), fmt.Sprintf(format, a...)))
-	}
-	oneOf := func(flagName, got string, set []string) {
-		for _, s := range set {
-			if got == s {
-				return
-			}
+	for _, f := range cfgFields {
+		if f.check == nil {
+			continue
 		}
-		bad(flagName, "must be one of %s, got %q", strings.Join(set, ", "), got)
-	}
-	atLeast := func(flagName string, got, min int64) {
-		if got < min {
-			bad(flagName, "must be at least %d, got %d", min, got)
+		if msg := f.check(c); msg != "" {
+			errs = append(errs, fmt.Errorf("%s %s", cfgName(f.flag), msg))
 		}
 	}
-	sizeRange := func(flagName string, got, min, max int64) {
-		switch {
-		case got < min:
-			bad(flagName, "must be at least %s, got %s", cfgFormatSize(min), cfgFormatSize(got))
-		case got > max:
-			bad(flagName, "must be at most %s, got %s", cfgFormatSize(max), cfgFormatSize(got))
-		}
-	}
-
-	oneOf("transport", c.Transport, cfgTransports)
-	if c.Transport == "http" || c.Transport == "sse" {
-		if c.Addr == "" {
-			bad("addr", "must be set for transport %s", c.Transport)
-		} else if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-			bad("addr", "must be host:port (host may be empty), got %q", c.Addr)
-		}
-	}
-
-	switch {
-	case c.MaxTimeout < time.Second:
-		bad("max-timeout-s", "must be at least 1, got %s", cfgFormatSeconds(c.MaxTimeout))
-	case c.MaxTimeout > cfgMaxTimeoutCap:
-		bad("max-timeout-s", "must be at most %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.MaxTimeout))
-	}
-	switch {
-	case c.DefaultTimeout < time.Second:
-		bad("default-timeout-s", "must be at least 1, got %s", cfgFormatSeconds(c.DefaultTimeout))
-	case c.DefaultTimeout > c.MaxTimeout:
-		bad("default-timeout-s", "must not exceed %s, which is %s; got %s",
-			cfgName("max-timeout-s"), cfgFormatSeconds(c.MaxTimeout), cfgFormatSeconds(c.DefaultTimeout))
-	}
-
-	sizeRange("max-code-bytes", c.MaxCodeBytes, 1, cfgMaxInputBytes)
-	sizeRange("max-stdin-bytes", c.MaxStdinBytes, 1, cfgMaxInputBytes)
-	sizeRange("max-output-bytes", c.MaxOutputBytes, cfgMinOutputBytes, cfgMaxOutputBytes)
-	sizeRange("max-file-bytes", c.MaxFileBytes, 1, cfgMaxInputBytes)
-	sizeRange("max-files-bytes", c.MaxFilesBytes, 1, cfgMaxInputBytes)
-	if c.MaxFiles < 0 || c.MaxFiles > 1000 {
-		bad("max-files", "must be from 0 to 1000, got %d", c.MaxFiles)
-	}
-
-	if c.Python == "" {
-		bad("python", "must not be empty")
-	}
-	if c.Image == "" || strings.ContainsFunc(c.Image, unicode.IsSpace) {
-		bad("image", "must be a non-empty image reference without spaces, got %q", c.Image)
-	}
-	if c.Memory < cfgMinMemory {
-		bad("memory", "must be at least %s, got %s", cfgFormatSize(cfgMinMemory), cfgFormatSize(c.Memory))
-	}
-	atLeast("pids", c.Pids, cfgMinPids)
-	if !(c.CPUs > 0 && c.CPUs <= cfgMaxCPUs) { // also rejects NaN
-		bad("cpus", "must be more than 0 and at most %g, got %g", cfgMaxCPUs, c.CPUs)
-	}
-	if c.TmpfsSize < cfgMinTmpfs {
-		bad("tmpfs-size", "must be at least %s, got %s", cfgFormatSize(cfgMinTmpfs), cfgFormatSize(c.TmpfsSize))
-	}
-	if c.EngineHost != "" && !strings.Contains(c.EngineHost, "://") {
-		bad("engine-host", "must be an address with a scheme such as unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host, got %q", c.EngineHost)
-	}
-	oneOf("backend", c.Backend, cfgBackends)
-	oneOf("kube-image-pull-policy", c.KubePullPolicy, cfgPullPolicy)
-	if _, err := kube.ParseLabels(c.KubeNodeSelector); err != nil {
-		bad("kube-node-selector", "%v", err)
-	}
-	if _, err := kube.ParseLabels(c.KubePodLabels); err != nil {
-		bad("kube-pod-labels", "%v", err)
-	}
-	if _, err := kube.ParseTolerations(c.KubeTolerations); err != nil {
-		bad("kube-tolerations", "%v", err)
-	}
-	if c.Runtime != "" && !cfgRuntimeRE.MatchString(c.Runtime) {
-		bad("runtime", "must be a runtime name such as runc, crun or runsc, got %q", c.Runtime)
-	}
-	atLeast("max-concurrent", int64(c.MaxConcurrent), 1)
-	atLeast("max-queue", int64(c.MaxQueue), 0)
-	if c.MetricsAddr != "" && c.MetricsAddr != "off" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			bad("metrics-addr", "must be empty, off, or host:port, got %q", c.MetricsAddr)
-		}
-	}
-	if c.ShutdownGrace < 0 || c.ShutdownGrace > cfgMaxTimeoutCap {
-		bad("shutdown-grace-s", "must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.ShutdownGrace))
-	}
-	if c.EngineWait < 0 || c.EngineWait > cfgMaxTimeoutCap {
-		bad("engine-wait-s", "must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.EngineWait))
-	}
-	if c.PoolSize < 0 || c.PoolSize > cfgMaxPool {
-		bad("pool-size", "must be from 0 to %d, got %d", cfgMaxPool, c.PoolSize)
-	}
-	if c.Preload != "" && !cfgPreloadRE.MatchString(c.Preload) {
-		bad("preload", "must be module names separated by commas (e.g. numpy,pandas), got %q", c.Preload)
-	}
-	if !cfgInstanceRE.MatchString(c.Instance) {
-		bad("instance", "must match %s, got %q", cfgInstanceRE, c.Instance)
-	}
-	oneOf("log-level", c.LogLevel, cfgLogLevels)
-	oneOf("log-format", c.LogFormat, cfgLogFormats)
-
-	if c.OAuthIssuer == "" {
-		for _, f := range []struct{ flag, v string }{{"oauth-resource", c.OAuthResource},
-			{"oauth-audience", c.OAuthAudience}, {"oauth-scopes", c.OAuthScopes}, {"oauth-jwks-url", c.OAuthJWKSURL}} {
-			if f.v != "" {
-				bad(f.flag, "needs %s", cfgName("oauth-issuer"))
-			}
-		}
-	} else if c.OAuthResource == "" {
-		bad("oauth-resource", "must be set with %s: the URL clients reach this server's MCP endpoint at", cfgName("oauth-issuer"))
-	}
-
 	// The token: its value never goes into a message.
-	if c.AuthToken != "" && strings.ContainsFunc(c.AuthToken, func(r rune) bool {
+	if strings.ContainsFunc(c.AuthToken.Reveal(), func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}) {
 		errs = append(errs, fmt.Errorf("the auth token (%s or %s) must not contain spaces or control characters",
@@ -466,94 +508,43 @@ func (c Config) Validate() error {
 }
 
 // TokenSet reports whether an auth token is configured.
-func (c Config) TokenSet() bool { return c.AuthToken != "" }
+func (c Config) TokenSet() bool { return c.AuthToken.Set() }
 
 // AuthOn reports whether http/sse requests must carry a credential.
-func (c Config) AuthOn() bool { return c.AuthToken != "" || c.OAuthIssuer != "" }
+func (c Config) AuthOn() bool { return c.AuthToken.Set() || c.OAuthIssuer != "" }
 
 // Scopes splits OAuthScopes at commas and spaces.
 func (c Config) Scopes() []string {
 	return strings.FieldsFunc(c.OAuthScopes, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }
 
-// cfgShownToken is what the configuration shows in place of the token.
-func (c Config) cfgShownToken() string {
-	if c.AuthToken == "" {
-		return ""
-	}
-	return cfgRedacted
-}
-
-// LogFields adds every field to e, for logging the configuration once at start.
-// The token is shown as "[redacted]" when set and "" when not, never itself.
-// Durations are in seconds and sizes in bytes.
+// LogFields adds every field to e, for logging the configuration once at start,
+// keyed by the flag's name in snake_case. The token is shown as "[redacted]" when set
+// and "" when not, never itself. Durations are in seconds and sizes in bytes.
 func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
-	return e.
-		Str("transport", c.Transport).
-		Str("addr", c.Addr).
-		Str("auth_token", c.cfgShownToken()).
-		Str("auth_token_file", c.AuthTokenFile).
-		Str("oauth_issuer", c.OAuthIssuer).
-		Str("oauth_resource", c.OAuthResource).
-		Str("oauth_audience", c.OAuthAudience).
-		Str("oauth_scopes", c.OAuthScopes).
-		Str("oauth_jwks_url", c.OAuthJWKSURL).
-		Float64("default_timeout_s", c.DefaultTimeout.Seconds()).
-		Float64("max_timeout_s", c.MaxTimeout.Seconds()).
-		Int64("max_code_bytes", c.MaxCodeBytes).
-		Int64("max_stdin_bytes", c.MaxStdinBytes).
-		Int64("max_output_bytes", c.MaxOutputBytes).
-		Int("max_files", c.MaxFiles).
-		Int64("max_file_bytes", c.MaxFileBytes).
-		Int64("max_files_bytes", c.MaxFilesBytes).
-		Str("image", c.Image).
-		Str("python", c.Python).
-		Int64("memory", c.Memory).
-		Int64("pids", c.Pids).
-		Float64("cpus", c.CPUs).
-		Int64("tmpfs_size", c.TmpfsSize).
-		Str("backend", c.Backend).
-		Str("engine_host", c.EngineHost).
-		Bool("allow_insecure_engine", c.AllowInsecureEngine).
-		Str("runtime", c.Runtime).
-		Str("kubeconfig", c.Kubeconfig).
-		Str("kube_context", c.KubeContext).
-		Str("kube_namespace", c.KubeNamespace).
-		Str("kube_node_selector", c.KubeNodeSelector).
-		Str("kube_tolerations", c.KubeTolerations).
-		Str("kube_image_pull_policy", c.KubePullPolicy).
-		Str("kube_pod_labels", c.KubePodLabels).
-		Str("kube_seccomp_profile", c.KubeSeccompProfile).
-		Int("max_concurrent", c.MaxConcurrent).
-		Int("max_queue", c.MaxQueue).
-		Str("metrics_addr", c.MetricsAddr).
-		Bool("stateless", c.Stateless).
-		Float64("shutdown_grace_s", c.ShutdownGrace.Seconds()).
-		Float64("engine_wait_s", c.EngineWait.Seconds()).
-		Bool("allow_unenforced_limits", c.AllowUnenforcedLimits).
-		Int("pool_size", c.PoolSize).
-		Str("preload", c.Preload).
-		Str("instance", c.Instance).
-		Str("log_level", c.LogLevel).
-		Str("log_format", c.LogFormat)
-}
-
-// cfgPlain is Config without methods, so String can print it without recursion.
-type cfgPlain Config
-
-// String prints all fields with the token redacted, so that %v and %+v of a
-// Config cannot leak it.
-func (c Config) String() string {
-	p := cfgPlain(c)
-	p.AuthToken = c.cfgShownToken()
-	return fmt.Sprintf("%+v", p)
-}
-
-// GoString does the same for %#v.
-func (c Config) GoString() string {
-	p := cfgPlain(c)
-	p.AuthToken = c.cfgShownToken()
-	return fmt.Sprintf("%#v", p)
+	for _, f := range cfgFields {
+		if f.flag == "auth-token-file" {
+			e = e.Str("auth_token", c.AuthToken.String())
+		}
+		key := strings.ReplaceAll(f.flag, "-", "_")
+		switch v := f.bind(&c).(flag.Getter).Get().(type) {
+		case string:
+			e = e.Str(key, v)
+		case bool:
+			e = e.Bool(key, v)
+		case int:
+			e = e.Int(key, v)
+		case int64:
+			e = e.Int64(key, v)
+		case float64:
+			e = e.Float64(key, v)
+		case time.Duration:
+			e = e.Float64(key, v.Seconds())
+		default:
+			panic(fmt.Sprintf("LogFields: --%s has a value of type %T", f.flag, v))
+		}
+	}
+	return e
 }
 
 // usage writes the help text: the synopsis, then every flag with its default,
@@ -740,4 +731,12 @@ func cfgFormatSeconds(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Second), 10)
 	}
 	return d.String()
+}
+
+// cfgErrText is a parser's complaint as a check's message ("" when it parsed).
+func cfgErrText[T any](_ T, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }

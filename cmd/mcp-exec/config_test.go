@@ -530,8 +530,8 @@ func TestLoadTokenFile(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Load via %s: got error %v, want nil", src.name, err)
 				}
-				if got.AuthToken != tt.want {
-					t.Errorf("Load via %s: got token %q, want %q", src.name, got.AuthToken, tt.want)
+				if got.AuthToken.Reveal() != tt.want {
+					t.Errorf("Load via %s: got token %q, want %q", src.name, got.AuthToken.Reveal(), tt.want)
 				}
 				if got.AuthTokenFile != path {
 					t.Errorf("Load via %s: got AuthTokenFile %q, want %q", src.name, got.AuthTokenFile, path)
@@ -614,8 +614,8 @@ func TestTokenNeverShown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load: got error %v, want nil", err)
 	}
-	if c.AuthToken != cfgTestCanary || !c.TokenSet() {
-		t.Fatalf("Load: got token %q (set %v), want the canary", c.AuthToken, c.TokenSet())
+	if c.AuthToken.Reveal() != cfgTestCanary || !c.TokenSet() {
+		t.Fatalf("Load: got token %q (set %v), want the canary", c.AuthToken.Reveal(), c.TokenSet())
 	}
 	var help bytes.Buffer
 	usage(fs, &help)
@@ -683,7 +683,7 @@ func TestTokenNeverShown(t *testing.T) {
 
 	// Validate directly.
 	c.LogLevel = "nope"
-	c.AuthToken = cfgTestCanary + "\n"
+	c.AuthToken = Secret(cfgTestCanary + "\n")
 	if err := c.Validate(); err == nil || strings.Contains(err.Error(), cfgTestCanary) {
 		t.Errorf("Validate: got %v, want an error without the token", err)
 	}

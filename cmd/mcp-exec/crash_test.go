@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -38,10 +37,7 @@ func TestRestartReapsOrphans(t *testing.T) {
 		}
 		t.Fatalf("no engine: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "mcp-exec")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := e2eBuild(t)
 	instance := "test-crash-reap"
 	image := os.Getenv("MCP_EXEC_IMAGE")
 	if image == "" {

@@ -434,9 +434,16 @@ type e2eClientRun struct {
 // e2eRunClient runs client.mjs with env as its whole environment.
 func e2eRunClient(t *testing.T, node, dir string, env []string, args ...string) e2eClientRun {
 	t.Helper()
+	return e2eRunScript(t, "client.mjs", node, dir, env, args...)
+}
+
+// e2eRunScript runs one of the Node clients (scripts/e2e) with env as its whole
+// environment, and decodes the one JSON report it prints.
+func e2eRunScript(t *testing.T, script, node, dir string, env []string, args ...string) e2eClientRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), e2eClientTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs"}, args...)...)
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = 10 * time.Second
@@ -451,11 +458,11 @@ func e2eRunClient(t *testing.T, node, dir string, env []string, args ...string) 
 	case errors.As(err, &ee):
 		r.exitCode = ee.ExitCode()
 	default:
-		t.Fatalf("running client.mjs: %v\nstderr:\n%s", err, r.stderr)
+		t.Fatalf("running %s: %v\nstderr:\n%s", script, err, r.stderr)
 	}
 	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r.report); jerr != nil {
-		t.Errorf("client.mjs %s: stdout is not one JSON object (%v):\n%s\nstderr:\n%s",
-			strings.Join(args, " "), jerr, r.stdout, r.stderr)
+		t.Errorf("%s %s: stdout is not one JSON object (%v):\n%s\nstderr:\n%s",
+			script, strings.Join(args, " "), jerr, r.stdout, r.stderr)
 	}
 	return r
 }

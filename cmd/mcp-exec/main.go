@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,47 +31,65 @@ func main() {
 	os.Exit(code)
 }
 
-// subcommands, as listed by --help.
-var subcommands = []struct{ name, help string }{
-	{"serve", "serve the MCP tool (the default when no subcommand is given)"},
-	{"run", "run one program (FILE, or - for standard input) in the sandbox and print its result (--json: the tool's structured result)"},
-	{"selftest", "run the built-in sandbox probes against the configured engine and image; non-zero exit on any failure"},
-	{"healthcheck", "exit 0 if the server is ready: /readyz for http and sse, the engine and image for stdio"},
-	{"seccomp-profile", "print the sandboxes' seccomp profile resolved for no capabilities (OCI JSON), to install on Kubernetes nodes for --kube-seccomp-profile"},
-	{"version", "print the version and build information"},
+// cmdEnv is what a subcommand runs with: its context and streams, and (unless
+// noConfig) the loaded configuration, a logger and the arguments after the flags.
+type cmdEnv struct {
+	ctx            context.Context
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	cfg            Config
+	log            zerolog.Logger
+	args           []string
+	jsonOut        bool // run --json
+}
+
+// subcommand is one entry of mcp-exec's command table.
+type subcommand struct {
+	name, help string
+	noConfig   bool                              // runs without flags or configuration
+	flags      func(fs *flag.FlagSet, e *cmdEnv) // its own flags, besides the configuration's
+	run        func(e *cmdEnv) int
+}
+
+// subcommands, in the order --help lists them; the first is the default.
+var subcommands = []subcommand{
+	{name: "serve", help: "serve the MCP tool (the default when no subcommand is given)", run: serveCmd},
+	{name: "run", help: "run one program (FILE, or - for standard input) in the sandbox and print its result (--json: the tool's structured result)",
+		flags: func(fs *flag.FlagSet, e *cmdEnv) {
+			fs.BoolVar(&e.jsonOut, "json", false, "print the structured result as JSON on stdout (run only)")
+		},
+		run: runCmd},
+	{name: "selftest", help: "run the built-in sandbox probes against the configured engine and image; non-zero exit on any failure", run: selftestCmd},
+	{name: "healthcheck", help: "exit 0 if the server is ready: /readyz for http and sse, the engine and image for stdio",
+		run: func(e *cmdEnv) int { return healthcheck(e.ctx, e.cfg, e.stderr) }},
+	{name: "seccomp-profile", help: "print the sandboxes' seccomp profile resolved for no capabilities (OCI JSON), to install on Kubernetes nodes for --kube-seccomp-profile", noConfig: true,
+		run: seccompProfileCmd},
+	{name: "version", help: "print the version and build information", noConfig: true,
+		run: func(e *cmdEnv) int { fmt.Fprintln(e.stdout, versionString()); return 0 }},
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	sub := "serve"
+	name := subcommands[0].name
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
+		name, args = args[0], args[1:]
 	}
-	switch sub {
-	case "version":
-		fmt.Fprintln(stdout, versionString())
-		return 0
-	case "seccomp-profile":
-		p, err := ociSeccompProfile()
-		if err != nil {
-			fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, p)
-		return 0
-	case "serve", "run", "healthcheck", "selftest":
-	case "help":
-		args = []string{"--help"}
-		sub = "serve"
-	default:
-		fmt.Fprintf(stderr, "mcp-exec: unknown subcommand %q; try mcp-exec --help\n", sub)
+	if name == "help" {
+		name, args = subcommands[0].name, []string{"--help"}
+	}
+	i := slices.IndexFunc(subcommands, func(c subcommand) bool { return c.name == name })
+	if i < 0 {
+		fmt.Fprintf(stderr, "mcp-exec: unknown subcommand %q; try mcp-exec --help\n", name)
 		return 2
 	}
-
-	fs := flag.NewFlagSet("mcp-exec "+sub, flag.ContinueOnError)
+	cmd := subcommands[i]
+	e := &cmdEnv{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	if cmd.noConfig {
+		return cmd.run(e)
+	}
+	fs := flag.NewFlagSet("mcp-exec "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var jsonOut bool
-	if sub == "run" {
-		fs.BoolVar(&jsonOut, "json", false, "print the structured result as JSON on stdout (run only)")
+	if cmd.flags != nil {
+		cmd.flags(fs, e)
 	}
 	cfg, err := Load(fs, args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -80,37 +99,65 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
 		return 2
 	}
-	log := newLogger(cfg, stderr)
-	if sub == "healthcheck" {
-		return healthcheck(ctx, cfg, stderr)
-	}
-	if sub == "run" || sub == "selftest" {
-		// A one-off run must never reap the sandboxes of a server sharing the
-		// instance name, so it gets a name of its own.
-		cfg.Instance = fmt.Sprintf("%.40s-%s-%d", cfg.Instance, sub, os.Getpid())
-	}
-	if sub == "run" {
-		cfg.PoolSize = 0
-	}
+	e.cfg, e.log, e.args = cfg, newLogger(cfg, stderr), fs.Args()
+	return cmd.run(e)
+}
 
-	m := newMetrics()
-	l, cleanup, err := newLauncher(ctx, cfg, log, m, sub == "serve")
+// oneOff gives a one-off command (run, selftest) an instance name of its own, so that
+// it never reaps the sandboxes of a server sharing the configured name, and starts
+// its launcher.
+func oneOff(e *cmdEnv, name string) (*launcher.Launcher, func(), bool) {
+	e.cfg.Instance = fmt.Sprintf("%.40s-%s-%d", e.cfg.Instance, name, os.Getpid())
+	l, cleanup, err := newLauncher(e.ctx, e.cfg, e.log, newMetrics(), false)
 	if err != nil {
-		log.Error().Err(err).Msg("starting")
-		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
+		e.log.Error().Err(err).Msg("starting")
+		fmt.Fprintf(e.stderr, "mcp-exec: %v\n", err)
+		return nil, nil, false
+	}
+	return l, cleanup, true
+}
+
+func runCmd(e *cmdEnv) int {
+	e.cfg.PoolSize = 0
+	l, cleanup, ok := oneOff(e, "run")
+	if !ok {
 		return 1
 	}
 	defer cleanup()
+	return runOnce(e.ctx, l, e.cfg, e.args, e.jsonOut, e.stdin, e.stdout, e.stderr)
+}
 
-	if sub == "run" {
-		return runOnce(ctx, l, cfg, fs.Args(), jsonOut, stdin, stdout, stderr)
+func selftestCmd(e *cmdEnv) int {
+	l, cleanup, ok := oneOff(e, "selftest")
+	if !ok {
+		return 1
 	}
-	if sub == "selftest" {
-		return selftest(ctx, cfg, l, stdout)
+	defer cleanup()
+	return selftest(e.ctx, e.cfg, l, e.stdout)
+}
+
+func seccompProfileCmd(e *cmdEnv) int {
+	p, err := ociSeccompProfile()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcp-exec: %v\n", err)
+		return 1
 	}
-	cfg.LogFields(log.Info()).Str("version", version).Msg("configuration")
-	if err := serve(ctx, cfg, l, m, log); err != nil {
-		log.Error().Err(err).Msg("serving")
+	fmt.Fprintln(e.stdout, p)
+	return 0
+}
+
+func serveCmd(e *cmdEnv) int {
+	m := newMetrics()
+	l, cleanup, err := newLauncher(e.ctx, e.cfg, e.log, m, true)
+	if err != nil {
+		e.log.Error().Err(err).Msg("starting")
+		fmt.Fprintf(e.stderr, "mcp-exec: %v\n", err)
+		return 1
+	}
+	defer cleanup()
+	e.cfg.LogFields(e.log.Info()).Str("version", version).Msg("configuration")
+	if err := serve(e.ctx, e.cfg, l, m, e.log); err != nil {
+		e.log.Error().Err(err).Msg("serving")
 		return 1
 	}
 	return 0

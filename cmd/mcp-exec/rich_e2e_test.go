@@ -12,9 +12,6 @@ package main
 // test; with CI set it fails. Skipped with -short.
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -22,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestE2ERich(t *testing.T) {
@@ -93,29 +89,7 @@ func TestE2ERich(t *testing.T) {
 // e2eRunRich runs rich.mjs with env as its whole environment.
 func e2eRunRich(t *testing.T, node, dir string, env []string, args ...string) e2eClientRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), e2eClientTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"rich.mjs"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t0 := time.Now()
-	err := cmd.Run()
-	r := e2eClientRun{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(t0)}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.exitCode = ee.ExitCode()
-	default:
-		t.Fatalf("running rich.mjs: %v\nstderr:\n%s", err, r.stderr)
-	}
-	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r.report); jerr != nil {
-		t.Errorf("rich.mjs %s: stdout is not one JSON object (%v):\n%s\nstderr:\n%s",
-			strings.Join(args, " "), jerr, r.stdout, r.stderr)
-	}
+	r := e2eRunScript(t, "rich.mjs", node, dir, env, args...)
 	if r.exitCode != 0 {
 		t.Logf("rich.mjs stderr:\n%s", r.stderr)
 	}

@@ -8,12 +8,13 @@ import (
 	"os"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
 
 // runOnce is `mcp-exec run FILE`: one program through the same launcher as the tool,
 // for people and scripts. The program's stdout and stderr go to ours; a summary line
-// goes to stderr; the exit status is the program's. With --json the structured result
-// (the tool's output fields) is printed on stdout instead.
+// goes to stderr; the exit status is the program's. With --json the tool's own
+// structured result (mcpserver.Structured, files listed) is printed on stdout instead.
 func runOnce(ctx context.Context, l *launcher.Launcher, cfg Config, args []string, jsonOut bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "usage: mcp-exec run [flags] [--json] FILE|-")
@@ -32,7 +33,7 @@ func runOnce(ctx context.Context, l *launcher.Launcher, cfg Config, args []strin
 	if jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(resultJSON(res)); err != nil {
+		if err := enc.Encode(mcpserver.Structured(res)); err != nil {
 			return 1
 		}
 		return 0
@@ -62,17 +63,4 @@ func readCode(name string, stdin io.Reader, limit int64) (string, error) {
 		return "", fmt.Errorf("program is over %d bytes (--max-code-bytes, MCP_EXEC_MAX_CODE_BYTES)", limit)
 	}
 	return string(b), nil
-}
-
-// resultJSON is the tool's structured result.
-func resultJSON(r launcher.Result) any {
-	return struct {
-		Stdout     string `json:"stdout"`
-		Stderr     string `json:"stderr"`
-		ExitCode   int    `json:"exit_code"`
-		DurationMS int64  `json:"duration_ms"`
-		Truncated  bool   `json:"truncated"`
-		TimedOut   bool   `json:"timed_out"`
-		OOMKilled  bool   `json:"oom_killed"`
-	}{r.Stdout, r.Stderr, r.ExitCode, r.Duration.Milliseconds(), r.Truncated, r.TimedOut, r.OOMKilled}
 }

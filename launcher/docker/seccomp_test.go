@@ -75,6 +75,7 @@ func TestSeccompParses(t *testing.T) {
 		t.Errorf("archMap: got none, want the default profile's architectures")
 	}
 	for i, sc := range p.Syscalls {
+		//lint:ignore SA1019 the old single-name field counts as a name too
 		if len(sc.Names) == 0 && sc.Name == "" {
 			t.Errorf("syscalls[%d]: got a rule without names (action %s), want none", i, sc.Action)
 		}
@@ -110,6 +111,7 @@ func TestSeccompNoIOUring(t *testing.T) {
 		t.Errorf("seccompJSON: got %q, want no io_uring syscall anywhere", js[max(i-40, 0):min(i+40, len(js))])
 	}
 	for i, sc := range p.Syscalls {
+		//lint:ignore SA1019 the old single-name field counts as a name too
 		for _, n := range append(slices.Clone(sc.Names), sc.Name) {
 			if strings.HasPrefix(n, "io_uring") {
 				t.Errorf("syscalls[%d]: got %q (action %s), want no io_uring syscall", i, n, sc.Action)
@@ -162,6 +164,7 @@ func TestSeccompRiskySyscallsDenied(t *testing.T) {
 		if seccompDenies(sc.Action) {
 			continue
 		}
+		//lint:ignore SA1019 the old single-name field counts as a name too
 		for _, n := range append(slices.Clone(sc.Names), sc.Name) {
 			if !slices.Contains(seccompRiskySyscalls, n) {
 				continue

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,70 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
-	"github.com/rs/zerolog"
-
 	"github.com/mcp-exec/mcp-exec/launcher"
-	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
-
-// newLauncher is a launcher on cli that has not talked to the engine yet.
-func newLauncher(t *testing.T, cli *client.Client, opts launcher.Options) *launcher.Launcher {
-	t.Helper()
-	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
-	be, err := docker.New(cli, opts.Logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := launcher.New(be, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// testLauncher is a launcher on engine.NewClient("") (DOCKER_HOST), checked, that
-// fails the test if a container of its instance is left. Outside CI a missing engine
-// skips the test.
-func testLauncher(t *testing.T, opts launcher.Options) *launcher.Launcher {
-	t.Helper()
-	cli, err := engine.NewClient("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	if opts.Image == "" {
-		opts.Image = os.Getenv("MCP_EXEC_IMAGE")
-	}
-	l := newLauncher(t, cli, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := l.Check(ctx); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no engine: %v (run scripts/engine.sh and scripts/images.sh)", err)
-		}
-		t.Fatalf("engine check: %v", err)
-	}
-	if _, err := l.Reap(ctx); err != nil {
-		t.Fatalf("reaping leftovers: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			t.Errorf("closing launcher: %v", err)
-		}
-		ids, err := l.Sandboxes(ctx)
-		if err != nil {
-			t.Errorf("listing containers: %v", err)
-		}
-		if len(ids) != 0 {
-			t.Errorf("got %d containers left with instance %q, want 0", len(ids), l.Options().Instance)
-		}
-	})
-	return l
-}
 
 // TestSSHConnFailure: when ssh fails, the error carries its reason and counts as the
 // engine being unreachable.
@@ -85,7 +24,7 @@ func TestSSHConnFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	l := newLauncher(t, cli, launcher.Options{Image: "x", Instance: "test-ssh-failure"})
+	l := launchertest.Unchecked(t, cli, launcher.Options{Image: "x", Instance: "test-ssh-failure"})
 	err = l.Check(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "Host key verification failed.") || !strings.Contains(err.Error(), "exit status 255") {
 		t.Fatalf("err = %v, want ssh's reason and status", err)
@@ -112,7 +51,7 @@ func TestSSHThroughFakeSSH(t *testing.T) {
 	args := engine.FakeSSH(t, "DOCKER_HOST="+strconv.Quote(local)+" exec docker system dial-stdio")
 	t.Setenv("DOCKER_HOST", "ssh://ci@engine.example:2222")
 	t.Run("jobs", func(t *testing.T) {
-		l := testLauncher(t, launcher.Options{Instance: "test-ssh-fake"})
+		l := launchertest.New(t, launcher.Options{Instance: "test-ssh-fake"})
 		runRemoteJobs(t, l)
 		if len(engine.SSHChildren()) == 0 {
 			t.Error("no connection process seen while the client is open: the leftover check below would prove nothing")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 func requireEnv(t *testing.T, name string) string {
@@ -84,11 +85,11 @@ func TestTLSEngineLive(t *testing.T) {
 			t.Fatalf("the TLS engine is the main engine (data root %s)", info.Info.DockerRootDir)
 		}
 
-		l := testLauncher(t, launcher.Options{Instance: "test-remote-tls"})
+		l := launchertest.New(t, launcher.Options{Instance: "test-remote-tls"})
 		runRemoteJobs(t, l)
 
 		// Errors name the engine they are about.
-		l2 := newLauncher(t, cli, launcher.Options{Image: "mcp-exec/not-there:v0", Instance: "test-remote-tls-missing"})
+		l2 := launchertest.Unchecked(t, cli, launcher.Options{Image: "mcp-exec/not-there:v0", Instance: "test-remote-tls-missing"})
 		if err := l2.Check(t.Context()); !errors.Is(err, launcher.ErrImageMissing) || !strings.Contains(err.Error(), host) {
 			t.Errorf("Check = %v, want launcher.ErrImageMissing naming %s", err, host)
 		}
@@ -195,7 +196,7 @@ func TestSSHEngineLive(t *testing.T) {
 		if !strings.HasPrefix(name, engine.ProductDocker) || !strings.HasPrefix(cli.DaemonHost(), "ssh://127.0.0.1:") {
 			t.Errorf("engine %q at %q, want %s at ssh://127.0.0.1:PORT", name, cli.DaemonHost(), engine.ProductDocker)
 		}
-		l := testLauncher(t, launcher.Options{Instance: "test-remote-ssh"})
+		l := launchertest.New(t, launcher.Options{Instance: "test-remote-ssh"})
 		runRemoteJobs(t, l)
 		if len(engine.SSHChildren()) == 0 {
 			t.Error("no ssh process seen while the client is open: the leftover check would prove nothing")
@@ -224,5 +225,5 @@ func testLauncherNoCheck(t *testing.T) *launcher.Launcher {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	return newLauncher(t, cli, launcher.Options{Image: "mcp-exec/python-sandbox:v1", Instance: "test-remote-unchecked"})
+	return launchertest.Unchecked(t, cli, launcher.Options{Image: "mcp-exec/python-sandbox:v1", Instance: "test-remote-unchecked"})
 }

@@ -19,68 +19,27 @@
 //
 // Run `npm ci` in this directory first. cmd/mcp-exec/e2e_test.go (TestE2E) drives it.
 
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 
+import {
+  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioTransport, textOf, toolError, usageExit,
+} from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const AUTH_HEADER = 'X-MCP-AUTH';
-const CONNECT_TIMEOUT_MS = 30_000;
-const CALL_TIMEOUT_MS = 120_000;
 const STDIN_LIMIT = 1 << 20; // the server's default MCP_EXEC_MAX_STDIN_BYTES
 
 const USAGE = 'usage: node client.mjs --transport stdio|http|sse [--url URL] [--token T] [--cmd BINARY]';
 
 function usage(msg) {
-  process.stderr.write(`client.mjs: ${msg}\n${USAGE}\n`);
-  process.exit(2);
+  usageExit('client.mjs', USAGE, msg);
 }
 
-let opts;
-try {
-  ({ values: opts } = parseArgs({
-    options: {
-      transport: { type: 'string' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      cmd: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: false,
-  }));
-} catch (err) {
-  usage(err.message);
-}
-if (opts.help) {
-  process.stdout.write(USAGE + '\n');
-  process.exit(0);
-}
-const transportName = opts.transport;
-if (!['stdio', 'http', 'sse'].includes(transportName)) {
-  usage(`--transport must be stdio, http or sse, got ${JSON.stringify(transportName ?? '')}`);
-}
-if (transportName === 'stdio' && (opts.url || opts.token)) {
-  usage('--url and --token are for http and sse only');
-}
-if (transportName !== 'stdio' && opts.cmd) {
-  usage('--cmd is for stdio only');
-}
+const opts = parseOptions('client.mjs', USAGE, TRANSPORT_OPTIONS);
+const transportName = checkTransport(opts, ['stdio', 'http', 'sse'], usage);
 const token = opts.token ?? '';
 const url = transportName === 'stdio' ? undefined
   : new URL(opts.url ?? `http://127.0.0.1:8080/${transportName === 'http' ? 'mcp' : 'sse'}`);
-
-function sdkVersion() {
-  try {
-    const p = new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url);
-    return JSON.parse(readFileSync(p, 'utf8')).version;
-  } catch {
-    return 'unknown';
-  }
-}
 
 // Every HTTP request the transports make goes through recordingFetch, which makes
 // sure the auth header is on it and counts requests by method and status, and how
@@ -106,12 +65,7 @@ function makeTransport() {
   const requestInit = token ? { headers: { [AUTH_HEADER]: token } } : undefined;
   switch (transportName) {
     case 'stdio':
-      return new StdioClientTransport({
-        command: opts.cmd ?? 'mcp-exec',
-        args: [],
-        env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' },
-        stderr: 'inherit',
-      });
+      return stdioTransport(opts.cmd);
     case 'http':
       return new StreamableHTTPClientTransport(url, { requestInit, fetch: recordingFetch });
     case 'sse':
@@ -128,26 +82,6 @@ function makeTransport() {
 
 // ---- helpers for checks ----------------------------------------------------------
 
-class CheckError extends Error {}
-
-function expect(cond, msg) {
-  if (!cond) throw new CheckError(msg);
-}
-
-function short(v, n = 300) {
-  let s = typeof v === 'string' ? v : JSON.stringify(v);
-  if (s === undefined) s = String(v);
-  return s.length > n ? s.slice(0, n) + `... (${s.length} chars)` : s;
-}
-
-function textOf(result) {
-  return (result?.content ?? []).filter(c => c.type === 'text').map(c => c.text).join('\n');
-}
-
-function call(client, args) {
-  return client.callTool({ name: 'exec', arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS });
-}
-
 // runResult checks the shape every successful run shares and returns structuredContent.
 function runResult(result) {
   expect(!result.isError, `isError is ${result.isError}, want falsy; text: ${short(textOf(result))}`);
@@ -160,14 +94,6 @@ function runResult(result) {
     expect(typeof sc[k] === t, `structuredContent.${k} is ${short(sc[k])}, want a ${t}`);
   }
   return sc;
-}
-
-// toolError checks a tool error (isError true) and returns its text.
-function toolError(result) {
-  expect(result.isError === true, `isError is ${result.isError}, want true; result: ${short(result)}`);
-  const text = textOf(result);
-  expect(text.length > 0, `tool error without text: ${short(result)}`);
-  return text;
 }
 
 // ---- the battery -----------------------------------------------------------------
@@ -292,86 +218,13 @@ if (token) {
 
 // ---- main ------------------------------------------------------------------------
 
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 function log(line) {
   process.stderr.write(`[client.mjs ${transportName}] ${line}\n`);
 }
 
-const report = {
-  ok: false,
-  transport: transportName,
-  url: url?.href,
-  auth: Boolean(token),
-  sdk: { name: '@modelcontextprotocol/sdk', version: sdkVersion() },
-  node: process.version,
-  server: undefined,
-  connect_ms: undefined,
-  passed: [],
-  failed: [],
-  checks: [],
-  requests: transportName === 'stdio' ? undefined : requests,
-  error: undefined,
-  duration_ms: undefined,
-};
+const report = newReport(transportName, url, token, { requests: transportName === 'stdio' ? undefined : requests });
 
-async function main() {
-  const t0 = Date.now();
+{
   const client = new Client({ name: 'mcp-exec-e2e', version: '1.0.0' }, { capabilities: {} });
-  const transport = makeTransport();
-  try {
-    try {
-      await withTimeout(client.connect(transport), CONNECT_TIMEOUT_MS, 'connect');
-    } catch (err) {
-      report.error = `connect: ${String(err?.message ?? err).trim()}`;
-      log(`FAIL connect: ${report.error}`);
-      return;
-    }
-    report.connect_ms = Date.now() - t0;
-    report.server = client.getServerVersion();
-    log(`connected to ${short(report.server)} in ${report.connect_ms} ms`);
-    for (const [name, fn] of checks) {
-      const c0 = Date.now();
-      const entry = { name, ok: false, ms: 0, detail: undefined };
-      try {
-        entry.detail = (await fn(client)) ?? undefined;
-        entry.ok = true;
-      } catch (err) {
-        entry.detail = err instanceof CheckError ? err.message : `threw: ${err?.stack ?? err}`;
-      }
-      entry.ms = Date.now() - c0;
-      report.checks.push(entry);
-      (entry.ok ? report.passed : report.failed).push(name);
-      log(`${entry.ok ? 'PASS' : 'FAIL'} ${name} (${entry.ms} ms)${entry.detail ? ': ' + entry.detail : ''}`);
-    }
-    report.ok = report.failed.length === 0;
-  } finally {
-    try {
-      await withTimeout(client.close(), 10_000, 'close');
-    } catch (err) {
-      log(`closing: ${err?.message ?? err}`);
-    }
-    report.duration_ms = Date.now() - t0;
-  }
+  await runAndReport(client, makeTransport(), checks, report, log);
 }
-
-let exitCode = 1;
-try {
-  await main();
-  exitCode = report.ok ? 0 : 1;
-} catch (err) {
-  report.error = `unexpected: ${err?.stack ?? err}`;
-  log(report.error);
-}
-log(`${report.ok ? 'OK' : 'FAILED'}: ${report.passed.length} passed, ${report.failed.length} failed` +
-  (report.failed.length ? ` (${report.failed.join(', ')})` : '') + `, ${report.duration_ms} ms`);
-// process.exit only once stdout is flushed: it may be a pipe.
-process.stdout.write(JSON.stringify(report) + '\n', () => process.exit(exitCode));

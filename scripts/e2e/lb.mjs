@@ -13,35 +13,24 @@
 // progress goes to stderr. Exit status: 0 when every call was right, 1 otherwise,
 // 2 for a usage error. cmd/mcp-exec/lb_test.go drives it.
 
-import { parseArgs } from 'node:util';
 
+import { CALL_TIMEOUT_MS, parseOptions, usageExit } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const USAGE = 'usage: node lb.mjs --url URL [--token T] [--calls N] [--concurrency C] [--upstream-header NAME]';
-const CALL_TIMEOUT_MS = 120_000;
 
 function usage(msg) {
-  process.stderr.write(`lb.mjs: ${msg}\n${USAGE}\n`);
-  process.exit(2);
+  usageExit('lb.mjs', USAGE, msg);
 }
 
-let opts;
-try {
-  ({ values: opts } = parseArgs({
-    options: {
-      url: { type: 'string' },
-      token: { type: 'string' },
-      calls: { type: 'string', default: '50' },
-      concurrency: { type: 'string', default: '4' },
-      'upstream-header': { type: 'string', default: 'X-Upstream' },
-    },
-    strict: true,
-    allowPositionals: false,
-  }));
-} catch (err) {
-  usage(err.message);
-}
+const opts = parseOptions('lb.mjs', USAGE, {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  calls: { type: 'string', default: '50' },
+  concurrency: { type: 'string', default: '4' },
+  'upstream-header': { type: 'string', default: 'X-Upstream' },
+});
 if (!opts.url) usage('--url is required');
 const calls = Number(opts.calls);
 const concurrency = Number(opts.concurrency);

@@ -16,37 +16,25 @@
 // object on stdout; the exit status is 0 when both behaved as described, 1 otherwise,
 // 2 for a usage error. cmd/mcp-exec/longrun_test.go drives it.
 
-import { parseArgs } from 'node:util';
-
+import { parseOptions, stdioTransport, usageExit } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const USAGE = 'usage: node longrun.mjs --transport http|stdio [--url URL] [--token T] [--cmd BINARY] [--timeout-ms MS] [--run-s S]';
 
 function usage(msg) {
-  process.stderr.write(`longrun.mjs: ${msg}\n${USAGE}\n`);
-  process.exit(2);
+  usageExit('longrun.mjs', USAGE, msg);
 }
 
-let opts;
-try {
-  ({ values: opts } = parseArgs({
-    options: {
-      transport: { type: 'string', default: 'http' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      cmd: { type: 'string' },
-      'timeout-ms': { type: 'string', default: '6000' },
-      'run-s': { type: 'string', default: '15' },
-    },
-    strict: true,
-    allowPositionals: false,
-  }));
-} catch (err) {
-  usage(err.message);
-}
+const opts = parseOptions('longrun.mjs', USAGE, {
+  transport: { type: 'string', default: 'http' },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  cmd: { type: 'string' },
+  'timeout-ms': { type: 'string', default: '6000' },
+  'run-s': { type: 'string', default: '15' },
+});
 const timeoutMs = Number(opts['timeout-ms']);
 const runS = Number(opts['run-s']);
 if (!Number.isInteger(timeoutMs) || timeoutMs < 1) usage(`--timeout-ms must be a positive integer`);
@@ -56,7 +44,7 @@ if (opts.transport === 'stdio' && !opts.cmd) usage('--cmd is required for stdio'
 
 function makeTransport() {
   if (opts.transport === 'stdio') {
-    return new StdioClientTransport({ command: opts.cmd, args: [], env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' }, stderr: 'inherit' });
+    return stdioTransport(opts.cmd);
   }
   const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : {};
   return new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers } });

@@ -18,83 +18,40 @@
 
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { parseArgs, promisify } from 'node:util';
+import { promisify } from 'node:util';
 
+import {
+  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioTransport, textOf, toolError, usageExit,
+} from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const AUTH_HEADER = 'X-MCP-AUTH';
-const CONNECT_TIMEOUT_MS = 30_000;
-const CALL_TIMEOUT_MS = 120_000;
 const CANCEL_CLEANUP_MS = 2_000; // the sandbox must be gone this soon after the abort
 const INSTANCE_LABEL = 'dev.mcp-exec.instance';
 
 const USAGE = 'usage: node rich.mjs --transport stdio|http [--url URL] [--token T] [--cmd BINARY] --instance NAME [--docker PATH]';
 
 function usage(msg) {
-  process.stderr.write(`rich.mjs: ${msg}\n${USAGE}\n`);
-  process.exit(2);
+  usageExit('rich.mjs', USAGE, msg);
 }
 
-let opts;
-try {
-  ({ values: opts } = parseArgs({
-    options: {
-      transport: { type: 'string' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      cmd: { type: 'string' },
-      instance: { type: 'string' },
-      docker: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: false,
-  }));
-} catch (err) {
-  usage(err.message);
-}
-if (opts.help) {
-  process.stdout.write(USAGE + '\n');
-  process.exit(0);
-}
-const transportName = opts.transport;
-if (!['stdio', 'http'].includes(transportName)) {
-  usage(`--transport must be stdio or http, got ${JSON.stringify(transportName ?? '')}`);
-}
+const opts = parseOptions('rich.mjs', USAGE, {
+  ...TRANSPORT_OPTIONS,
+  instance: { type: 'string' },
+  docker: { type: 'string' },
+});
+const transportName = checkTransport(opts, ['stdio', 'http'], usage);
 if (!opts.instance) {
   usage('--instance is required: the cancellation check looks for the server\'s sandboxes by it');
-}
-if (transportName === 'stdio' && (opts.url || opts.token)) {
-  usage('--url and --token are for http only');
-}
-if (transportName !== 'stdio' && opts.cmd) {
-  usage('--cmd is for stdio only');
 }
 const token = opts.token ?? '';
 const docker = opts.docker ?? 'docker';
 const url = transportName === 'stdio' ? undefined : new URL(opts.url ?? 'http://127.0.0.1:8080/mcp');
 
-function sdkVersion() {
-  try {
-    const p = new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url);
-    return JSON.parse(readFileSync(p, 'utf8')).version;
-  } catch {
-    return 'unknown';
-  }
-}
-
 function makeTransport() {
   switch (transportName) {
     case 'stdio':
-      return new StdioClientTransport({
-        command: opts.cmd ?? 'mcp-exec',
-        args: [],
-        env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' },
-        stderr: 'inherit',
-      });
+      return stdioTransport(opts.cmd);
     case 'http':
       return new StreamableHTTPClientTransport(url, {
         requestInit: token ? { headers: { [AUTH_HEADER]: token } } : undefined,
@@ -105,26 +62,6 @@ function makeTransport() {
 
 // ---- helpers ---------------------------------------------------------------------
 
-class CheckError extends Error {}
-
-function expect(cond, msg) {
-  if (!cond) throw new CheckError(msg);
-}
-
-function short(v, n = 300) {
-  let s = typeof v === 'string' ? v : JSON.stringify(v);
-  if (s === undefined) s = String(v);
-  return s.length > n ? s.slice(0, n) + `... (${s.length} chars)` : s;
-}
-
-function textOf(result) {
-  return (result?.content ?? []).filter(c => c.type === 'text').map(c => c.text).join('\n');
-}
-
-function call(client, args, options = {}) {
-  return client.callTool({ name: 'exec', arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS, ...options });
-}
-
 // runResult checks a successful run that exited 0 and returns structuredContent.
 function runResult(result) {
   expect(!result.isError, `isError is ${result.isError}, want falsy; text: ${short(textOf(result))}`);
@@ -134,13 +71,6 @@ function runResult(result) {
   expect(Array.isArray(sc.files), `structuredContent.files is ${short(sc.files)}, want an array`);
   expect(sc.exit_code === 0, `exit_code is ${sc.exit_code}, want 0; stderr: ${short(sc.stderr, 2000)}`);
   return sc;
-}
-
-function toolError(result) {
-  expect(result.isError === true, `isError is ${result.isError}, want true; result: ${short(result)}`);
-  const text = textOf(result);
-  expect(text.length > 0, `tool error without text: ${short(result)}`);
-  return text;
 }
 
 function sha256(buf) {
@@ -367,85 +297,14 @@ const checks = [
 
 // ---- main ------------------------------------------------------------------------
 
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 function log(line) {
   process.stderr.write(`[rich.mjs ${transportName}] ${line}\n`);
 }
 
-const report = {
-  ok: false,
-  transport: transportName,
-  url: url?.href,
-  auth: Boolean(token),
-  sdk: { name: '@modelcontextprotocol/sdk', version: sdkVersion() },
-  node: process.version,
-  server: undefined,
-  connect_ms: undefined,
-  passed: [],
-  failed: [],
-  checks: [],
-  error: undefined,
-  duration_ms: undefined,
-};
+const report = newReport(transportName, url, token);
 
-async function main() {
-  const t0 = Date.now();
+{
   const client = new Client({ name: 'mcp-exec-e2e-rich', version: '1.0.0' }, { capabilities: {} });
   client.onerror = onSdkError;
-  const transport = makeTransport();
-  try {
-    try {
-      await withTimeout(client.connect(transport), CONNECT_TIMEOUT_MS, 'connect');
-    } catch (err) {
-      report.error = `connect: ${String(err?.message ?? err).trim()}`;
-      log(`FAIL connect: ${report.error}`);
-      return;
-    }
-    report.connect_ms = Date.now() - t0;
-    report.server = client.getServerVersion();
-    log(`connected to ${short(report.server)} in ${report.connect_ms} ms`);
-    for (const [name, fn] of checks) {
-      const c0 = Date.now();
-      const entry = { name, ok: false, ms: 0, detail: undefined };
-      try {
-        entry.detail = (await fn(client)) ?? undefined;
-        entry.ok = true;
-      } catch (err) {
-        entry.detail = err instanceof CheckError ? err.message : `threw: ${err?.stack ?? err}`;
-      }
-      entry.ms = Date.now() - c0;
-      report.checks.push(entry);
-      (entry.ok ? report.passed : report.failed).push(name);
-      log(`${entry.ok ? 'PASS' : 'FAIL'} ${name} (${entry.ms} ms)${entry.detail ? ': ' + entry.detail : ''}`);
-    }
-    report.ok = report.failed.length === 0;
-  } finally {
-    try {
-      await withTimeout(client.close(), 10_000, 'close');
-    } catch (err) {
-      log(`closing: ${err?.message ?? err}`);
-    }
-    report.duration_ms = Date.now() - t0;
-  }
+  await runAndReport(client, makeTransport(), checks, report, log);
 }
-
-let exitCode = 1;
-try {
-  await main();
-  exitCode = report.ok ? 0 : 1;
-} catch (err) {
-  report.error = `unexpected: ${err?.stack ?? err}`;
-  log(report.error);
-}
-log(`${report.ok ? 'OK' : 'FAILED'}: ${report.passed.length} passed, ${report.failed.length} failed` +
-  (report.failed.length ? ` (${report.failed.join(', ')})` : '') + `, ${report.duration_ms} ms`);
-process.stdout.write(JSON.stringify(report) + '\n', () => process.exit(exitCode));

@@ -1,0 +1,126 @@
+// Package launchertest gives tests a live launcher: on the Docker/Podman backend, at
+// the engine the tests run against (DOCKER_HOST, else the discovered socket), with an
+// instance name of its own, skipped outside CI when no engine answers and failed
+// inside it (CI=true), and checked at the end: closed cleanly, no sandbox of its
+// instance left, no goroutine it started still running.
+//
+// The launcher package's own (internal) tests cannot import it, since it imports
+// launcher; they keep an equivalent helper of their own.
+package launchertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
+)
+
+// Client returns a client of the engine the tests run against, closed when the test
+// ends.
+func Client(t testing.TB) *client.Client {
+	t.Helper()
+	cli, err := engine.NewClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9_.-]+`)
+
+// Instance is a label value unique to this run of t: its name, made safe, and a
+// random suffix.
+func Instance(t testing.TB) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	name := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-.")
+	return "test-" + name[:min(len(name), 48)] + "-" + hex.EncodeToString(b)
+}
+
+// Unchecked returns a launcher on cli, with opts' Image and Logger filled in when
+// empty, that has not talked to the engine.
+func Unchecked(t testing.TB, cli docker.Client, opts launcher.Options) *launcher.Launcher {
+	t.Helper()
+	if opts.Image == "" {
+		opts.Image = os.Getenv("MCP_EXEC_IMAGE")
+	}
+	if opts.Instance == "" {
+		opts.Instance = Instance(t)
+	}
+	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	be, err := docker.New(cli, opts.Logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := launcher.New(be, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// New returns a started launcher (checked, its instance's leftovers reaped, its pool
+// filling) at the tests' engine. MCP_EXEC_TEST_POOL_SIZE sets the pool size and
+// MCP_EXEC_TEST_RUNTIME the runtime when opts leaves them zero. At the end it closes
+// the launcher and fails the test if a sandbox of its instance or a goroutine started
+// since New is left.
+func New(t testing.TB, opts launcher.Options) *launcher.Launcher {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	cli, err := engine.NewClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.PoolSize == 0 {
+		if n, err := strconv.Atoi(os.Getenv("MCP_EXEC_TEST_POOL_SIZE")); err == nil {
+			opts.PoolSize = n
+		}
+	}
+	if opts.Runtime == "" {
+		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME")
+	}
+	l := Unchecked(t, cli, opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := l.Close(ctx); err != nil {
+			t.Errorf("closing launcher: %v", err)
+		}
+		if ids, err := l.Sandboxes(ctx); err != nil {
+			t.Errorf("listing sandboxes: %v", err)
+		} else if len(ids) != 0 {
+			t.Errorf("got %d sandboxes left with instance %q, want 0", len(ids), l.Options().Instance)
+		}
+		cli.Close()
+		if err := goleak.Find(before); err != nil {
+			t.Errorf("goroutines left by the launcher: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := l.Check(ctx); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no engine: %v (run scripts/engine.sh and scripts/images.sh)", err)
+		}
+		t.Fatalf("engine check: %v", err)
+	}
+	if _, err := l.Reap(ctx); err != nil {
+		t.Fatalf("reaping leftovers: %v", err)
+	}
+	l.StartPool()
+	return l
+}

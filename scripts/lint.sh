@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Linters (`make lint`; scripts/test.sh runs this before the long suites):
+#   - staticcheck on every package, with every build tag the tests use;
+#   - govulncheck against the Go vulnerability database;
+#   - shellcheck on every shell script of the repository.
+# The Go tools are installed from the Go module proxy, at pinned versions, into a
+# cache directory outside the clone ($MCP_EXEC_TOOLS, default ~/.cache/mcp-exec/tools),
+# once; shellcheck from Debian's packages when missing.
+#
+# govulncheck needs its database (vuln.go.dev, or a local copy named by
+# MCP_EXEC_VULNDB, e.g. file:///srv/vulndb). When neither can be read, the step says in
+# capitals that nothing was checked and goes on; MCP_EXEC_REQUIRE_VULNCHECK=1 makes
+# that a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+
+staticcheck_version=v0.8.2  # staticcheck 2026.2.2
+govulncheck_version=v1.9.0
+tools=${MCP_EXEC_TOOLS:-$HOME/.cache/mcp-exec/tools}
+
+# install NAME PACKAGE VERSION: the tool's binary, built once per version.
+install() {
+  local dir=$tools/$1-$3
+  if [ ! -x "$dir/$1" ]; then
+    echo "lint: installing $2@$3 into $dir" >&2
+    mkdir -p "$dir"
+    GOBIN=$dir go install "$2@$3"
+  fi
+  echo "$dir/$1"
+}
+
+staticcheck=$(install staticcheck honnef.co/go/tools/cmd/staticcheck "$staticcheck_version")
+govulncheck=$(install govulncheck golang.org/x/vuln/cmd/govulncheck "$govulncheck_version")
+if ! command -v shellcheck >/dev/null; then
+  apt-get install -y shellcheck >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y shellcheck >/dev/null; }
+fi
+
+echo "lint: staticcheck"
+"$staticcheck" ./...
+"$staticcheck" -tags enginefault,remoteengine ./...
+
+echo "lint: shellcheck"
+git ls-files -z '*.sh' .ci/run | xargs -0 shellcheck
+
+echo "lint: govulncheck"
+db=()
+if [ -n "${MCP_EXEC_VULNDB:-}" ]; then db=(-db "$MCP_EXEC_VULNDB"); fi
+set +e
+out=$("$govulncheck" "${db[@]}" ./... 2>&1)
+rc=$?
+set -e
+echo "$out"
+if [ "$rc" != 0 ] && grep -q 'fetching vulnerabilities' <<<"$out"; then
+  echo "lint: GOVULNCHECK DID NOT RUN: its vulnerability database is unreachable from here."
+  echo "lint: NOTHING WAS CHECKED for known vulnerabilities. Set MCP_EXEC_VULNDB to a local copy"
+  echo "lint: (file:///PATH) or run where vuln.go.dev answers."
+  if [ "${MCP_EXEC_REQUIRE_VULNCHECK:-0}" = 1 ]; then exit 1; fi
+  exit 0
+fi
+exit "$rc"
