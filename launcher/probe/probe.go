@@ -405,8 +405,6 @@ var prelude = py("prelude")
 
 var pyOnlyLoopback = py("only_loopback")
 
-var pySockets = py("sockets")
-
 var pyTCPOutside = py("sockets", "tcp_outside")
 
 // pyUDPOutside sends a real DNS query (example.com, type A) to public resolvers.
@@ -461,8 +459,6 @@ var pyFDs = py("fds")
 
 var pyPID1 = py("pid1")
 
-var pyMemoryLimits = py("memory_limits")
-
 var pyMemoryProgram = py("memory_limits", "memory_program")
 
 var pyMemoryChild = py("memory_limits", "memory_child")
@@ -471,11 +467,9 @@ var pyPids = py("pids")
 
 var pyCPU = py("cpu")
 
-// pyPersist names what the first run leaves behind and the second must not see: files
+// persist.py names what the first run leaves behind and the second must not see: files
 // in the private /tmp (the working directory, the config and output directories the
 // bootstrap makes there) and /dev/shm, and a SysV shared memory segment.
-var pyPersist = py("persist")
-
 var pyPersistWrite = py("persist", "persist_write")
 
 var pyPersistCheck = py("persist", "persist_check")
