@@ -49,7 +49,9 @@ type LockError struct {
 	Msg  string // what was found and how to provide the lock
 }
 
-func (e *LockError) Error() string { return "standalone lock " + strconv.Quote(e.Lock) + " missing: " + e.Msg }
+func (e *LockError) Error() string {
+	return "standalone lock " + strconv.Quote(e.Lock) + " missing: " + e.Msg
+}
 
 // Status is what the check found, for the start-up log.
 type Status struct {

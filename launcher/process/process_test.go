@@ -277,4 +277,3 @@ except MemoryError:
 		t.Errorf("1 GiB allocation under a 512 MiB RLIMIT_DATA: got %s, want MemoryError", got)
 	}
 }
-
