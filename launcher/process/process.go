@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Options configure a Backend. Zero values are documented per field.
@@ -23,7 +26,8 @@ type Options struct {
 	// Scratch is the directory runs get their private directories in: the container's
 	// size-limited tmpfs. "" is "/tmp".
 	Scratch string
-	// Limits are every run's rlimits.
+	// Limits are every run's rlimits besides those Create takes from the Spec (Data
+	// from Memory, Procs from Pids, FileSize from TmpfsSize); a field set here wins.
 	Limits Limits
 	// Wipe, when no run is active, removes everything of the server's user left in
 	// Scratch, /dev/shm and the System V IPC namespace. Only for a server that owns its
@@ -54,6 +58,8 @@ type Backend struct {
 type run struct {
 	id      string
 	dir     string
+	limits  Limits
+	active  bool // the program's code was written: the run is no longer a warm one
 	argv    []string
 	env     []string
 	cmd     *exec.Cmd
@@ -142,18 +148,20 @@ func (b *Backend) Name(context.Context) (string, error) {
 }
 
 // Create makes a run's private directory and records its command, whose paths under
-// workDir (and those of its environment) are moved into that directory.
-func (b *Backend) Create(_ context.Context, argv, env []string, workDir string) (string, error) {
+// spec.WorkDir (and those of its environment) are moved into that directory. Memory,
+// Pids and TmpfsSize become rlimits; the rest of the Spec (image, user, hostname,
+// CPUs, runtime) is the container's, which the lockdown check verified.
+func (b *Backend) Create(_ context.Context, spec backend.Spec) (string, error) {
 	dir, err := newRunDir(b.opts.Scratch)
 	if err != nil {
 		return "", err
 	}
-	r := &run{dir: dir, exited: make(chan struct{})}
-	r.argv = make([]string, len(argv))
-	for i, a := range argv {
-		r.argv[i] = rebase(a, workDir, dir)
+	r := &run{dir: dir, exited: make(chan struct{}), limits: b.limitsFor(spec)}
+	r.argv = make([]string, len(spec.Command))
+	for i, a := range spec.Command {
+		r.argv[i] = rebase(a, spec.WorkDir, dir)
 	}
-	r.env = rebaseEnv(env, workDir, dir)
+	r.env = rebaseEnv(spec.Env, spec.WorkDir, dir)
 	b.mu.Lock()
 	b.seq++
 	r.id = "proc-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(b.seq)
@@ -162,27 +170,76 @@ func (b *Backend) Create(_ context.Context, argv, env []string, workDir string) 
 	return r.id, nil
 }
 
+// limitsFor is a run's rlimits. RLIMIT_NPROC counts every task of the user, the
+// server's threads included, and the container's pids limit counts them too: the run
+// gets at most the container's limit less a reserve for the server, so that a fork
+// bomb meets its rlimit before the container's limit stops the server's own threads.
+func (b *Backend) limitsFor(spec backend.Spec) Limits {
+	l := Limits{Data: spec.Memory, Procs: spec.Pids, FileSize: spec.TmpfsSize}
+	if cp := containerPids(); cp > 0 && (l.Procs <= 0 || l.Procs > cp-serverTasks) {
+		l.Procs = max(cp-serverTasks, 1)
+	}
+	o := b.opts.Limits
+	for _, f := range []struct {
+		dst *int64
+		v   int64
+	}{
+		{&l.Data, o.Data}, {&l.Procs, o.Procs}, {&l.FileSize, o.FileSize},
+		{&l.CPUSeconds, o.CPUSeconds}, {&l.Files, o.Files},
+	} {
+		if f.v > 0 {
+			*f.dst = f.v
+		}
+	}
+	return l
+}
+
+// serverTasks is the share of the container's pids limit kept for the server.
+const serverTasks = 32
+
+// containerPids reads the container's pids limit (cgroup v2, then v1); 0 if none.
+func containerPids() int64 {
+	for _, p := range []string{"/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err == nil && n > 0 {
+			return n
+		}
+		return 0
+	}
+	return 0
+}
+
 func (b *Backend) get(id string) (*run, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.runs[id]
 	if r == nil {
-		return nil, fmt.Errorf("run %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("run %s: %w", id, backend.ErrNotFound)
 	}
 	return r, nil
 }
 
-// ErrNotFound: the run does not exist (any more).
-var ErrNotFound = errors.New("sandbox not found")
-
 // Conn is a started run's standard streams.
 type Conn struct {
+	b     *Backend
+	r     *run
 	stdin *os.File
 	once  sync.Once
 	done  chan struct{}
 }
 
-func (c *Conn) Write(p []byte) (int, error) { return c.stdin.Write(p) }
+// Write writes to the run's stdin; the first write (the program's code) makes the run
+// active: from then on it holds the caller's data, and no wipe runs until it is removed.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.b.mu.Lock()
+	c.r.active = true
+	c.b.mu.Unlock()
+	return c.stdin.Write(p)
+}
 
 // CloseWrite closes the run's stdin: the program reads end of file.
 func (c *Conn) CloseWrite() error {
@@ -199,7 +256,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Start starts a created run through its wrapper, with three pipes as its only
 // descriptors, and copies its stdout and stderr into the writers until they end.
-func (b *Backend) Start(_ context.Context, id string, stdout, stderr io.Writer) (*Conn, error) {
+func (b *Backend) Start(_ context.Context, id string, stdout, stderr io.Writer) (backend.Conn, error) {
 	r, err := b.get(id)
 	if err != nil {
 		return nil, err
@@ -226,7 +283,7 @@ func (b *Backend) Start(_ context.Context, id string, stdout, stderr io.Writer) 
 	}
 	cmd := &exec.Cmd{
 		Path:   "/proc/self/exe",
-		Args:   wrapperArgs("exec", b.opts.Limits, r.argv),
+		Args:   wrapperArgs("exec", r.limits, r.argv),
 		Env:    r.env,
 		Dir:    r.dir,
 		Stdin:  inR,
@@ -270,7 +327,7 @@ func (b *Backend) Start(_ context.Context, id string, stdout, stderr io.Writer) 
 		b.sweep()
 		close(r.exited)
 	}()
-	c := &Conn{stdin: inW, done: make(chan struct{})}
+	c := &Conn{b: b, r: r, stdin: inW, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	for _, p := range []struct {
@@ -308,34 +365,27 @@ func (b *Backend) Kill(_ context.Context, id string) error {
 	return nil
 }
 
-// Exit is how a run ended.
-type Exit struct {
-	Running   bool
-	Code      int
-	OOMKilled bool
-}
-
 // Inspect waits (until ctx ends) for the run's bootstrap to be reaped and reports
 // how it ended.
-func (b *Backend) Inspect(ctx context.Context, id string) (Exit, error) {
+func (b *Backend) Inspect(ctx context.Context, id string) (backend.Exit, error) {
 	r, err := b.get(id)
 	if err != nil {
-		return Exit{}, err
+		return backend.Exit{}, err
 	}
 	if r.cmd == nil {
-		return Exit{Running: false, Code: 0}, nil
+		return backend.Exit{}, nil
 	}
 	select {
 	case <-r.exited:
 	case <-ctx.Done():
-		return Exit{Running: true}, nil
+		return backend.Exit{Running: true}, nil
 	}
 	ws := r.status
 	code := ws.ExitStatus()
 	if ws.Signaled() {
 		code = 128 + int(ws.Signal())
 	}
-	return Exit{Code: code, OOMKilled: ws.Signaled() && ws.Signal() == syscall.SIGKILL && r.oomSeen}, nil
+	return backend.Exit{Code: code, OOMKilled: ws.Signaled() && ws.Signal() == syscall.SIGKILL && r.oomSeen}, nil
 }
 
 // Remove kills the run (and everything below it), waits for it, removes its
@@ -365,9 +415,8 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 	}
 	b.mu.Lock()
 	delete(b.runs, id)
-	quiet := len(b.runs) == 0
 	b.mu.Unlock()
-	if quiet && b.opts.Wipe {
+	if b.opts.Wipe {
 		if err := b.wipe(); err != nil {
 			errs = append(errs, err)
 		}
@@ -387,15 +436,21 @@ func (b *Backend) List(context.Context, string) ([]string, error) {
 	return ids, nil
 }
 
-// wipe removes what any run may have left outside its directory.
+// wipe removes what any run may have left outside its directory, when no run that
+// holds a caller's data is left: the scratch root (but the directories of the warm
+// runs, which hold no caller's data yet), /dev/shm, /dev/mqueue and System V IPC.
 func (b *Backend) wipe() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.runs) != 0 {
-		return nil // a run started meanwhile: the next quiet moment wipes
+	keep := map[string]bool{}
+	for _, r := range b.runs {
+		if r.active {
+			return nil // another run is under way: the last one to end wipes
+		}
+		keep[r.dir] = true
 	}
 	return errors.Join(
-		wipeDir(b.opts.Scratch, b.uid, nil),
+		wipeDir(b.opts.Scratch, b.uid, keep),
 		wipeDir("/dev/shm", b.uid, nil),
 		wipeDir("/dev/mqueue", b.uid, nil),
 		wipeIPC(b.uid),

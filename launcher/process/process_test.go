@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // python is the real interpreter (not a shim script), found once.
@@ -39,7 +41,7 @@ func newTestBackend(t *testing.T) *Backend {
 	}
 	b := New(Options{
 		Scratch:    t.TempDir(),
-		Limits:     Limits{Data: 512 << 20, CPUSeconds: 60, FileSize: 64 << 20, Files: 256},
+		Limits:     Limits{CPUSeconds: 60, Files: 256},
 		SweepEvery: time.Hour, // sweeps only after runs, so that tests see them
 		Log:        zerolog.New(zerolog.NewTestWriter(t)),
 	})
@@ -49,9 +51,13 @@ func newTestBackend(t *testing.T) *Backend {
 
 var testEnv = []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"}
 
+func spec(argv ...string) backend.Spec {
+	return backend.Spec{Command: argv, Env: testEnv, WorkDir: "/tmp", Memory: 512 << 20, Pids: 0, TmpfsSize: 64 << 20}
+}
+
 type started struct {
 	id             string
-	conn           *Conn
+	conn           backend.Conn
 	stdout, stderr *syncBuf
 }
 
@@ -65,7 +71,7 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 
 func start(t *testing.T, b *Backend, code string) started {
 	t.Helper()
-	id, err := b.Create(t.Context(), []string{python(), "-I", "-c", code}, testEnv, "/tmp")
+	id, err := b.Create(t.Context(), spec(python(), "-I", "-c", code))
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -150,7 +156,7 @@ func TestRemoveKillsLeftovers(t *testing.T) {
 			code := escapeCode + tc.tail
 			var s started
 			if tc.tail != "" {
-				id, err := b.Create(t.Context(), []string{"/bin/sh", "-c", `"$0" -I -c "$1"; echo end`, python(), code}, testEnv, "/tmp")
+				id, err := b.Create(t.Context(), spec("/bin/sh", "-c", `"$0" -I -c "$1"; echo end`, python(), code))
 				if err != nil {
 					t.Fatal(err)
 				}
