@@ -51,6 +51,8 @@ type Backend struct {
 	live map[int]bool    // pids of the runs' wrappers (their bootstraps) not yet reaped
 	seq  int
 
+	removed *sync.Cond // on mu: broadcast whenever a run is removed
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -83,6 +85,7 @@ func New(opts Options) *Backend {
 		runs: map[string]*run{}, live: map[int]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	b.removed = sync.NewCond(&b.mu)
 	go b.sweepLoop()
 	return b
 }
@@ -234,11 +237,59 @@ type Conn struct {
 
 // Write writes to the run's stdin; the first write (the program's code) makes the run
 // active: from then on it holds the caller's data, and no wipe runs until it is removed.
+//
+// The launcher removes a sandbox in the background after its result is returned, so
+// the next run may start before the previous one is removed. Its code is not
+// delivered before that removal (which kills the previous run's leftovers and wipes
+// what it left) is complete.
 func (c *Conn) Write(p []byte) (int, error) {
-	c.b.mu.Lock()
-	c.r.active = true
-	c.b.mu.Unlock()
+	if err := c.b.activate(c.r); err != nil {
+		return 0, err
+	}
 	return c.stdin.Write(p)
+}
+
+// removalWait bounds how long a run's code waits for ended runs to be removed.
+const removalWait = 60 * time.Second
+
+// activate marks r active once every other run that has ended is removed.
+func (b *Backend) activate(r *run) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.active {
+		return nil
+	}
+	timer := time.AfterFunc(removalWait, func() {
+		b.mu.Lock()
+		b.removed.Broadcast()
+		b.mu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(removalWait)
+	for b.endedOthers(r) {
+		if time.Now().After(deadline) {
+			return errors.New("a previous run is still being removed after 60 s: not delivering the code")
+		}
+		b.removed.Wait()
+	}
+	r.active = true
+	return nil
+}
+
+// endedOthers reports whether a run other than r has ended (or was never started)
+// but is not removed yet. Called with mu held.
+func (b *Backend) endedOthers(r *run) bool {
+	for _, o := range b.runs {
+		if o == r || !o.active {
+			continue
+		}
+		select {
+		case <-o.exited:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 // CloseWrite closes the run's stdin: the program reads end of file.
@@ -421,6 +472,9 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
+	b.mu.Lock()
+	b.removed.Broadcast()
+	b.mu.Unlock()
 	return errors.Join(errs...)
 }
 
