@@ -29,6 +29,8 @@ import (
 // MCP_EXEC_AUTH_TOKEN or from the file named by --auth-token-file.
 type Config struct {
 	Transport             string        // --transport MCP_EXEC_TRANSPORT: stdio, http or sse
+	EgressDenied          bool          // --standalone-egress-denied MCP_EXEC_STANDALONE_EGRESS_DENIED: the operator states egress is denied outside (process backend, http/sse)
+	EgressProbes          string        // --standalone-egress-probes MCP_EXEC_STANDALONE_EGRESS_PROBES: host:port list the start-up egress check must fail to reach
 	Addr                  string        // --addr MCP_EXEC_ADDR: listen address for http and sse
 	DefaultTimeout        time.Duration // --default-timeout-s MCP_EXEC_DEFAULT_TIMEOUT_S
 	MaxTimeout            time.Duration // --max-timeout-s MCP_EXEC_MAX_TIMEOUT_S
@@ -51,7 +53,7 @@ type Config struct {
 	Pids                  int64         // --pids MCP_EXEC_PIDS
 	CPUs                  float64       // --cpus MCP_EXEC_CPUS
 	TmpfsSize             int64         // --tmpfs-size MCP_EXEC_TMPFS_SIZE, bytes
-	Backend               string        // --backend MCP_EXEC_BACKEND: docker (Docker or Podman) or kubernetes
+	Backend               string        // --backend MCP_EXEC_BACKEND: docker (Docker or Podman), kubernetes, or process (standalone: child processes)
 	EngineHost            string        // --engine-host MCP_EXEC_ENGINE_HOST; "" = DOCKER_HOST or the default socket
 	Runtime               string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default (kubernetes: the RuntimeClass)
 	Kubeconfig            string        // --kubeconfig MCP_EXEC_KUBECONFIG; "" = in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config
@@ -98,7 +100,7 @@ const (
 
 var (
 	cfgTransports = []string{"stdio", "http", "sse"}
-	cfgBackends   = []string{"docker", "kubernetes"}
+	cfgBackends   = []string{"docker", "kubernetes", "process"}
 	cfgPullPolicy = []string{"Always", "IfNotPresent", "Never"}
 	cfgLogLevels  = []string{"trace", "debug", "info", "warn", "error"}
 	cfgLogFormats = []string{"auto", "json", "console"}
@@ -159,6 +161,10 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgString)(&c.Transport) }},
 	{"addr", "MCP_EXEC_ADDR", "listen address (host:port) for http and sse",
 		func(c *Config) flag.Value { return (*cfgString)(&c.Addr) }},
+	{"standalone-egress-denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED", "process backend serving http/sse: state that egress outside the container is denied (a NetworkPolicy); the start-up check then proves it from a child",
+		func(c *Config) flag.Value { return (*cfgBool)(&c.EgressDenied) }},
+	{"standalone-egress-probes", "MCP_EXEC_STANDALONE_EGRESS_PROBES", "comma-separated host:port the start-up egress check must fail to reach (empty: public resolvers, one address per private range, the container's resolvers and gateway)",
+		func(c *Config) flag.Value { return (*cfgString)(&c.EgressProbes) }},
 	{"auth-token-file", "MCP_EXEC_AUTH_TOKEN_FILE", "file holding the bearer token http/sse clients must send (trailing newline trimmed)",
 		func(c *Config) flag.Value { return (*cfgString)(&c.AuthTokenFile) }},
 	{"oauth-issuer", "MCP_EXEC_OAUTH_ISSUER", "OAuth: accept JWT access tokens from this issuer (https; http only on loopback); empty: OAuth off",
@@ -199,7 +205,7 @@ var cfgFields = []cfgField{
 		func(c *Config) flag.Value { return (*cfgFloat)(&c.CPUs) }},
 	{"tmpfs-size", "MCP_EXEC_TMPFS_SIZE", "size of the writable /tmp per sandbox",
 		func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) }},
-	{"backend", "MCP_EXEC_BACKEND", "where sandboxes run: docker (a Docker or Podman engine) or kubernetes (one pod per sandbox)",
+	{"backend", "MCP_EXEC_BACKEND", "where sandboxes run: docker (a Docker or Podman engine), kubernetes (one pod per sandbox) or process (standalone mode: each exec a child process of the server in its own locked container; max-concurrent defaults to 1, pool-size to 0)",
 		func(c *Config) flag.Value { return (*cfgString)(&c.Backend) }},
 	{"engine-host", "MCP_EXEC_ENGINE_HOST", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
 		func(c *Config) flag.Value { return (*cfgString)(&c.EngineHost) }},
@@ -293,6 +299,18 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
+	if c.Backend == "process" {
+		// Standalone mode: runs share the server's user, so they are serialized and
+		// none is started ahead of its call, unless the operator says otherwise.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["max-concurrent"] && getenv("MCP_EXEC_MAX_CONCURRENT") == "" {
+			c.MaxConcurrent = 1
+		}
+		if !set["pool-size"] && getenv("MCP_EXEC_POOL_SIZE") == "" {
+			c.PoolSize = 0
+		}
+	}
 
 	if c.AuthTokenFile != "" {
 		if c.AuthToken != "" {
@@ -355,6 +373,11 @@ func (c Config) Validate() error {
 	}
 
 	oneOf("transport", c.Transport, cfgTransports)
+	for _, p := range splitList(c.EgressProbes) {
+		if _, _, err := net.SplitHostPort(p); err != nil {
+			bad("standalone-egress-probes", "must be host:port entries separated by commas, got %q", p)
+		}
+	}
 	if c.Transport == "http" || c.Transport == "sse" {
 		if c.Addr == "" {
 			bad("addr", "must be set for transport %s", c.Transport)
@@ -490,6 +513,8 @@ func (c Config) cfgShownToken() string {
 func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 	return e.
 		Str("transport", c.Transport).
+		Bool("standalone_egress_denied", c.EgressDenied).
+		Str("standalone_egress_probes", c.EgressProbes).
 		Str("addr", c.Addr).
 		Str("auth_token", c.cfgShownToken()).
 		Str("auth_token_file", c.AuthTokenFile).

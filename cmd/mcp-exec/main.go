@@ -133,6 +133,9 @@ func newLogger(cfg Config, w io.Writer) zerolog.Logger {
 // newLauncher connects to the engine, checks it and the image, and removes sandboxes
 // an earlier run of this instance left behind. Its errors say what to do.
 func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics, reap bool) (*launcher.Launcher, func(), error) {
+	if cfg.Backend == "process" {
+		return newProcessLauncher(ctx, cfg, log, m, reap)
+	}
 	be, err := openBackend(cfg, log)
 	if err != nil {
 		return nil, nil, err
