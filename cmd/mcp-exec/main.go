@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,11 +25,30 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range sigs {
+			if stopOnSignal.Load().(func(os.Signal) bool)(s) {
+				stop()
+			}
+		}
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	signal.Stop(sigs)
 	stop()
 	os.Exit(code)
 }
+
+// stopOnSignal decides whether SIGTERM or SIGINT stops the server gracefully. It
+// always does, except in standalone mode, where a program (running as the server's
+// user) may be the sender: see newProcessLauncher.
+var stopOnSignal = func() *atomic.Value {
+	var v atomic.Value
+	v.Store(func(os.Signal) bool { return true })
+	return &v
+}()
 
 // subcommands, as listed by --help.
 var subcommands = []struct{ name, help string }{

@@ -51,6 +51,7 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 	be := process.New(process.Options{
 		Scratch: "/tmp",
 		Wipe:    true,
+		Python:  cfg.Python,
 		Limits: process.Limits{
 			CPUSeconds: int64((cfg.MaxTimeout + 5*time.Second) / time.Second),
 			Files:      1024,
@@ -104,6 +105,19 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 			return nil, nil, fmt.Errorf("the container's own limits are the outer bound of every run: %w (docker run --memory 256m --pids-limit 128 --cpus 1; Kubernetes: resources.limits)", err)
 		}
 	}
+	stopOnSignal.Store(func(sig os.Signal) bool {
+		// Only a run's processes share the server's user, and none is left once its
+		// run is removed: a signal that arrives while no run is under way comes from
+		// outside (the orchestrator stopping the container). One that arrives while a
+		// run is under way may come from the program: the runs are killed (their
+		// callers get a result) and the server stays; the orchestrator, if it was the
+		// sender, kills the container at the end of its grace period.
+		if n := be.KillActive(); n > 0 {
+			log.Warn().Str("signal", sig.String()).Int("runs_killed", n).Msg("a stop signal arrived while runs were under way (a program may have sent it): killed the runs, not stopping; send it again once idle to stop")
+			return false
+		}
+		return true
+	})
 	l.StartPool()
 	name, _ := be.Name(cctx)
 	log.Info().Str("engine", name).Int("max_concurrent", cfg.MaxConcurrent).Msg("process backend ready")

@@ -37,7 +37,9 @@ type Options struct {
 	// SweepEvery is how often the server looks for leftovers of ended runs that were
 	// reparented to it, besides after every run. 0 is 2 s.
 	SweepEvery time.Duration
-	Log        zerolog.Logger
+	// Python is the interpreter ImageID checks for; "" is "python3".
+	Python string
+	Log    zerolog.Logger
 }
 
 // Backend runs each sandbox as a child process of the server. Its methods are safe
@@ -76,6 +78,9 @@ type run struct {
 func New(opts Options) *Backend {
 	if opts.Scratch == "" {
 		opts.Scratch = "/tmp"
+	}
+	if opts.Python == "" {
+		opts.Python = "python3"
 	}
 	if opts.SweepEvery <= 0 {
 		opts.SweepEvery = 2 * time.Second
@@ -128,12 +133,13 @@ func MakeSubreaper() error {
 // Ping always succeeds: there is no engine.
 func (b *Backend) Ping(context.Context) error { return nil }
 
-// ImageID identifies the interpreter the runs use: a hash of its resolved path and
-// size, which changes when it is replaced.
-func (b *Backend) ImageID(_ context.Context, python string) (string, error) {
-	p, err := lookPath(python, "/usr/local/bin:/usr/bin:/bin")
+// ImageID identifies the interpreter the runs use (there is no image: the argument
+// is ignored): a hash of its resolved path, size and time, which changes when it is
+// replaced. A missing interpreter wraps backend.ErrImageMissing.
+func (b *Backend) ImageID(context.Context, string) (string, error) {
+	p, err := lookPath(b.opts.Python, "/usr/local/bin:/usr/bin:/bin")
 	if err != nil {
-		return "", fmt.Errorf("finding the interpreter: %w", err)
+		return "", fmt.Errorf("%w: the interpreter: %w", backend.ErrImageMissing, err)
 	}
 	st, err := os.Stat(p)
 	if err != nil {
@@ -155,6 +161,10 @@ func (b *Backend) Name(context.Context) (string, error) {
 // Pids and TmpfsSize become rlimits; the rest of the Spec (image, user, hostname,
 // CPUs, runtime) is the container's, which the lockdown check verified.
 func (b *Backend) Create(_ context.Context, spec backend.Spec) (string, error) {
+	// The directory is made and registered under mu, which a wipe holds throughout:
+	// a wipe never takes a directory that is not registered yet.
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	dir, err := newRunDir(b.opts.Scratch)
 	if err != nil {
 		return "", err
@@ -165,11 +175,9 @@ func (b *Backend) Create(_ context.Context, spec backend.Spec) (string, error) {
 		r.argv[i] = rebase(a, spec.WorkDir, dir)
 	}
 	r.env = rebaseEnv(spec.Env, spec.WorkDir, dir)
-	b.mu.Lock()
 	b.seq++
 	r.id = "proc-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(b.seq)
 	b.runs[r.id] = r
-	b.mu.Unlock()
 	return r.id, nil
 }
 
@@ -476,6 +484,28 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 	b.removed.Broadcast()
 	b.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// KillActive kills every run that holds a caller's data (its code was written) and
+// is still running, and returns how many there were.
+func (b *Backend) KillActive() int {
+	b.mu.Lock()
+	var ids []string
+	for id, r := range b.runs {
+		if !r.active || r.cmd == nil {
+			continue
+		}
+		select {
+		case <-r.exited:
+		default:
+			ids = append(ids, id)
+		}
+	}
+	b.mu.Unlock()
+	for _, id := range ids {
+		_ = b.Kill(context.Background(), id)
+	}
+	return len(ids)
 }
 
 // List returns the runs that exist (for the launcher's reaping); a restarted server
