@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -437,5 +438,92 @@ func TestStandaloneSelftest(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^ok +` + name + ` `).Match(out) {
 			t.Errorf("selftest: %s did not pass", name)
 		}
+	}
+}
+
+// TestStandaloneE2E runs the TypeScript client's battery (scripts/e2e/client.mjs,
+// the official TypeScript SDK) against the standalone image: over stdio (the client
+// spawns the README's docker run line) and over streamable HTTP on an internal network
+// (no route out, egress stated and probed, a token).
+func TestStandaloneE2E(t *testing.T) {
+	img := saImage(t)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		e2eSkipOrFail(t, "node not found (%v)", err)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		e2eSkipOrFail(t, "npm not found (%v)", err)
+	}
+	e2eNpmCI(t, dir, npm)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+
+	t.Run("stdio", func(t *testing.T) {
+		script := filepath.Join(t.TempDir(), "standalone.sh")
+		args := append([]string{"docker", "run", "--rm", "-i", "--name", saName(t)}, saLocked...)
+		args = append(args, img)
+		if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+strings.Join(args, " ")+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		saExpectPass(t, e2eRunClient(t, node, dir, env, "--transport", "stdio", "--cmd", script))
+	})
+
+	t.Run("http", func(t *testing.T) {
+		net := fmt.Sprintf("mcpx-standalone-e2e-%d", os.Getpid())
+		if out, err := exec.Command("docker", "network", "create", "--internal", "--subnet", "10.213.78.0/24", net).CombinedOutput(); err != nil {
+			t.Fatalf("creating network: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("docker", "network", "rm", net).Run() })
+		token := e2eRandom()
+		name := saName(t)
+		args := append([]string{"run", "-d", "--name", name}, replaced(saLocked, "--network", net)...)
+		args = append(args, "--ip", "10.213.78.10", "-e", "MCP_EXEC_TRANSPORT=http",
+			"-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true", "-e", "MCP_EXEC_AUTH_TOKEN="+token, img)
+		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+			t.Fatalf("starting: %v: %s", err, out)
+		}
+		t.Cleanup(func() {
+			if t.Failed() {
+				out, _ := exec.Command("docker", "logs", name).CombinedOutput()
+				t.Logf("server logs:\n%s", out)
+			}
+		})
+		base := "http://10.213.78.10:8080"
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out, _ := exec.Command("docker", "logs", name).CombinedOutput()
+			if strings.Contains(string(out), "process backend ready") && strings.Contains(string(out), `"message":"serving"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not ready after 60 s:\n%s", out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		saExpectPass(t, e2eRunClient(t, node, dir, env, "--transport", "http", "--url", base+"/mcp", "--token", token))
+	})
+}
+
+// saExpectPass is e2eExpectPass without the version check (the image's binary has its
+// own version).
+func saExpectPass(t *testing.T, r e2eClientRun) {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range r.report.Checks {
+		status := "PASS"
+		if !c.OK {
+			status = "FAIL"
+		}
+		fmt.Fprintf(&b, "  %s %-18s %6d ms  %s\n", status, c.Name, c.MS, c.Detail)
+	}
+	t.Logf("client.mjs against the standalone image (%s): exit %d in %s; %d passed, %d failed\n%s",
+		r.report.Transport, r.exitCode, r.elapsed.Round(time.Millisecond), len(r.report.Passed), len(r.report.Failed), b.String())
+	if r.exitCode != 0 || !r.report.OK || len(r.report.Passed) == 0 {
+		t.Errorf("client.mjs: exit %d, ok %t, failed %v, error %q; its stderr:\n%s",
+			r.exitCode, r.report.OK, r.report.Failed, r.report.Error, r.stderr)
 	}
 }
