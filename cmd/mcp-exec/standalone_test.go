@@ -255,7 +255,7 @@ func saExec(t *testing.T, s *mcp.ClientSession, code string, timeout int) saResu
 	var out saResult
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &out); err != nil || res.IsError {
-		t.Fatalf("exec: isError %v, %s (%v)", res.IsError, b, err)
+		t.Fatalf("exec: isError %v, %s (%v): %s", res.IsError, b, err, toolText(res))
 	}
 	return out
 }
