@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -525,5 +526,63 @@ func saExpectPass(t *testing.T, r e2eClientRun) {
 	if r.exitCode != 0 || !r.report.OK || len(r.report.Passed) == 0 {
 		t.Errorf("client.mjs: exit %d, ok %t, failed %v, error %q; its stderr:\n%s",
 			r.exitCode, r.report.OK, r.report.Failed, r.report.Error, r.stderr)
+	}
+}
+
+// TestStandaloneRestarts: should the server end anyway (here: SIGTERM to PID 1 while
+// idle, from a process in the container), the restart policy of the deployments brings
+// it back, and it serves again with nothing of before.
+func TestStandaloneRestarts(t *testing.T) {
+	img := saImage(t)
+	net := fmt.Sprintf("mcpx-standalone-rs-%d", os.Getpid())
+	if out, err := exec.Command("docker", "network", "create", "--internal", "--subnet", "10.213.79.0/24", net).CombinedOutput(); err != nil {
+		t.Fatalf("creating network: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "network", "rm", net).Run() })
+	token := e2eRandom()
+	name := saName(t)
+	args := append([]string{"run", "-d", "--restart", "unless-stopped", "--name", name}, replaced(saLocked, "--network", net)...)
+	args = append(args, "--ip", "10.213.79.10", "-e", "MCP_EXEC_TRANSPORT=http",
+		"-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true", "-e", "MCP_EXEC_AUTH_TOKEN="+token, img)
+	if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+		t.Fatalf("starting: %v: %s", err, out)
+	}
+	servings := func() int {
+		out, _ := exec.Command("docker", "logs", name).CombinedOutput()
+		return strings.Count(string(out), `"message":"serving"`)
+	}
+	waitServing := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(90 * time.Second); servings() < n; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				out, _ := exec.Command("docker", "logs", name).CombinedOutput()
+				t.Fatalf("not serving (%d times) after 90 s:\n%s", n, out)
+			}
+		}
+	}
+	call := func() saResult {
+		t.Helper()
+		s, err := mcp.NewClient(&mcp.Implementation{Name: "standalone-restart", Version: "0"}, nil).Connect(t.Context(),
+			&mcp.StreamableClientTransport{Endpoint: "http://10.213.79.10:8080/mcp", HTTPClient: &http.Client{Transport: headerTransport{token}}}, nil)
+		if err != nil {
+			t.Fatalf("connecting: %v", err)
+		}
+		defer s.Close()
+		return saExec(t, s, "print(6*7)", 0)
+	}
+	waitServing(1)
+	if r := call(); r.Stdout != "42\n" {
+		t.Fatalf("before: got %+v", r)
+	}
+	if out, err := exec.Command("docker", "exec", name, "python3", "-c", "import os; os.kill(1, 15)").CombinedOutput(); err != nil {
+		t.Fatalf("signalling the server: %v: %s", err, out)
+	}
+	waitServing(2)
+	out, _ := exec.Command("docker", "inspect", "-f", "{{.RestartCount}}", name).Output()
+	if strings.TrimSpace(string(out)) != "1" {
+		t.Errorf("restart count: got %s, want 1", out)
+	}
+	if r := call(); r.Stdout != "42\n" {
+		t.Fatalf("after the restart: got %+v", r)
 	}
 }
