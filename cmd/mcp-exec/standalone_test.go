@@ -586,3 +586,37 @@ func TestStandaloneRestarts(t *testing.T) {
 		t.Fatalf("after the restart: got %+v", r)
 	}
 }
+
+// saLauncherTests are the launcher suite's tests of the tool contract that need no
+// engine: programs and their results, timeouts killing the tree, cancel, close,
+// files in and out, progress, queue time.
+const saLauncherTests = `^(TestRunHello|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestCloseLetsRunsFinish|TestOpenFilesFlushedAtExit|TestFilesInAndOut|TestProgress|TestQueueTimeNotCounted)$`
+
+// TestStandaloneLauncherSuite runs the launcher's contract tests against the process
+// backend inside the standalone image, locked down as the README says: the test
+// binary plays the server (MCP_EXEC_TEST_BACKEND=process).
+func TestStandaloneLauncherSuite(t *testing.T) {
+	img := saImage(t)
+	bin := filepath.Join(t.TempDir(), "launcher.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "../../launcher")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the launcher tests: %v\n%s", err, out)
+	}
+	args := append([]string{"run", "--rm", "--name", saName(t)}, saLocked...)
+	args = append(args, "-v", bin+":/usr/local/bin/launcher.test:ro", "-e", "MCP_EXEC_TEST_BACKEND=process", "-e", "CI=true",
+		"--entrypoint", "/usr/local/bin/launcher.test", img, "-test.run", saLauncherTests, "-test.v", "-test.count=1", "-test.timeout=10m")
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput()
+	var summary strings.Builder
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "    --- ") || l == "PASS" || l == "FAIL" {
+			summary.WriteString(l + "\n")
+		}
+	}
+	t.Logf("launcher suite in the standalone image:\n%s", summary.String())
+	if err != nil || !strings.Contains(string(out), "\nPASS\n") || strings.Count(summary.String(), "--- PASS: Test") < 10 {
+		t.Fatalf("launcher suite: %v\n%s", err, out)
+	}
+}

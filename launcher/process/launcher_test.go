@@ -24,6 +24,12 @@ var hostPython = sync.OnceValue(func() string {
 // behind the shared lifecycle, the real bootstrap.
 func newLauncher(t *testing.T, o launcher.Options) *launcher.Launcher {
 	t.Helper()
+	// The bootstrap's output directory is launcher.OutputDir itself (programs name it
+	// absolutely), which on the host is the host's: clear it around each test (the
+	// server's wipe does it in its container; here Wipe stays off).
+	clear := func() { _ = os.RemoveAll(launcher.OutputDir) }
+	clear()
+	t.Cleanup(clear)
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	be := process.New(process.Options{Scratch: t.TempDir(), SweepEvery: time.Hour, Log: log})
 	o.Python = hostPython()

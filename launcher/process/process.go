@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +53,9 @@ type Backend struct {
 	mu   sync.Mutex      // guards runs and live, and is held across every fork
 	runs map[string]*run // by id
 	live map[int]bool    // pids of the runs' wrappers (their bootstraps) not yet reaped
+	// shared are paths outside the runs' directories that runs write to (the output
+	// directory): wiped with the scratch root, even when it lies outside it.
+	shared map[string]bool
 	seq  int
 
 	removed *sync.Cond // on mu: broadcast whenever a run is removed
@@ -63,6 +68,7 @@ type run struct {
 	id      string
 	dir     string
 	limits  Limits
+	shared  []string // paths outside dir the run writes to (its output directory)
 	active  bool // the program's code was written: the run is no longer a warm one
 	argv    []string
 	env     []string
@@ -87,7 +93,7 @@ func New(opts Options) *Backend {
 	}
 	b := &Backend{
 		opts: opts, uid: os.Getuid(),
-		runs: map[string]*run{}, live: map[int]bool{},
+		runs: map[string]*run{}, live: map[int]bool{}, shared: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	b.removed = sync.NewCond(&b.mu)
@@ -170,9 +176,20 @@ func (b *Backend) Create(_ context.Context, spec backend.Spec) (string, error) {
 		return "", err
 	}
 	r := &run{dir: dir, exited: make(chan struct{}), limits: b.limitsFor(spec)}
-	r.argv = make([]string, len(spec.Command))
-	for i, a := range spec.Command {
-		r.argv[i] = rebase(a, spec.WorkDir, dir)
+	// Paths under WorkDir in the command (the bootstrap's output directory) stay as
+	// they are, since programs name them absolutely (/tmp/outputs); the run's
+	// directory gets a link of the same relative name to each, so that relative names
+	// (outputs/x, as in a container whose working directory is /tmp) reach them too.
+	// They are shared by concurrent runs, and wiped with the scratch root.
+	r.argv = slices.Clone(spec.Command)
+	for _, a := range spec.Command {
+		if rel, ok := strings.CutPrefix(a, spec.WorkDir+"/"); ok && spec.WorkDir != "" && !strings.Contains(rel, "/") {
+			if err := os.Symlink(a, filepath.Join(dir, rel)); err != nil {
+				return "", errors.Join(fmt.Errorf("linking %s into the run directory: %w", a, err), removeTree(dir))
+			}
+			r.shared = append(r.shared, a)
+			b.shared[a] = true
+		}
 	}
 	r.env = rebaseEnv(spec.Env, spec.WorkDir, dir)
 	b.seq++
@@ -533,7 +550,14 @@ func (b *Backend) wipe() error {
 		}
 		keep[r.dir] = true
 	}
+	var errs []error
+	for p := range b.shared {
+		if err := removeTree(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(
+		errors.Join(errs...),
 		wipeDir(b.opts.Scratch, b.uid, keep),
 		wipeDir("/dev/shm", b.uid, nil),
 		wipeDir("/dev/mqueue", b.uid, nil),
