@@ -56,7 +56,7 @@ type Backend struct {
 	// shared are paths outside the runs' directories that runs write to (the output
 	// directory): wiped with the scratch root, even when it lies outside it.
 	shared map[string]bool
-	seq  int
+	seq    int
 
 	removed *sync.Cond // on mu: broadcast whenever a run is removed
 
@@ -69,7 +69,7 @@ type run struct {
 	dir     string
 	limits  Limits
 	shared  []string // paths outside dir the run writes to (its output directory)
-	active  bool // the program's code was written: the run is no longer a warm one
+	active  bool     // the program's code was written: the run is no longer a warm one
 	argv    []string
 	env     []string
 	cmd     *exec.Cmd
