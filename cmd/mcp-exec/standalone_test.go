@@ -273,7 +273,7 @@ func saLine(t *testing.T, r saResult, prefix string) string {
 }
 
 // TestStandaloneNothingLeftBehind: a run that times out after leaving a setsid'd,
-// double-forked process, files in its directory, /tmp, /dev/shm and a SysV shared
+// double-forked process, files in its directory, /tmp, /tmp/outputs, /dev/shm and a SysV shared
 // memory segment; the next run finds none of it, and no process but the server, its
 // own bootstrap and itself.
 func TestStandaloneNothingLeftBehind(t *testing.T) {
@@ -283,6 +283,7 @@ import ctypes, os, sys, time
 open("mine.txt", "w").write("x")
 open("/tmp/stray.txt", "w").write("x")
 open("/dev/shm/stray", "w").write("x")
+open("/tmp/outputs/stray.txt", "w").write("x")
 libc = ctypes.CDLL(None, use_errno=True)
 shm = libc.shmget(0x4d435058, 4096, 0o1600)  # IPC_CREAT | 0600
 print("shm", shm, flush=True)
@@ -311,6 +312,7 @@ print("daemon_alive", os.path.exists("/proc/%s"))
 print("old_dir", os.path.exists(%q))
 print("tmp", sorted(os.listdir("/tmp")), os.path.basename(os.getcwd()))
 print("shm_files", sorted(os.listdir("/dev/shm")))
+print("outputs", sorted(os.listdir("/tmp/outputs")))
 print("sysv", [l.split()[1] for l in open("/proc/sysvipc/shm").readlines()[1:]])
 print("procs", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.getpid(), os.getppid())
 `, daemon, cwd), 0)
@@ -318,6 +320,7 @@ print("procs", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.ge
 		{"daemon_alive ", "False"},
 		{"old_dir ", "False"},
 		{"shm_files ", "[]"},
+		{"outputs ", "[]"},
 		{"sysv ", "[]"},
 	} {
 		if got := saLine(t, second, c.prefix); got != c.want {
@@ -325,8 +328,9 @@ print("procs", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.ge
 		}
 	}
 	tmp := saLine(t, second, "tmp ")
-	if m := regexp.MustCompile(`^\['(run-\d+)'\] (run-\d+)$`).FindStringSubmatch(tmp); m == nil || m[1] != m[2] {
-		t.Errorf("/tmp of the second run: got %s, want only its own directory", tmp)
+	// Its own directory, and the output directory its bootstrap made (empty, above).
+	if m := regexp.MustCompile(`^\['outputs', '(run-\d+)'\] (run-\d+)$`).FindStringSubmatch(tmp); m == nil || m[1] != m[2] {
+		t.Errorf("/tmp of the second run: got %s, want only its own directory and outputs", tmp)
 	}
 	f := strings.Fields(strings.NewReplacer("[", "", "]", "", ",", "").Replace(saLine(t, second, "procs ")))
 	if len(f) != 5 || f[0] != "1" {
