@@ -366,8 +366,9 @@ func (b *Backend) Start(_ context.Context, id string, stdout, stderr io.Writer) 
 		Stdout: outW,
 		Stderr: errW,
 		// Its own process group, so that a terminal's ^C to the server's group never
-		// reaches a run.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		// reaches a run. No Pdeathsig: it fires when the forking OS thread exits, not
+		// the server; the server is its container's PID 1, whose end ends every run.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	b.mu.Lock()
 	r.ooms = oomKills()
