@@ -299,7 +299,8 @@ def child(main, out_w, err_w, ready_w, go_r, preload, outdir, close):
         _os.dup2(err_w, 2)
         _os.close(out_w)
         _os.close(err_w)
-        _os.chdir("/tmp" if _os.path.isdir("/tmp") else "/")
+        home = _os.environ.get("HOME", "/tmp")  # /tmp in a container, a run's own directory in a process
+        _os.chdir(home if _os.path.isdir(home) else "/")
         _sys.argv = ["-c", str(ready_w), preload, outdir, str(go_r)]
         for k in [k for k in main if not (k.startswith("__") and k.endswith("__"))]:
             del main[k]

@@ -19,6 +19,9 @@ import (
 // proves nothing.
 func testLauncher(t testing.TB, opts Options) *Launcher {
 	t.Helper()
+	if os.Getenv("MCP_EXEC_TEST_BACKEND") == "process" {
+		return testProcessLauncher(t, opts)
+	}
 	cli := testClient(t)
 	if opts.Image == "" {
 		opts.Image = os.Getenv("MCP_EXEC_IMAGE")

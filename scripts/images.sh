@@ -12,6 +12,9 @@
 # proxy (GOPROXY and GOSUMDB are passed on when set).
 # `scripts/images.sh --go-image` seeds the toolchain image if needed and prints the
 # reference to use as GO_IMAGE (scripts/compose-test.sh uses it).
+# With --standalone it also builds the standalone image (images/standalone/Dockerfile,
+# tag $MCP_EXEC_STANDALONE_IMAGE, default mcp-exec/standalone:latest): the server added
+# to the sandbox image, for --backend process (docs/standalone.md). Always rebuilt.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,13 +25,16 @@ official_go=golang:1.26-trixie
 seeded_go=mcp-exec/go-toolchain:1.26
 force=0
 server=0
+standalone=0
+standalone_image=${MCP_EXEC_STANDALONE_IMAGE:-mcp-exec/standalone:latest}
 print_go=0
 for arg in "$@"; do
   case "$arg" in
     --force) force=1 ;;
     --server) server=1 ;;
+    --standalone) standalone=1 ;;
     --go-image) print_go=1 ;;
-    *) echo "usage: scripts/images.sh [--force] [--server] [--go-image]" >&2; exit 2 ;;
+    *) echo "usage: scripts/images.sh [--force] [--server] [--standalone] [--go-image]" >&2; exit 2 ;;
   esac
 done
 
@@ -128,6 +134,24 @@ build_server() {
   log "$server_image built in $((SECONDS - t0)) s"
 }
 
+# build_standalone builds the standalone image (images/standalone/Dockerfile): the
+# server binary added to the sandbox image. Always rebuilt, like the server image (the
+# build cache makes an unchanged rebuild a few seconds).
+build_standalone() {
+  local goimg version
+  goimg=$(go_image)
+  version=${MCP_EXEC_VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+  log "building $standalone_image (GO_IMAGE=$goimg, version $version)"
+  local t0=$SECONDS
+  tar -cf - go.mod go.sum cmd launcher mcpserver images/standalone/Dockerfile \
+    | docker build --quiet -f images/standalone/Dockerfile -t "$standalone_image" \
+        --build-arg GO_IMAGE="$goimg" --build-arg VERSION="$version" \
+        --build-arg SANDBOX_IMAGE="$image" \
+        ${GOPROXY:+--build-arg GOPROXY="$GOPROXY"} ${GOSUMDB:+--build-arg GOSUMDB="$GOSUMDB"} \
+        - >/dev/null
+  log "$standalone_image built in $((SECONDS - t0)) s"
+}
+
 if [ "$print_go" = 1 ]; then
   go_image
   exit 0
@@ -135,4 +159,7 @@ fi
 ensure_sandbox
 if [ "$server" = 1 ]; then
   build_server
+fi
+if [ "$standalone" = 1 ]; then
+  build_standalone
 fi

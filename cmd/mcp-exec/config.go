@@ -34,6 +34,8 @@ import (
 // line and the README check (TestREADMEListsEverySetting) follow from the table.
 type Config struct {
 	Transport             string        // --transport MCP_EXEC_TRANSPORT: stdio, http or sse
+	EgressDenied          bool          // --standalone-egress-denied MCP_EXEC_STANDALONE_EGRESS_DENIED: the operator states egress is denied outside (process backend, http/sse)
+	EgressProbes          string        // --standalone-egress-probes MCP_EXEC_STANDALONE_EGRESS_PROBES: host:port list the start-up egress check must fail to reach
 	Addr                  string        // --addr MCP_EXEC_ADDR: listen address for http and sse
 	DefaultTimeout        time.Duration // --default-timeout-s MCP_EXEC_DEFAULT_TIMEOUT_S
 	MaxTimeout            time.Duration // --max-timeout-s MCP_EXEC_MAX_TIMEOUT_S
@@ -56,7 +58,7 @@ type Config struct {
 	Pids                  int64         // --pids MCP_EXEC_PIDS
 	CPUs                  float64       // --cpus MCP_EXEC_CPUS
 	TmpfsSize             int64         // --tmpfs-size MCP_EXEC_TMPFS_SIZE, bytes
-	Backend               string        // --backend MCP_EXEC_BACKEND: docker (Docker or Podman) or kubernetes
+	Backend               string        // --backend MCP_EXEC_BACKEND: docker (Docker or Podman), kubernetes, or process (standalone: child processes)
 	EngineHost            string        // --engine-host MCP_EXEC_ENGINE_HOST; "" = DOCKER_HOST or the default socket
 	Runtime               string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default (kubernetes: the RuntimeClass)
 	Kubeconfig            string        // --kubeconfig MCP_EXEC_KUBECONFIG; "" = in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config
@@ -100,7 +102,7 @@ const (
 
 var (
 	cfgTransports = []string{"stdio", "http", "sse"}
-	cfgBackends   = []string{"docker", "kubernetes"}
+	cfgBackends   = []string{"docker", "kubernetes", "process"}
 	cfgPullPolicy = []string{"Always", "IfNotPresent", "Never"}
 	cfgLogLevels  = []string{"trace", "debug", "info", "warn", "error"}
 	cfgLogFormats = []string{"auto", "json", "console"}
@@ -150,6 +152,18 @@ func cfgTable() []cfgField {
 				}
 				if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 					return fmt.Sprintf("must be host:port (host may be empty), got %q", c.Addr)
+				}
+				return ""
+			}},
+		{"standalone-egress-denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED", "false", "process backend serving http/sse: state that egress outside the container is denied (a NetworkPolicy); the start-up check then proves it from a child",
+			func(c *Config) flag.Value { return (*cfgBool)(&c.EgressDenied) }, nil},
+		{"standalone-egress-probes", "MCP_EXEC_STANDALONE_EGRESS_PROBES", "", "comma-separated host:port the start-up egress check must fail to reach (empty: public resolvers, one address per private range, the container's resolvers and gateway)",
+			func(c *Config) flag.Value { return (*cfgString)(&c.EgressProbes) },
+			func(c Config) string {
+				for _, p := range splitList(c.EgressProbes) {
+					if _, _, err := net.SplitHostPort(p); err != nil {
+						return fmt.Sprintf("must be host:port entries separated by commas, got %q", p)
+					}
 				}
 				return ""
 			}},
@@ -253,7 +267,7 @@ func cfgTable() []cfgField {
 		{"tmpfs-size", "MCP_EXEC_TMPFS_SIZE", "64m", "size of the writable /tmp per sandbox",
 			func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) },
 			func(c Config) string { return cfgSizeRange(c.TmpfsSize, cfgMinTmpfs, math.MaxInt64) }},
-		{"backend", "MCP_EXEC_BACKEND", "docker", "where sandboxes run: docker (a Docker or Podman engine) or kubernetes (one pod per sandbox)",
+		{"backend", "MCP_EXEC_BACKEND", "docker", "where sandboxes run: docker (a Docker or Podman engine), kubernetes (one pod per sandbox) or process (standalone mode: each exec a child process of the server in its own locked container; max-concurrent defaults to 1, pool-size to 0)",
 			func(c *Config) flag.Value { return (*cfgString)(&c.Backend) },
 			func(c Config) string { return cfgOneOf(c.Backend, cfgBackends) }},
 		{"engine-host", "MCP_EXEC_ENGINE_HOST", "", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
@@ -452,6 +466,18 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	fs.Usage = func() { usage(fs, fs.Output()) }
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
+	}
+	if c.Backend == "process" {
+		// Standalone mode: runs share the server's user, so they are serialized and
+		// none is started ahead of its call, unless the operator says otherwise.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["max-concurrent"] && getenv("MCP_EXEC_MAX_CONCURRENT") == "" {
+			c.MaxConcurrent = 1
+		}
+		if !set["pool-size"] && getenv("MCP_EXEC_POOL_SIZE") == "" {
+			c.PoolSize = 0
+		}
 	}
 
 	if c.AuthTokenFile != "" {

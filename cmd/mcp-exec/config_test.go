@@ -772,3 +772,30 @@ func TestValidateKubernetesSettings(t *testing.T) {
 		t.Errorf("got %+v, %v; want the kubernetes backend in namespace sbx", c, err)
 	}
 }
+
+// The process backend serializes runs and starts none ahead of its call unless the
+// operator sets max-concurrent or pool-size (by flag or variable).
+func TestLoadProcessBackendDefaults(t *testing.T) {
+	cfgStubHostname(t)
+	for _, tc := range []struct {
+		name           string
+		args           []string
+		env            map[string]string
+		wantConc, pool int
+	}{
+		{"defaults", []string{"--backend", "process"}, nil, 1, 0},
+		{"env", nil, map[string]string{"MCP_EXEC_BACKEND": "process", "MCP_EXEC_MAX_CONCURRENT": "3", "MCP_EXEC_POOL_SIZE": "1"}, 3, 1},
+		{"flags", []string{"--backend=process", "--max-concurrent=2", "--pool-size=1"}, nil, 2, 1},
+		{"docker", nil, nil, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := cfgLoad(tc.args, tc.env)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got.MaxConcurrent != tc.wantConc || got.PoolSize != tc.pool {
+				t.Errorf("got max-concurrent %d pool-size %d, want %d %d", got.MaxConcurrent, got.PoolSize, tc.wantConc, tc.pool)
+			}
+		})
+	}
+}

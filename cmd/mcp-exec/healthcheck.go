@@ -16,6 +16,11 @@ import (
 func healthcheck(ctx context.Context, cfg Config, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if cfg.Transport == "stdio" && cfg.Backend == "process" {
+		// Standalone over stdio: the server is the container's PID 1 and its stdin
+		// is the client's; while the container runs, the server does.
+		return 0
+	}
 	if cfg.Transport == "stdio" {
 		if err := checkEngine(ctx, cfg); err != nil {
 			fmt.Fprintf(stderr, "unhealthy: %v\n", err)

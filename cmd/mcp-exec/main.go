@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,11 +26,30 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range sigs {
+			if stopOnSignal.Load().(func(os.Signal) bool)(s) {
+				stop()
+			}
+		}
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	signal.Stop(sigs)
 	stop()
 	os.Exit(code)
 }
+
+// stopOnSignal decides whether SIGTERM or SIGINT stops the server gracefully. It
+// always does, except in standalone mode, where a program (running as the server's
+// user) may be the sender: see newProcessLauncher.
+var stopOnSignal = func() *atomic.Value {
+	var v atomic.Value
+	v.Store(func(os.Signal) bool { return true })
+	return &v
+}()
 
 // cmdEnv is what a subcommand runs with: its context and streams, and (unless
 // noConfig) the loaded configuration, a logger and the arguments after the flags.
@@ -180,6 +200,9 @@ func newLogger(cfg Config, w io.Writer) zerolog.Logger {
 // newLauncher connects to the engine, checks it and the image, and removes sandboxes
 // an earlier run of this instance left behind. Its errors say what to do.
 func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics, reap bool) (*launcher.Launcher, func(), error) {
+	if cfg.Backend == "process" {
+		return newProcessLauncher(ctx, cfg, log, m, reap)
+	}
 	be, err := openBackend(cfg, log)
 	if err != nil {
 		return nil, nil, err

@@ -67,12 +67,12 @@ func selftest(ctx context.Context, cfg Config, l *launcher.Launcher, stdout io.W
 			fmt.Fprintf(stdout, "skip %-28s not checked: %s\n", ln.name, strings.ReplaceAll(ln.err.Error(), "\n", "; "))
 		case ln.err != nil && knownDifference(cfg.Backend, ln.name, ln.err):
 			diffs++
-			fmt.Fprintf(stdout, "diff %-28s documented difference of the %s backend: %s\n", ln.name, cfg.Backend, strings.ReplaceAll(ln.err.Error(), "\n", "; "))
+			fmt.Fprintf(stdout, "diff %-28s documented difference of the %s backend: %s%s\n", ln.name, cfg.Backend, strings.ReplaceAll(ln.err.Error(), "\n", "; "), scopeNote(cfg, ln.name))
 		case ln.err != nil:
 			failed++
-			fmt.Fprintf(stdout, "FAIL %-28s %s\n", ln.name, strings.ReplaceAll(ln.err.Error(), "\n", "; "))
+			fmt.Fprintf(stdout, "FAIL %-28s %s%s\n", ln.name, strings.ReplaceAll(ln.err.Error(), "\n", "; "), scopeNote(cfg, ln.name))
 		default:
-			fmt.Fprintf(stdout, "ok   %-28s (%v)\n", ln.name, ln.took.Round(10*time.Millisecond))
+			fmt.Fprintf(stdout, "ok   %-28s (%v)%s\n", ln.name, ln.took.Round(10*time.Millisecond), scopeNote(cfg, ln.name))
 		}
 	}
 	summary := fmt.Sprintf("%d passed, %d failed", len(lines)-failed-unchecked-diffs, failed)
@@ -139,4 +139,31 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// perExec are the invariants the process backend (standalone mode) gives each exec
+// by itself; every other probe passes there only because of the container the server
+// and all its runs share (its network namespace, capabilities, seccomp filter, root
+// filesystem and cgroup limits).
+var perExec = map[string]string{
+	"tmp_not_persisted":             "per exec: the run's directory is removed and /tmp, /dev/shm and SysV IPC wiped before the next run's code",
+	"daemon_not_persisted":          "per exec: every process left behind is killed before the next run's code",
+	"environment_isolated":          "per exec: a fixed environment, nothing of the server's",
+	"fds_only_std":                  "per exec: three pipes, every other descriptor close-on-exec",
+	"bootstrap_unreachable":         "per exec: the bootstrap and the server are non-dumpable",
+	"memory_limit_kills_program":    "per exec by RLIMIT_DATA, per container by the cgroup",
+	"memory_oom_reported_for_child": "per container: the cgroup's OOM kill (runs get oom_score_adj 1000)",
+	"pids_limit_stops_fork_bomb":    "per exec by RLIMIT_NPROC (counts the server's threads too), per container by the cgroup",
+}
+
+// scopeNote says, with the process backend, whether an invariant holds per exec or
+// only per container.
+func scopeNote(cfg Config, name string) string {
+	if cfg.Backend != "process" {
+		return ""
+	}
+	if s, ok := perExec[name]; ok {
+		return "  [" + s + "]"
+	}
+	return "  [per container: shared by the server and every run]"
 }

@@ -1,0 +1,268 @@
+package process
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lockdown says what the container must give the server before it runs programs as
+// its own children. Every lock is checked; a missing one is an error that names it
+// and the flag that provides it.
+type Lockdown struct {
+	// MaxTmpfs is the largest /tmp accepted, in bytes (the operator's tmpfs size):
+	// a tmpfs mounted without size= gets half the host's memory.
+	MaxTmpfs int64
+	// Network: the server serves HTTP or SSE, so its namespace has interfaces
+	// besides loopback. Then EgressDenied must be true (the operator states that a
+	// NetworkPolicy or firewall denies egress) and the egress probe must fail to
+	// connect to every one of Probes.
+	Network      bool
+	EgressDenied bool
+	// Probes are the addresses (host:port) a child tries to connect to when Network
+	// is true; none may answer. Empty is DefaultProbes plus the resolvers of
+	// /etc/resolv.conf and the default gateways.
+	Probes       []string
+	ProbeTimeout time.Duration // per address; 0 is 1.5 s
+}
+
+// DefaultProbes are outside addresses a network that allows egress would let a
+// connection reach: public resolvers (which answer on 53 and 443 when reachable) and
+// one address in each private range.
+var DefaultProbes = []string{
+	"1.1.1.1:443", "8.8.8.8:53", "9.9.9.9:443",
+	"10.0.0.1:53", "172.16.0.1:53", "192.168.0.1:53", "169.254.169.254:80",
+}
+
+// LockError is one missing lock.
+type LockError struct {
+	Lock string // short name: "not root", "no capabilities", ...
+	Msg  string // what was found and how to provide the lock
+}
+
+func (e *LockError) Error() string {
+	return "standalone lock " + strconv.Quote(e.Lock) + " missing: " + e.Msg
+}
+
+// Status is what the check found, for the start-up log.
+type Status struct {
+	UID          int
+	TmpfsBytes   int64
+	Interfaces   []string
+	ProbedEgress []string // the addresses the egress child failed to reach
+}
+
+// Check verifies every lock; it returns every missing one (joined LockErrors).
+func (l Lockdown) Check(ctx context.Context) (Status, error) {
+	var st Status
+	var errs []error
+	miss := func(lock, format string, a ...any) {
+		errs = append(errs, &LockError{Lock: lock, Msg: fmt.Sprintf(format, a...)})
+	}
+	st.UID = os.Getuid()
+	if os.Getuid() == 0 || os.Geteuid() == 0 || os.Getgid() == 0 || os.Getegid() == 0 {
+		miss("not root", "running as uid %d gid %d; run as an unprivileged user and group: docker run --user 65532:65532 (Kubernetes: runAsUser/runAsGroup 65532, runAsNonRoot)", os.Geteuid(), os.Getegid())
+	}
+	status, err := readStatus()
+	if err != nil {
+		return st, fmt.Errorf("reading /proc/self/status: %w", err)
+	}
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		v, ok := status[k]
+		if !ok && k == "CapAmb" {
+			continue // kernels before 4.3
+		}
+		n, err := strconv.ParseUint(v, 16, 64)
+		if err != nil || n != 0 {
+			miss("no capabilities", "%s is %s, want 0 (every capability set empty, the bounding set too); docker run --cap-drop ALL (Kubernetes: capabilities.drop [ALL])", k, v)
+			break
+		}
+	}
+	if status["NoNewPrivs"] != "1" {
+		miss("no-new-privileges", "NoNewPrivs is %q, want 1; docker run --security-opt no-new-privileges (Kubernetes: allowPrivilegeEscalation false)", status["NoNewPrivs"])
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs("/", &fs); err != nil {
+		return st, fmt.Errorf("statfs /: %w", err)
+	}
+	if fs.Flags&unix.ST_RDONLY == 0 {
+		miss("read-only root filesystem", "/ is mounted read-write; docker run --read-only (Kubernetes: readOnlyRootFilesystem true)")
+	}
+	if err := unix.Statfs("/tmp", &fs); err != nil {
+		miss("/tmp a size-limited tmpfs", "statfs /tmp: %v; docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m", err)
+	} else {
+		size := int64(fs.Blocks) * fs.Bsize
+		st.TmpfsBytes = size
+		switch {
+		case fs.Type != unix.TMPFS_MAGIC:
+			miss("/tmp a size-limited tmpfs", "/tmp is not a tmpfs (filesystem magic %#x): what a run leaves there would outlive the container's memory limit; docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m (Kubernetes: an emptyDir with medium Memory and sizeLimit)", fs.Type)
+		case l.MaxTmpfs > 0 && size > l.MaxTmpfs:
+			miss("/tmp a size-limited tmpfs", "/tmp is a tmpfs of %d bytes, more than the %d allowed (MCP_EXEC_TMPFS_SIZE, --tmpfs-size); mount it with size=: docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m", size, l.MaxTmpfs)
+		}
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return st, fmt.Errorf("listing network interfaces: %w", err)
+	}
+	var others []string
+	for _, i := range ifs {
+		st.Interfaces = append(st.Interfaces, i.Name)
+		if i.Flags&net.FlagLoopback == 0 {
+			others = append(others, i.Name)
+		}
+	}
+	switch {
+	case len(others) == 0:
+	case !l.Network:
+		miss("network namespace holds only loopback", "interfaces %s besides loopback: a program could reach the network; docker run --network none (serving HTTP or SSE needs a network: then set MCP_EXEC_STANDALONE_EGRESS_DENIED=true behind a NetworkPolicy that denies egress)", strings.Join(others, ", "))
+	case !l.EgressDenied:
+		miss("egress denied", "serving %s needs a network (interfaces %s), and a program would share it: deny egress outside the container (the Kubernetes NetworkPolicy in deploy/standalone, a firewall) and say so with MCP_EXEC_STANDALONE_EGRESS_DENIED=true (--standalone-egress-denied)", "HTTP/SSE", strings.Join(others, ", "))
+	default:
+		reached, tried, err := l.probeEgress(ctx)
+		st.ProbedEgress = tried
+		if err != nil {
+			return st, fmt.Errorf("probing egress: %w", err)
+		}
+		if len(reached) > 0 {
+			miss("egress denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true, but a child connected to %s: egress is open; deny it (NetworkPolicy, firewall) or serve stdio with --network none", strings.Join(reached, ", "))
+		}
+	}
+	return st, errors.Join(errs...)
+}
+
+func readStatus() (map[string]string, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m, sc.Err()
+}
+
+// probes is the list the egress child tries.
+func (l Lockdown) probes() []string {
+	if len(l.Probes) > 0 {
+		return l.Probes
+	}
+	out := append([]string(nil), DefaultProbes...)
+	for _, ns := range resolvers("/etc/resolv.conf") {
+		out = append(out, net.JoinHostPort(ns, "53"))
+	}
+	for _, gw := range gateways("/proc/net/route") {
+		out = append(out, net.JoinHostPort(gw, "53"), net.JoinHostPort(gw, "80"))
+	}
+	return out
+}
+
+// probeEgress runs the egress child (this binary, re-executed as a run's wrapper is,
+// with a run's environment) and returns the addresses it reached.
+func (l Lockdown) probeEgress(ctx context.Context) (reached, tried []string, err error) {
+	tried = l.probes()
+	timeout := l.ProbeTimeout
+	if timeout <= 0 {
+		timeout = 1500 * time.Millisecond
+	}
+	args := wrapperArgs("egress", Limits{}, append([]string{timeout.String()}, tried...))
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = args
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, tried, fmt.Errorf("running the egress child: %w", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if a, ok := strings.CutPrefix(line, "reached "); ok {
+			reached = append(reached, a)
+		}
+	}
+	return reached, tried, nil
+}
+
+// egressChild tries each address concurrently and prints "reached ADDR" for each
+// connection that succeeded. It sends nothing over a connection it makes.
+func egressChild(args []string) int {
+	if len(args) < 1 {
+		return 64
+	}
+	timeout, err := time.ParseDuration(args[0])
+	if err != nil {
+		return 64
+	}
+	addrs := args[1:]
+	res := make([]bool, len(addrs))
+	done := make(chan struct{})
+	for i, a := range addrs {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			c, err := net.DialTimeout("tcp", a, timeout)
+			if err == nil {
+				res[i] = true
+				_ = c.Close()
+			}
+		}()
+	}
+	for range addrs {
+		<-done
+	}
+	for i, a := range addrs {
+		if res[i] {
+			fmt.Println("reached " + a)
+		}
+	}
+	return 0
+}
+
+func resolvers(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "nameserver" {
+			if ip := net.ParseIP(f[1]); ip != nil && !ip.IsLoopback() {
+				out = append(out, f[1])
+			}
+		}
+	}
+	return out
+}
+
+// gateways reads the IPv4 default gateways from /proc/net/route (hex, little endian).
+func gateways(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[1] != "00000000" {
+			continue
+		}
+		v, err := strconv.ParseUint(f[2], 16, 32)
+		if err != nil || v == 0 {
+			continue
+		}
+		out = append(out, net.IPv4(byte(v), byte(v>>8), byte(v>>16), byte(v>>24)).String())
+	}
+	return out
+}
