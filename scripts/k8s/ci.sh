@@ -8,11 +8,15 @@ cd "$here/../.."
 # shellcheck source-path=SCRIPTDIR source=env.sh
 . "$here/env.sh"
 before=$(mktemp)
+# On exit, whatever happened: down, the host check, and the first failure as the exit status
+# (the script's own, else down's, else the host check's).
 finish() {
-  local rc
-  bash "$here/down.sh"
-  bash "$here/hostcheck.sh" check "$before"; rc=$?
+  local rc=$? down=0 check=0
+  bash "$here/down.sh" || down=$?
+  bash "$here/hostcheck.sh" check "$before" || check=$?
   rm -f "$before"
+  [ "$rc" != 0 ] || rc=$down
+  [ "$rc" != 0 ] || rc=$check
   exit "$rc"
 }
 trap finish EXIT
