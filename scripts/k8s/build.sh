@@ -10,6 +10,7 @@
 # minute; with the binaries present: nothing to do.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=env.sh
 . "$here/env.sh"
 BINS="etcd kube-apiserver kube-scheduler kubelet kubectl"
 have_all() {
@@ -63,11 +64,11 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 for p in ./etcd k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kube-apiserver \
          k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet; do
-  b=$(basename $p)
+  b=$(basename "$p")
   [ -x "$KCACHE/bin/$b" ] && continue
   s=$(date +%s)
   # built to a temporary name and renamed: an interrupted build leaves no half binary
-  CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "$ld" -o "$KCACHE/bin/.$b.tmp" $p
+  CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "$ld" -o "$KCACHE/bin/.$b.tmp" "$p"
   mv "$KCACHE/bin/.$b.tmp" "$KCACHE/bin/$b"
   kts "built $b in $(( $(date +%s) - s ))s"
 done

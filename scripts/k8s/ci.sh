@@ -5,9 +5,21 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
+# shellcheck source-path=SCRIPTDIR source=env.sh
 . "$here/env.sh"
 before=$(mktemp)
-trap 'bash "$here/down.sh"; bash "$here/hostcheck.sh" check "$before"; rc=$?; rm -f "$before"; exit $rc' EXIT
+# On exit, whatever happened: down, the host check, and the first failure as the exit status
+# (the script's own, else down's, else the host check's).
+finish() {
+  local rc=$? down=0 check=0
+  bash "$here/down.sh" || down=$?
+  bash "$here/hostcheck.sh" check "$before" || check=$?
+  rm -f "$before"
+  [ "$rc" != 0 ] || rc=$down
+  [ "$rc" != 0 ] || rc=$check
+  exit "$rc"
+}
+trap finish EXIT
 bash "$here/hostcheck.sh" snapshot "$before"
 s=$(date +%s)
 bash "$here/up.sh"
@@ -29,8 +41,8 @@ export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXE
 go run ./cmd/mcp-exec selftest --log-level warn
 CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestKubeRestartReapsOrphans)$' ./cmd/mcp-exec
 
-left=$($KCACHE/bin/kubectl --kubeconfig "$KUBECONFIG_ADMIN" get pods -A -l dev.mcp-exec.role=sandbox --no-headers 2>/dev/null | wc -l)
+left=$(kc get pods -A -l dev.mcp-exec.role=sandbox --no-headers 2>/dev/null | wc -l)
 if [ "$left" != 0 ]; then
-  echo "$left sandbox pods were left:"; $KCACHE/bin/kubectl --kubeconfig "$KUBECONFIG_ADMIN" get pods -A -l dev.mcp-exec.role=sandbox --show-labels; exit 1
+  echo "$left sandbox pods were left:"; kc get pods -A -l dev.mcp-exec.role=sandbox --show-labels; exit 1
 fi
 kts "no sandbox pod left"

@@ -7,9 +7,10 @@
 # $KSTATE entirely. Safe to run when nothing is up.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=env.sh
 . "$here/env.sh"
 [ -d "$KSTATE" ] || { kts "nothing to take down"; exit 0; }
-cd "$KSTATE"
+cd "$KSTATE" || exit 1
 
 stop() { # name: TERM, up to 10 s, then KILL
   local f=run/$1.pid p
@@ -26,14 +27,14 @@ stop kubelet
 stop kube-scheduler
 # Every task and container of our containerd's k8s.io namespace (never dockerd's containerd:
 # this socket is ours alone).
-if [ -S containerd.sock ] && timeout 10 $KCTR version >/dev/null 2>&1; then
-  for t in $($KCTR tasks ls -q 2>/dev/null); do $KCTR tasks kill -s KILL "$t" >/dev/null 2>&1; done
+if [ -S containerd.sock ] && timeout 10 "${KCTR[@]}" version >/dev/null 2>&1; then
+  for t in $("${KCTR[@]}" tasks ls -q 2>/dev/null); do "${KCTR[@]}" tasks kill -s KILL "$t" >/dev/null 2>&1; done
   for _ in $(seq 30); do
-    [ -z "$($KCTR tasks ls -q 2>/dev/null | head -1)" ] && break
-    for t in $($KCTR tasks ls -q 2>/dev/null); do $KCTR tasks delete -f "$t" >/dev/null 2>&1; done
+    [ -z "$("${KCTR[@]}" tasks ls -q 2>/dev/null | head -1)" ] && break
+    for t in $("${KCTR[@]}" tasks ls -q 2>/dev/null); do "${KCTR[@]}" tasks delete -f "$t" >/dev/null 2>&1; done
     sleep 0.2
   done
-  for c in $($KCTR containers ls -q 2>/dev/null); do $KCTR containers delete "$c" >/dev/null 2>&1; done
+  for c in $("${KCTR[@]}" containers ls -q 2>/dev/null); do "${KCTR[@]}" containers delete "$c" >/dev/null 2>&1; done
 fi
 stop containerd
 # Shims whose containerd was ours (matched on our socket's path, killed by PID).

@@ -1,4 +1,7 @@
+# shellcheck shell=bash
 # Shared settings for scripts/k8s/*.sh (sourced, not run).
+# The settings below are read by the scripts that source this file, not here:
+# shellcheck disable=SC2034
 #
 # Two directories, both outside the clone:
 #   KCACHE  built binaries and the pause image, keyed by version; kept between runs so a kept
@@ -17,13 +20,17 @@ KETCDPORT=12379 KETCDPEER=12380 KKUBELETPORT=20250 KKUBELETHEALTHZ=20248 KSCHEDP
 # per-pod process limit, set in the kubelet's config: Kubernetes has no per-container pids limit,
 # and the sandbox contract needs one (the server's limits check reads it back from inside a pod).
 KPODPIDS=${KPODPIDS:-128}
-KCTR="ctr -a $KSTATE/containerd.sock -n k8s.io"
+# ctr on the cluster's own containerd (never dockerd's), as an array: "${KCTR[@]}" ARGS, also
+# after timeout or nice.
+KCTR=(ctr -a "$KSTATE/containerd.sock" -n k8s.io)
 export KUBECONFIG_ADMIN=$KSTATE/etc/admin.kubeconfig
+# kc ARGS: kubectl as the cluster's admin.
+kc() { "$KCACHE/bin/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
 kts() { printf '[k8s %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 # kwaitfor SECONDS CMD...: retries CMD every 0.1 s until it succeeds.
 kwaitfor() {
   local n=$(( $1 * 10 )); shift
-  for _ in $(seq $n); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  for _ in $(seq "$n"); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
   echo "timeout waiting for: $*" >&2; return 1
 }

@@ -39,16 +39,19 @@
 # openssl, python3, curl (installed when missing); docker only to `docker save` the images.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=env.sh
 . "$here/env.sh"
 IMAGES=${IMAGES:-mcp-exec/python-sandbox:v1}   # dockerd images imported into the cluster's containerd
-KC="$KCACHE/bin/kubectl --kubeconfig $KSTATE/etc/admin.kubeconfig"
 
+# node_ready: the node reports the condition Ready=True.
+node_ready() {
+  [ "$(kc get node "$KNODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
 healthy() {
   for p in containerd etcd kube-apiserver kube-scheduler kubelet; do
     [ -f "$KSTATE/run/$p.pid" ] && kill -0 "$(cat "$KSTATE/run/$p.pid")" 2>/dev/null || return 1
   done
-  $KC get --raw /readyz >/dev/null 2>&1 &&
-    [ "$($KC get node $KNODE -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+  kc get --raw /readyz >/dev/null 2>&1 && node_ready
 }
 if healthy; then
   kts "already up: export KUBECONFIG=$KUBECONFIG_ADMIN"
@@ -58,19 +61,19 @@ if [ -d "$KSTATE/run" ]; then
   kts "partial cluster found: taking it down first"
   bash "$here/down.sh"
 fi
-for port in $KAPIPORT $KETCDPORT $KETCDPEER $KKUBELETPORT $KKUBELETHEALTHZ $KSCHEDPORT; do
+for port in "$KAPIPORT" "$KETCDPORT" "$KETCDPEER" "$KKUBELETPORT" "$KKUBELETHEALTHZ" "$KSCHEDPORT"; do
   if ss -Hltn "sport = :$port" | grep -q .; then
     echo "port $port on this host is taken (another cluster?); set KAPIPORT or stop it" >&2; exit 1
   fi
 done
 
-need=""
+need=()
 for p in containerd runc containernetworking-plugins openssl python3 curl; do
-  dpkg -s $p >/dev/null 2>&1 || need="$need $p"
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
-if [ -n "$need" ]; then
-  kts "installing$need"
-  apt-get install -y $need >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y $need >/dev/null; }
+if [ "${#need[@]}" -gt 0 ]; then
+  kts "installing ${need[*]}"
+  apt-get install -y "${need[@]}" >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y "${need[@]}" >/dev/null; }
 fi
 
 bash "$here/build.sh"
@@ -87,11 +90,11 @@ if [ ! -f pki/ca.crt ]; then
     o() { openssl "$@" 2>/dev/null; }
     o req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj /CN=mcp-exec-k8s-ca
     cert() { # name subject [subjectAltName]
-      o req -newkey rsa:2048 -nodes -keyout $1.key -out $1.csr -subj "$2"
-      if [ -n "${3:-}" ]; then printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$3" > $1.ext
-      else printf 'extendedKeyUsage=clientAuth\n' > $1.ext; fi
-      o x509 -req -in $1.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $1.crt -days 3650 -extfile $1.ext
-      rm -f $1.csr $1.ext
+      o req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2"
+      if [ -n "${3:-}" ]; then printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$3" > "$1.ext"
+      else printf 'extendedKeyUsage=clientAuth\n' > "$1.ext"; fi
+      o x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 3650 -extfile "$1.ext"
+      rm -f "$1.csr" "$1.ext"
     }
     cert apiserver /CN=kube-apiserver "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
     cert admin "/O=system:masters/CN=admin"
@@ -99,11 +102,11 @@ if [ ! -f pki/ca.crt ]; then
     cert kubelet-client "/O=system:nodes/CN=system:node:$KNODE"
     o genrsa -out sa.key 2048
     o rsa -in sa.key -pubout -out sa.pub
-    chmod 600 *.key
+    chmod 600 ./*.key
   )
 fi
 for u in admin:admin kubelet:kubelet-client; do
-  cat > etc/${u%%:*}.kubeconfig <<EOF
+  cat > "etc/${u%%:*}.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -180,15 +183,15 @@ kts "starting containerd"
 nohup containerd --config etc/containerd.toml > logs/containerd.log 2>&1 &
 echo $! > run/containerd.pid
 kwaitfor 20 test -S "$KSTATE/containerd.sock"   # (ctr waits ~10 s when the socket is missing)
-kwaitfor 20 $KCTR version
-$KCTR images import "$KCACHE/images/pause.oci.tar" >/dev/null
+kwaitfor 20 "${KCTR[@]}" version
+"${KCTR[@]}" images import "$KCACHE/images/pause.oci.tar" >/dev/null
 # An image is imported again only when dockerd's copy changed (its ID is recorded at import).
 for img in $IMAGES; do
   id=$(docker image inspect -f '{{.Id}}' "$img")
   rec=images/$(echo "$img" | tr '/:' '__').id
   if [ "$(cat "$rec" 2>/dev/null)" != "$id" ]; then
     kts "importing $img from dockerd"
-    docker save "$img" | nice -n 10 $KCTR images import - >/dev/null
+    docker save "$img" | nice -n 10 "${KCTR[@]}" images import - >/dev/null
     echo "$id" > "$rec"
   fi
 done
@@ -196,39 +199,39 @@ done
 # ------------------------------------------------------------------ etcd (empty every time)
 rm -rf etcd-data && mkdir etcd-data
 kts "starting etcd"
-nohup $B/etcd --name mcp-exec-test --data-dir "$KSTATE/etcd-data" \
-  --listen-client-urls http://127.0.0.1:$KETCDPORT --advertise-client-urls http://127.0.0.1:$KETCDPORT \
-  --listen-peer-urls http://127.0.0.1:$KETCDPEER --initial-advertise-peer-urls http://127.0.0.1:$KETCDPEER \
-  --initial-cluster mcp-exec-test=http://127.0.0.1:$KETCDPEER --listen-metrics-urls '' \
+nohup "$B/etcd" --name mcp-exec-test --data-dir "$KSTATE/etcd-data" \
+  --listen-client-urls "http://127.0.0.1:$KETCDPORT" --advertise-client-urls "http://127.0.0.1:$KETCDPORT" \
+  --listen-peer-urls "http://127.0.0.1:$KETCDPEER" --initial-advertise-peer-urls "http://127.0.0.1:$KETCDPEER" \
+  --initial-cluster "mcp-exec-test=http://127.0.0.1:$KETCDPEER" --listen-metrics-urls '' \
   --unsafe-no-fsync --quota-backend-bytes 2147483648 > logs/etcd.log 2>&1 &
 echo $! > run/etcd.pid
-kwaitfor 30 curl -sf http://127.0.0.1:$KETCDPORT/health
+kwaitfor 30 curl -sf "http://127.0.0.1:$KETCDPORT/health"
 
 # ------------------------------------------------------------------ kube-apiserver
 kts "starting kube-apiserver"
-nohup $B/kube-apiserver \
-  --etcd-servers=http://127.0.0.1:$KETCDPORT \
-  --bind-address=127.0.0.1 --secure-port=$KAPIPORT --advertise-address=127.0.0.1 \
+nohup "$B/kube-apiserver" \
+  --etcd-servers="http://127.0.0.1:$KETCDPORT" \
+  --bind-address=127.0.0.1 --secure-port="$KAPIPORT" --advertise-address=127.0.0.1 \
   --endpoint-reconciler-type=none \
-  --tls-cert-file=$KSTATE/pki/apiserver.crt --tls-private-key-file=$KSTATE/pki/apiserver.key \
-  --client-ca-file=$KSTATE/pki/ca.crt --anonymous-auth=false \
-  --kubelet-client-certificate=$KSTATE/pki/apiserver-kubelet-client.crt \
-  --kubelet-client-key=$KSTATE/pki/apiserver-kubelet-client.key \
+  --tls-cert-file="$KSTATE/pki/apiserver.crt" --tls-private-key-file="$KSTATE/pki/apiserver.key" \
+  --client-ca-file="$KSTATE/pki/ca.crt" --anonymous-auth=false \
+  --kubelet-client-certificate="$KSTATE/pki/apiserver-kubelet-client.crt" \
+  --kubelet-client-key="$KSTATE/pki/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types=Hostname \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  --service-account-key-file=$KSTATE/pki/sa.pub --service-account-signing-key-file=$KSTATE/pki/sa.key \
+  --service-account-key-file="$KSTATE/pki/sa.pub" --service-account-signing-key-file="$KSTATE/pki/sa.key" \
   --service-cluster-ip-range=10.96.0.0/24 \
   --authorization-mode=Node,RBAC \
   --enable-admission-plugins=NodeRestriction \
   --profiling=false > logs/kube-apiserver.log 2>&1 &
 echo $! > run/kube-apiserver.pid
-kwaitfor 120 $KC get --raw /readyz
+kwaitfor 120 kc get --raw /readyz
 
 # ------------------------------------------------------------------ kube-scheduler
 kts "starting kube-scheduler"
-nohup $B/kube-scheduler --kubeconfig=$KSTATE/etc/admin.kubeconfig \
-  --authentication-kubeconfig=$KSTATE/etc/admin.kubeconfig --authorization-kubeconfig=$KSTATE/etc/admin.kubeconfig \
-  --leader-elect=false --bind-address=127.0.0.1 --secure-port=$KSCHEDPORT \
+nohup "$B/kube-scheduler" --kubeconfig="$KSTATE/etc/admin.kubeconfig" \
+  --authentication-kubeconfig="$KSTATE/etc/admin.kubeconfig" --authorization-kubeconfig="$KSTATE/etc/admin.kubeconfig" \
+  --leader-elect=false --bind-address=127.0.0.1 --secure-port="$KSCHEDPORT" \
   > logs/kube-scheduler.log 2>&1 &
 echo $! > run/kube-scheduler.pid
 
@@ -292,8 +295,8 @@ PATH=/usr/bin:/bin nohup unshare --mount --propagation unchanged -- /bin/sh -c \
    --root-dir=$KSTATE/kubelet --cert-dir=$KSTATE/kubelet/pki --hostname-override=$KNODE --v=1" \
   > logs/kubelet.log 2>&1 &
 echo $! > run/kubelet.pid
-kwaitfor 120 sh -c "$KC get node $KNODE -o 'jsonpath={.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+kwaitfor 120 node_ready
 # No controller-manager: lift the taint its node-lifecycle controller would lift.
-$KC taint nodes $KNODE node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+kc taint nodes "$KNODE" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 bash "$here/kns.sh" default >/dev/null
 kts "cluster up: export KUBECONFIG=$KUBECONFIG_ADMIN"
