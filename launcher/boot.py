@@ -261,7 +261,65 @@ def frame(kind, payload=b""):
     return kind + n.to_bytes(4, "big") + payload
 
 
+# The seal (Kubernetes only, where the node's container log copies every byte written to
+# fd 1): when the start gate hands the bootstrap a key, everything written to fd 1 is XORed
+# with a keystream the server undoes (launcher/kube/seal.go). Block i of the keystream is
+# SHAKE-256(key || SEAL_LABEL || uint64_be(i)), SEAL_BLOCK bytes; the stream is the blocks in
+# order. The key comes through a pipe whose descriptor MCPEXEC_SEAL_FD names, and is read by
+# the parent after the fork: the child never holds it, not even in the copy of the parent's
+# memory (an environment variable would stay readable in the child's /proc/self/environ).
+SEAL_LABEL = b"mcp-exec seal v1"
+SEAL_BLOCK = 1 << 16
+SEAL_KEY_SIZE = 32
+seal = None  # set by parent() when there is a key
+
+
+def sealer(key):
+    from hashlib import shake_256
+    off, cache = 0, [None, b""]
+
+    def block(i):
+        if cache[0] != i:
+            cache[0] = i
+            cache[1] = shake_256(key + SEAL_LABEL + i.to_bytes(8, "big")).digest(SEAL_BLOCK)
+        return cache[1]
+
+    def seal(data):
+        nonlocal off
+        n = len(data)
+        parts, pos, end = [], off, off + n
+        while pos < end:
+            i, j = divmod(pos, SEAL_BLOCK)
+            take = min(SEAL_BLOCK - j, end - pos)
+            parts.append(block(i)[j:j + take])
+            pos += take
+        off = end
+        ks = b"".join(parts)
+        return (int.from_bytes(data, "little") ^ int.from_bytes(ks, "little")).to_bytes(n, "little")
+    return seal
+
+
+def read_seal_key(fd):
+    key = b""
+    try:
+        while len(key) < SEAL_KEY_SIZE:
+            b = os.read(fd, SEAL_KEY_SIZE - len(key))
+            if not b:
+                break
+            key += b
+        os.close(fd)
+    except OSError:
+        key = b""
+    if len(key) != SEAL_KEY_SIZE:
+        # Nothing may reach fd 1 unsealed; stderr carries no caller data.
+        os.write(2, b"mcp-exec: no seal key from the start gate\n")
+        os._exit(EXIT_FAILED)
+    return key
+
+
 def write_all(fd, data):
+    if fd == 1 and seal is not None:
+        data = seal(data)
     while data:
         n = os.write(fd, data)
         data = data[n:]
@@ -311,7 +369,8 @@ def child(main, out_w, err_w, ready_w, go_r, preload, outdir, close):
     _os._exit(failed)  # CHILD ends the process itself
 
 
-def parent(max_output, preload, outdir, max_file, max_files):
+def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
+    global seal
     import _signal
 
     out_r, out_w = os.pipe()
@@ -321,9 +380,12 @@ def parent(max_output, preload, outdir, max_file, max_files):
     pid = os.fork()
     if pid == 0:
         child(sys.modules["__main__"].__dict__, out_w, err_w, ready_w, go_r, preload, outdir,
-              (out_r, err_r, ready_r, go_w))
+              (out_r, err_r, ready_r, go_w) + ((seal_fd,) if seal_fd is not None else ()))
     for fd in (out_w, err_w, ready_w, go_r):
         os.close(fd)
+    # The key, after the fork (see SEAL_LABEL) and before anything is written to fd 1.
+    if seal_fd is not None:
+        seal = sealer(read_seal_key(seal_fd))
     # The container's stdin belongs to the child; the parent keeps a descriptor only to
     # read what the program left unread, after the result (see the end).
     rest = os.dup(0)
@@ -498,4 +560,10 @@ if __name__ == "__main__":
     if len(sys.argv) < 7 or sys.argv[1] != "parent":
         sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES\n")
         sys.exit(EXIT_USAGE)
-    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+    # Popped before the fork, so the program's environment does not name it either.
+    seal_fd = os.environ.pop("MCPEXEC_SEAL_FD", None)
+    if seal_fd is not None and not seal_fd.isdigit():
+        sys.stderr.write("mcp-exec: bad MCPEXEC_SEAL_FD\n")
+        sys.exit(EXIT_USAGE)
+    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
+           int(seal_fd) if seal_fd is not None else None)

@@ -138,19 +138,25 @@ func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("attaching to pod %s: %w", id, err)
 	}
+	key, line, err := newSealKey()
+	if err != nil {
+		return nil, err
+	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pr, pw := io.Pipe()
 	c := &conn{pw: pw, cancel: cancel, done: make(chan struct{})}
-	// Open the start gate (see startGate) before anything else is written: the bootstrap
-	// starts once the attach carries its output. The write returns when the stream reads it.
+	// Open the start gate (see startGate) with the pod's seal key before anything else is
+	// written: the bootstrap starts once the attach carries its output, and seals all of
+	// it. The write returns when the stream reads it.
 	c.mu.Lock()
 	go func() {
 		defer c.mu.Unlock()
-		_, _ = pw.Write([]byte("\n"))
+		_, _ = pw.Write([]byte(line + "\n"))
 	}()
+	unsealed := newUnsealer(stdout, key)
 	go func() {
 		defer close(c.done)
-		err := exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: pr, Stdout: stdout, Stderr: stderr})
+		err := exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: pr, Stdout: unsealed, Stderr: stderr})
 		_ = pr.CloseWithError(io.ErrClosedPipe)
 		if err != nil && sctx.Err() == nil {
 			b.log.Debug().Err(err).Str("pod", id).Msg("attach stream ended with an error")

@@ -49,17 +49,35 @@ const (
 	// podNamePrefix: the API server appends a random suffix (GenerateName). Nothing of the
 	// caller, and not the instance (whose characters a name may not hold), is in a name.
 	podNamePrefix = "mcp-exec-sandbox-"
-	// startGate is the container's first program: it waits for one newline on stdin, which
+	// startGate is the container's first program: it waits for its line on stdin, which
 	// Start sends once the attach is in place, then becomes the bootstrap (same PID 1). A
 	// pod runs as soon as it is scheduled, long before anyone attaches, and what a
 	// container writes while nobody is attached is lost to the attach (the bootstrap
 	// writes its ready frame early). Fixed text, nothing of any job.
+	// The line is the pod's seal key in hex (seal.go): read one byte at a time (the rest of
+	// stdin is the bootstrap's), bounded, checked, else exit 70. The key goes to the
+	// bootstrap through a pipe whose descriptor MCPEXEC_SEAL_FD names, never through the
+	// environment (boot.py, SEAL_LABEL, says why).
 	// It also drops the KUBERNETES_SERVICE_* and KUBERNETES_PORT* variables, which the
 	// kubelet sets in every container whatever enableServiceLinks says: the sandbox's
 	// environment is the Spec's alone.
-	startGate = "import os, sys\nif os.read(0, 1) != b'\\n':\n    os._exit(70)\n" +
-		"env = {k: v for k, v in os.environ.items() if not k.startswith(('KUBERNETES_SERVICE_', 'KUBERNETES_PORT'))}\n" +
-		"os.execvpe(sys.argv[1], sys.argv[1:], env)"
+	startGate = `import os, sys
+line = b''
+while not line.endswith(b'\n'):
+    b = os.read(0, 1)
+    if not b or len(line) > 64:
+        os._exit(70)
+    line += b
+key = line[:-1]
+if len(key) != 64 or key.strip(b'0123456789abcdef'):
+    os._exit(70)
+r, w = os.pipe()
+os.write(w, bytes.fromhex(key.decode()))
+os.close(w)
+os.set_inheritable(r, True)
+env = {k: v for k, v in os.environ.items() if not k.startswith(('KUBERNETES_SERVICE_', 'KUBERNETES_PORT'))}
+env['MCPEXEC_SEAL_FD'] = str(r)
+os.execvpe(sys.argv[1], sys.argv[1:], env)`
 	// noDNS is the only nameserver a sandbox is given: its own loopback, where nothing
 	// listens, so every lookup fails at once, with or without a network.
 	noDNS = "127.0.0.1"
