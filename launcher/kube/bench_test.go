@@ -42,7 +42,7 @@ func BenchmarkLivePodChurn(b *testing.B) {
 	applyBase(b, cfg)
 	be, _ := newLiveBackend(b, cfg, Options{})
 	spec := testSpec()
-	spec.Command = []string{"python3", "-I", "-c", "import sys; print(sys.stdin.read().upper(), end='')"}
+	spec.Command = []string{"python3", "-I", "-c", sealed("import sys; print(sys.stdin.read().upper(), end='')")}
 	spec.Labels[backend.LabelInstance] = "kube-bench"
 	b.Run("sequential", func(b *testing.B) {
 		var run time.Duration
