@@ -16,8 +16,9 @@
 #   X  JSON           the program has ended: {"exit": N, "signal": S, "oom": B, "dropped": B}
 #   F  text           the bootstrap itself failed
 #
-# Everything the program writes is wrapped in O and E frames, so it cannot forge an X
-# frame. The program cannot reach the parent either: the parent is PID 1 of the
+# On Kubernetes the whole stream is sealed with a per-pod key (see SEAL_LABEL), since the
+# node's container log copies it; elsewhere it is plain. Everything the program writes is
+# wrapped in O and E frames, so it cannot forge an X frame. The program cannot reach the parent either: the parent is PID 1 of the
 # container's PID namespace (signals without a handler are not delivered to it from
 # inside), ignores SIGINT, and makes itself non-dumpable, so that /proc/1/fd, /proc/1/mem
 # and ptrace are closed to the program even though both run as the same user. The child

@@ -12,14 +12,16 @@
 //     activeDeadlineSeconds, grace period 0), and carries the ownership labels and the
 //     deployer's fixed labels only: no caller data in any field, annotation or event.
 //   - Code, stdin and files travel only over the attach stream's stdin. The container's
-//     first program is a fixed start gate that waits for the backend's newline, so the
-//     bootstrap writes nothing before an attach carries its output.
+//     first program is a fixed start gate that waits for the backend's line (the pod's seal
+//     key), so the bootstrap writes nothing before an attach carries its output.
+//   - Nothing of the caller's reaches the node's disk: the CRI runtime copies every byte a
+//     container writes to stdout or stderr into the node's container log, attached or not,
+//     so the bootstrap seals its stdout (frames, output, files) with a keystream from 32
+//     random bytes of this pod alone, which only stdin carried (seal.go); its stderr holds
+//     its own diagnostics only. The key reaches the bootstrap through a pipe read after the
+//     fork, so the program never holds it.
 //   - The backend's requests are exactly those deploy/kubernetes' Role allows (pods create,
 //     get, list, watch, delete; pods/attach create); its tests run as that ServiceAccount.
 //   - A create is never cancelled mid-request, so every pod made has a known name and is
 //     deleted; deletes use grace period 0.
-//
-// Known gap: the CRI runtime writes every container's stdout and stderr to the node's
-// container log, attached or not, so the program's (framed) output reaches the node's disk
-// (docs/kubernetes.md, "Threat model").
 package kube

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,5 +240,15 @@ print("env:", sorted(k for k in os.environ if k.startswith("MCPEXEC")))
 	}
 	if !strings.Contains(string(fr['E']), "err-"+marker) || !bytes.Contains(fr['D'], []byte(fileMarker)) || len(fr['X']) == 0 {
 		t.Errorf("unsealed frames: got E %q, D %q, X %q; want the stderr marker, the file and the exit", fr['E'], fr['D'], fr['X'])
+	}
+}
+
+// BenchmarkUnseal: the server's cost of unsealing, in the attach's 32 KiB writes.
+func BenchmarkUnseal(b *testing.B) {
+	u := newUnsealer(io.Discard, make([]byte, sealKeySize))
+	p := make([]byte, 32<<10)
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		_, _ = u.Write(p)
 	}
 }
