@@ -26,12 +26,12 @@ const envNodeState = "MCP_EXEC_TEST_KSTATE"
 
 func nodeState(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv(envNodeState)
-	if dir == "" {
+	dir, set := os.LookupEnv(envNodeState)
+	if !set {
 		dir = filepath.Dir(filepath.Dir(os.Getenv(envKubeconfig)))
 	}
 	if st, err := os.Stat(filepath.Join(dir, "podlogs")); err != nil || !st.IsDir() {
-		if os.Getenv("CI") == "true" {
+		if set || os.Getenv("CI") == "true" {
 			t.Fatalf("no test cluster state at %q (%s): %v", dir, envNodeState, err)
 		}
 		t.Skipf("no test cluster state at %q: set %s to the cluster's KSTATE", dir, envNodeState)

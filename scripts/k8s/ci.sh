@@ -25,6 +25,8 @@ s=$(date +%s)
 bash "$here/up.sh"
 kts "cluster up in $(( $(date +%s) - s )) s"
 export MCP_EXEC_TEST_KUBECONFIG=$KUBECONFIG_ADMIN
+# the node state TestLiveOutputNotOnNode searches for caller data (podLogsDir, containerd, ...)
+export MCP_EXEC_TEST_KSTATE=$KSTATE
 
 # The manifests (server-side dry run, Pod Security, RBAC) and the backend, as the server's
 # ServiceAccount, against the cluster. They apply deploy/kubernetes' namespace, ServiceAccount,
