@@ -266,9 +266,10 @@ def frame(kind, payload=b""):
 # fd 1): when the start gate hands the bootstrap a key, everything written to fd 1 is XORed
 # with a keystream the server undoes (launcher/kube/seal.go). Block i of the keystream is
 # SHAKE-256(key || SEAL_LABEL || uint64_be(i)), SEAL_BLOCK bytes; the stream is the blocks in
-# order. The key comes through a pipe whose descriptor MCPEXEC_SEAL_FD names, and is read by
-# the parent after the fork: the child never holds it, not even in the copy of the parent's
-# memory (an environment variable would stay readable in the child's /proc/self/environ).
+# order. The key comes through a pipe whose descriptor the last argument names (seal-fd=N),
+# and is read by the parent after the fork: the child never holds it, not even in the copy
+# of the parent's memory (an environment variable would stay readable in the child's
+# /proc/self/environ, popped or not: it lives on the initial stack, which fork copies).
 SEAL_LABEL = b"mcp-exec seal v1"
 SEAL_BLOCK = 1 << 16
 SEAL_KEY_SIZE = 32
@@ -559,12 +560,12 @@ def send_files(outdir, max_file, max_total, max_count=64):
 
 if __name__ == "__main__":
     if len(sys.argv) < 7 or sys.argv[1] != "parent":
-        sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES\n")
+        sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES [seal-fd=N]\n")
         sys.exit(EXIT_USAGE)
-    # Popped before the fork, so the program's environment does not name it either.
-    seal_fd = os.environ.pop("MCPEXEC_SEAL_FD", None)
-    if seal_fd is not None and not seal_fd.isdigit():
-        sys.stderr.write("mcp-exec: bad MCPEXEC_SEAL_FD\n")
-        sys.exit(EXIT_USAGE)
-    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
-           int(seal_fd) if seal_fd is not None else None)
+    seal_fd = None
+    if len(sys.argv) > 7:
+        if len(sys.argv) > 8 or not sys.argv[7].startswith("seal-fd=") or not sys.argv[7][8:].isdigit():
+            sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES [seal-fd=N]\n")
+            sys.exit(EXIT_USAGE)
+        seal_fd = int(sys.argv[7][8:])
+    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), seal_fd)

@@ -47,7 +47,7 @@ func newLiveBackend(t testing.TB, cfg *rest.Config, opts Options) (*Backend, kub
 func sealed(program string) string {
 	return `import io as _io, os as _os, sys as _sys, hashlib as _h
 class _Sealed(_io.RawIOBase):
-    key, off = _os.read(int(_os.environ.pop("MCPEXEC_SEAL_FD")), 32), 0
+    key, off = _os.read(int(_sys.argv.pop().removeprefix("seal-fd=")), 32), 0
     def writable(self):
         return True
     def write(self, b):

@@ -56,8 +56,9 @@ const (
 	// writes its ready frame early). Fixed text, nothing of any job.
 	// The line is the pod's seal key in hex (seal.go): read one byte at a time (the rest of
 	// stdin is the bootstrap's), bounded, checked, else exit 70. The key goes to the
-	// bootstrap through a pipe whose descriptor MCPEXEC_SEAL_FD names, never through the
-	// environment (boot.py, SEAL_LABEL, says why).
+	// bootstrap through a pipe whose descriptor a last argument names (seal-fd=N), never
+	// through the environment (boot.py, SEAL_LABEL, says why: not even the descriptor's
+	// number, since the sandbox's environment is the Spec's alone).
 	// It also drops the KUBERNETES_SERVICE_* and KUBERNETES_PORT* variables, which the
 	// kubelet sets in every container whatever enableServiceLinks says: the sandbox's
 	// environment is the Spec's alone.
@@ -76,8 +77,7 @@ os.write(w, bytes.fromhex(key.decode()))
 os.close(w)
 os.set_inheritable(r, True)
 env = {k: v for k, v in os.environ.items() if not k.startswith(('KUBERNETES_SERVICE_', 'KUBERNETES_PORT'))}
-env['MCPEXEC_SEAL_FD'] = str(r)
-os.execvpe(sys.argv[1], sys.argv[1:], env)`
+os.execvpe(sys.argv[1], sys.argv[1:] + ['seal-fd=%d' % r], env)`
 	// noDNS is the only nameserver a sandbox is given: its own loopback, where nothing
 	// listens, so every lookup fails at once, with or without a network.
 	noDNS = "127.0.0.1"

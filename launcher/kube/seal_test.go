@@ -104,7 +104,7 @@ func runGated(t *testing.T, stdin string, command ...string) (stdout, stderr []b
 }
 
 // TestStartGate: the gate takes exactly one line of 64 lower-case hex digits, passes the key
-// on through the descriptor MCPEXEC_SEAL_FD names (not in the environment), leaves the rest of
+// on through the descriptor its last argument names (nothing in the environment), leaves the rest of
 // stdin to the bootstrap, and exits 70 on anything else.
 func TestStartGate(t *testing.T) {
 	key, line, err := newSealKey()
@@ -112,10 +112,10 @@ func TestStartGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := `import os, sys
-fd = int(os.environ["MCPEXEC_SEAL_FD"])
-print(os.read(fd, 64).hex(), sys.stdin.read(), any("` + line[:16] + `" in v for v in os.environ.values()))`
+fd = int(sys.argv[-1].removeprefix("seal-fd="))
+print(os.read(fd, 64).hex(), sys.stdin.read(), sorted(k for k in os.environ if k.startswith("MCPEXEC")), b"` + line[:16] + `" in open("/proc/self/environ", "rb").read())`
 	out, errb, code := runGated(t, line+"\nrest of stdin", "-I", "-c", prog)
-	if want := hex.EncodeToString(key) + " rest of stdin False\n"; code != 0 || string(out) != want {
+	if want := hex.EncodeToString(key) + " rest of stdin [] False\n"; code != 0 || string(out) != want {
 		t.Errorf("good key: got %q (stderr %q, exit %d), want %q", out, errb, code, want)
 	}
 	for name, in := range map[string]string{
@@ -209,7 +209,7 @@ for fd in map(int, os.listdir("/proc/self/fd")):
     except OSError:
         pass
 print("key on a descriptor:", held)
-print("env:", sorted(k for k in os.environ if k.startswith("MCPEXEC")))
+print("env:", sorted(k for k in os.environ if k.startswith("MCPEXEC")), b"MCPEXEC" in open("/proc/self/environ", "rb").read())
 `, marker, "err-"+marker, outdir, outdir, fileMarker, h[:32], h[32:], h[:32], h[32:])
 	stdin := fmt.Sprintf("%s\nMCPEXEC2 %d 0\n%s", line, len(code), code)
 	out, errb, exit := runGated(t, stdin, "-I", "-c", string(src), "parent", "1048576", "", outdir, "8388608", "16777216")
@@ -233,7 +233,7 @@ print("env:", sorted(k for k in os.environ if k.startswith("MCPEXEC")))
 	}
 	fr := frames(t, plain.Bytes())
 	o := string(fr['O'])
-	for _, want := range []string{marker + "\n", "key in memory: []\n", "key on a descriptor: []\n", "env: []\n", "scan ok: True\n"} {
+	for _, want := range []string{marker + "\n", "key in memory: []\n", "key on a descriptor: []\n", "env: [] False\n", "scan ok: True\n"} {
 		if !strings.Contains(o, want) {
 			t.Errorf("unsealed stdout frames: got %q, want %q in them", o, want)
 		}
