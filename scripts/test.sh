@@ -157,8 +157,9 @@ step "compose (server image, docker-compose up, the e2e client, down)"
 bash scripts/compose-test.sh
 
 step "kubernetes: a one-node cluster of our own (scripts/k8s), the manifests and the backend on it, down, host as it was"
-# Warm (binaries and image cached): 185 s measured: up 6 s, launcher/kube tests 47 s (manifests
-# dry run, RBAC, backend as the ServiceAccount), selftest 35 s, TypeScript e2e + crash/reap 66 s,
+# Warm (binaries and image cached): 185 s measured (207 s on 2026-11-30 with the seal: launcher/kube
+# tests 58 s, e2e 80 s): up 6 s, launcher/kube tests 47 s (manifests dry run, RBAC, backend as the
+# ServiceAccount, the node's disk searched for output in ~1 s), selftest 35 s, TypeScript e2e + crash/reap 66 s,
 # down 13 s, host check. Cold adds ~11 min to build the cluster's binaries into
 # /var/cache/mcp-exec/k8s-v1.34.4 (once per machine), ~25 s to import the sandbox image and
 # ~3 min for the first -race build of client-go. Uses the shared dockerd only for `docker save`.
