@@ -15,7 +15,9 @@ import (
 
 	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
@@ -37,6 +39,13 @@ func TestKubeRestartReapsOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := kubernetes.NewForConfigOrDie(rc)
+	// client-go shares one transport per TLS configuration across the process; its idle
+	// connections (and their read loops) end here, so that goleak sees none of them.
+	t.Cleanup(func() {
+		if tr, err := rest.TransportFor(rc); err == nil {
+			utilnet.CloseIdleConnectionsFor(tr)
+		}
+	})
 	const ns = "mcp-exec"
 	bin := filepath.Join(t.TempDir(), "mcp-exec")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
