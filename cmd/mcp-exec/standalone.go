@@ -102,7 +102,7 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 		// rlimits are per process): they must be at most the configured ones.
 		if err := verifyLimits(ctx, cfg, l, log); err != nil {
 			cleanup()
-			return nil, nil, fmt.Errorf("the container's own limits are the outer bound of every run: %w (docker run --memory 256m --pids-limit 128 --cpus 1; Kubernetes: resources.limits)", err)
+			return nil, nil, fmt.Errorf("the container's own limits are the outer bound of every run: %w (docker run --memory 256m --memory-swap 256m --pids-limit 128 --cpus 1; Kubernetes: resources.limits)", err)
 		}
 	}
 	stopOnSignal.Store(func(sig os.Signal) bool {

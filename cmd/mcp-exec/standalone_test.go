@@ -28,7 +28,7 @@ var saLocked = []string{
 	"--network", "none", "--read-only", "--cap-drop", "ALL",
 	"--security-opt", "no-new-privileges", "--user", "65532:65532",
 	"--tmpfs", "/tmp:rw,noexec,nosuid,size=64m",
-	"--memory", "256m", "--pids-limit", "128", "--cpus", "1",
+	"--memory", "256m", "--memory-swap", "256m", "--pids-limit", "128", "--cpus", "1",
 }
 
 var saSeq atomic.Int64
@@ -99,6 +99,7 @@ func TestStandaloneRefusesWithoutEachLock(t *testing.T) {
 		{"root", replaced(saLocked, "--user", "0:0"), nil, `"not root" missing: running as uid 0`},
 		{"tmpfs", without(saLocked, "--tmpfs", true), nil, `"/tmp a size-limited tmpfs" missing: /tmp is not a tmpfs`},
 		{"tmpfs unsized", replaced(saLocked, "--tmpfs", "/tmp:rw,noexec,nosuid"), nil, `"/tmp a size-limited tmpfs" missing: /tmp is a tmpfs of`},
+		{"memory-swap", without(saLocked, "--memory-swap", true), nil, `"no swap beyond the memory limit" missing: memory.`},
 		{"network", replaced(saLocked, "--network", "bridge"), nil, `"network namespace holds only loopback" missing: interfaces eth0 besides loopback`},
 		{"http without the egress statement", replaced(saLocked, "--network", "bridge"), []string{"MCP_EXEC_TRANSPORT=http"}, `"egress denied" missing: serving HTTP/SSE needs a network`},
 	} {
@@ -415,33 +416,56 @@ func TestStandaloneTokenFileRefused(t *testing.T) {
 	}
 }
 
-// TestStandaloneSelftest runs the selftest in this mode: every line says whether the
-// invariant holds per exec or only per container, and the per-container ones that
-// the README's command provides pass.
+// TestStandaloneSelftest runs the selftest in this mode, with the README's command and
+// the seccomp profile mcp-exec ships (`mcp-exec seccomp-profile`; the runtime's default
+// on Docker 20.10 allows io_uring): every line says whether the invariant holds per exec
+// or only per container, the per-container ones pass, the probes written for a
+// container per exec show exactly the documented differences, and nothing fails.
 func TestStandaloneSelftest(t *testing.T) {
 	img := saImage(t)
-	args := append([]string{"run", "--rm", "--name", saName(t)}, saLocked...)
-	args = append(args, img, "selftest")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	out, _ := exec.CommandContext(ctx, "docker", args...).Output()
+	profile, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", img, "seccomp-profile").Output()
+	if err != nil || !json.Valid(profile) {
+		t.Fatalf("mcp-exec seccomp-profile in the image: %v: %.200s", err, profile)
+	}
+	path := filepath.Join(t.TempDir(), "mcp-exec-seccomp.json")
+	if err := os.WriteFile(path, profile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"run", "--rm", "--name", saName(t)}, saLocked...)
+	args = append(args, "--security-opt", "seccomp="+path, img, "selftest")
+	out, err := exec.CommandContext(ctx, "docker", args...).Output()
 	t.Logf("selftest --backend process:\n%s", out)
-	lines := 0
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "FAIL ") {
-			lines++
+	if err != nil {
+		t.Errorf("selftest exited with %v, want 0", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	n := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "FAIL ") || strings.HasPrefix(l, "diff ") {
+			n++
 			if !strings.Contains(l, "[per exec") && !strings.Contains(l, "[per container") {
 				t.Errorf("selftest line without its scope: %s", l)
 			}
 		}
 	}
-	if lines < 20 {
-		t.Fatalf("got %d selftest lines, want every probe", lines)
+	if n < 20 {
+		t.Fatalf("got %d selftest lines, want every probe", n)
+	}
+	if last := lines[len(lines)-1]; !regexp.MustCompile(`^[0-9]+ passed, 0 failed, 5 documented differences, 2 not checked `).MatchString(last) {
+		t.Errorf("selftest's last line: %q, want 0 failed, the 5 documented differences and the 2 host views not checked", last)
 	}
 	for _, name := range []string{"limits_enforced", "network_only_loopback", "capabilities_empty", "no_new_privs",
-		"root_fs_read_only", "tmp_private_noexec_capped", "no_engine_socket", "fds_only_std", "pids_limit_stops_fork_bomb"} {
+		"seccomp_filter_active", "seccomp_denies_dangerous_syscalls", "root_fs_read_only", "tmp_private_noexec_capped",
+		"no_engine_socket", "fds_only_std", "bootstrap_unreachable", "memory_limit_kills_program", "memory_oom_reported_for_child", "pids_limit_stops_fork_bomb"} {
 		if !regexp.MustCompile(`(?m)^ok +` + name + ` `).Match(out) {
 			t.Errorf("selftest: %s did not pass", name)
+		}
+	}
+	for name := range knownDifferences["process"] {
+		if !regexp.MustCompile(`(?m)^diff +` + name + ` +documented difference of the process backend: `).Match(out) {
+			t.Errorf("selftest: %s is not the documented difference", name)
 		}
 	}
 }

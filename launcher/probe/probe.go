@@ -87,6 +87,11 @@ type Params struct {
 	// in the probe's output), and every probe fails when the kernel it finds is not the
 	// one this says.
 	GVisor bool
+	// Process says the programs run as children of the server in its own container
+	// (the process backend, standalone mode): PID 1 is the server, not the bootstrap.
+	// bootstrap_unreachable then sends PID 1 no SIGTERM or SIGINT (the server kills the
+	// run under way on either, by design) and does not expect to be PID 1's child.
+	Process bool
 	// Token names the files and processes of the two-run probes; "" derives one from
 	// the clock. Runs that share an engine should use distinct tokens.
 	Token string
@@ -268,8 +273,10 @@ CANARY_VALUE = %s
 HOST_ADDRS = %s
 TOKEN = %s
 GVISOR = %s
+PROCESS = %s
 `, o.Memory, o.Pids, js(o.CPUs), o.TmpfsSize, SandboxUID, js(SandboxEnvKeys),
-		js(o.CanaryName), js(o.CanaryValue), js(addrs), js(o.Token), map[bool]string{true: "True", false: "False"}[o.GVisor])
+		js(o.CanaryName), js(o.CanaryValue), js(addrs), js(o.Token), map[bool]string{true: "True", false: "False"}[o.GVisor],
+		map[bool]string{true: "True", false: "False"}[o.Process])
 }
 
 // Verdict reads the probe's verdict from its output: nil for a final "PROBE OK"

@@ -109,6 +109,9 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 			miss("/tmp a size-limited tmpfs", "/tmp is a tmpfs of %d bytes, more than the %d allowed (MCP_EXEC_TMPFS_SIZE, --tmpfs-size); mount it with size=: docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m", size, l.MaxTmpfs)
 		}
 	}
+	if found := swapBeyondMemory(); found != "" {
+		miss("no swap beyond the memory limit", "%s: a run could swap as much again as the container's memory limit; docker run --memory-swap 256m, equal to --memory (compose: memswap_limit; Kubernetes: a node without swap, or swapBehavior NoSwap)", found)
+	}
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return st, fmt.Errorf("listing network interfaces: %w", err)
@@ -265,4 +268,31 @@ func gateways(path string) []string {
 		out = append(out, net.IPv4(byte(v), byte(v>>8), byte(v>>16), byte(v>>24)).String())
 	}
 	return out
+}
+
+// swapBeyondMemory says what the container's memory cgroup shows when it lets the
+// container swap beyond its memory limit, "" when it does not (or shows no memory
+// cgroup): cgroup v1 memory.memsw.limit_in_bytes above memory.limit_in_bytes (absent
+// when the host has swap accounting off), cgroup v2 memory.swap.max other than 0.
+func swapBeyondMemory() string {
+	readInt := func(path string) (int64, bool) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return n, err == nil
+	}
+	if memsw, ok := readInt("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"); ok {
+		if mem, ok := readInt("/sys/fs/cgroup/memory/memory.limit_in_bytes"); ok && memsw > mem {
+			return fmt.Sprintf("memory.memsw.limit_in_bytes is %d, more than memory.limit_in_bytes %d", memsw, mem)
+		}
+		return ""
+	}
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.swap.max"); err == nil {
+		if v := strings.TrimSpace(string(b)); v != "0" {
+			return "memory.swap.max is " + v + ", want 0"
+		}
+	}
+	return ""
 }
