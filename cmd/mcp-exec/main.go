@@ -207,44 +207,13 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := launcher.New(be, launcher.Options{
-		Image:          cfg.Image,
-		Python:         cfg.Python,
-		Memory:         cfg.Memory,
-		Pids:           cfg.Pids,
-		CPUs:           cfg.CPUs,
-		TmpfsSize:      cfg.TmpfsSize,
-		Runtime:        cfg.Runtime,
-		MaxOutputBytes: int(cfg.MaxOutputBytes),
-		MaxFileBytes:   int(cfg.MaxFileBytes),
-		MaxFilesBytes:  int(cfg.MaxFilesBytes),
-		DefaultTimeout: cfg.DefaultTimeout,
-		Instance:       cfg.Instance,
-		MaxConcurrent:  cfg.MaxConcurrent,
-		MaxQueue:       cfg.MaxQueue,
-		PoolSize:       cfg.PoolSize,
-		EngineWait:     cfg.EngineWait,
-		Preload:        splitList(cfg.Preload),
-		Metrics:        m,
-		Logger:         log,
-	})
-	if err != nil {
-		be.close()
-		return nil, nil, err
-	}
-	m.watchPool(l)
-	cleanup := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			log.Warn().Err(err).Msg("closing launcher")
-		}
-		be.close()
-	}
+	opts := launcherOptions(cfg, cfg.Image, m, log)
+	opts.Runtime = cfg.Runtime
+	opts.EngineWait = cfg.EngineWait
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := l.Check(cctx); err != nil {
-		cleanup()
+	l, cleanup, err := startLauncher(cctx, cfg, be, opts, m, log, func(context.Context) { be.close() })
+	if err != nil {
 		return nil, nil, err
 	}
 	if reap {
@@ -266,6 +235,55 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	}
 	log.Info().Str("backend", cfg.Backend).Str("engine", name).Str("engine_host", be.host).Str("runtime", cfg.Runtime).Msg("engine ready")
 	return l, cleanup, nil
+}
+
+// startLauncher makes the launcher over be and checks the backend and the image
+// within ctx. Its cleanup closes the launcher, then be (closeBackend), within
+// ShutdownGrace; on an error both are closed already.
+func startLauncher(ctx context.Context, cfg Config, be launcher.Backend, opts launcher.Options, m *metrics, log zerolog.Logger, closeBackend func(context.Context)) (*launcher.Launcher, func(), error) {
+	l, err := launcher.New(be, opts)
+	if err != nil {
+		closeBackend(context.Background())
+		return nil, nil, err
+	}
+	m.watchPool(l)
+	cleanup := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+		defer cancel()
+		if err := l.Close(ctx); err != nil {
+			log.Warn().Err(err).Msg("closing launcher")
+		}
+		closeBackend(ctx)
+	}
+	if err := l.Check(ctx); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return l, cleanup, nil
+}
+
+// launcherOptions are the launcher's options every backend takes from the
+// configuration; a backend's own (runtime, engine wait) are set by its caller.
+func launcherOptions(cfg Config, image string, m *metrics, log zerolog.Logger) launcher.Options {
+	return launcher.Options{
+		Image:          image,
+		Python:         cfg.Python,
+		Memory:         cfg.Memory,
+		Pids:           cfg.Pids,
+		CPUs:           cfg.CPUs,
+		TmpfsSize:      cfg.TmpfsSize,
+		MaxOutputBytes: int(cfg.MaxOutputBytes),
+		MaxFileBytes:   int(cfg.MaxFileBytes),
+		MaxFilesBytes:  int(cfg.MaxFilesBytes),
+		DefaultTimeout: cfg.DefaultTimeout,
+		Instance:       cfg.Instance,
+		MaxConcurrent:  cfg.MaxConcurrent,
+		MaxQueue:       cfg.MaxQueue,
+		PoolSize:       cfg.PoolSize,
+		Preload:        splitList(cfg.Preload),
+		Metrics:        m,
+		Logger:         log,
+	}
 }
 
 // engineClient connects to the configured engine (engine.NewClientWith), logging

@@ -58,43 +58,14 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 		},
 		Log: log,
 	})
-	l, err := launcher.New(be, launcher.Options{
-		Image:          "process",
-		Python:         cfg.Python,
-		Memory:         cfg.Memory,
-		Pids:           cfg.Pids,
-		CPUs:           cfg.CPUs,
-		TmpfsSize:      cfg.TmpfsSize,
-		MaxOutputBytes: int(cfg.MaxOutputBytes),
-		MaxFileBytes:   int(cfg.MaxFileBytes),
-		MaxFilesBytes:  int(cfg.MaxFilesBytes),
-		DefaultTimeout: cfg.DefaultTimeout,
-		Instance:       cfg.Instance,
-		MaxConcurrent:  cfg.MaxConcurrent,
-		MaxQueue:       cfg.MaxQueue,
-		PoolSize:       cfg.PoolSize,
-		Preload:        splitList(cfg.Preload),
-		Metrics:        m,
-		Logger:         log,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	m.watchPool(l)
-	cleanup := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			log.Warn().Err(err).Msg("closing launcher")
-		}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	l, cleanup, err := startLauncher(cctx, cfg, be, launcherOptions(cfg, "process", m, log), m, log, func(ctx context.Context) {
 		if err := be.Close(ctx); err != nil {
 			log.Warn().Err(err).Msg("closing the process backend")
 		}
-	}
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := l.Check(cctx); err != nil {
-		cleanup()
+	})
+	if err != nil {
 		return nil, nil, err
 	}
 	if verify {
