@@ -18,12 +18,24 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher"
 )
 
-// inputFile is one entry of the "files" argument.
-type inputFile struct {
-	Name     string `json:"name" jsonschema:"Path of the file relative to the working directory /tmp, e.g. data.csv or in/data.csv. No leading /, no . or .. parts, no backslashes."`
-	Content  string `json:"content" jsonschema:"The file's content: the text itself, or base64 when encoding is base64."`
-	Encoding string `json:"encoding,omitempty" jsonschema:"How content is encoded: utf-8 (the default: content is the text) or base64 (for binary files)."`
-}
+// The files of a call: those it brings and those its program leaves.
+type (
+	// inputFile is one entry of the "files" argument.
+	inputFile struct {
+		Name     string `json:"name" jsonschema:"Path of the file relative to the working directory /tmp, e.g. data.csv or in/data.csv. No leading /, no . or .. parts, no backslashes."`
+		Content  string `json:"content" jsonschema:"The file's content: the text itself, or base64 when encoding is base64."`
+		Encoding string `json:"encoding,omitempty" jsonschema:"How content is encoded: utf-8 (the default: content is the text) or base64 (for binary files)."`
+	}
+
+	// fileInfo describes one file the program left in /tmp/outputs.
+	fileInfo struct {
+		Name     string `json:"name" jsonschema:"Path relative to /tmp/outputs."`
+		MIMEType string `json:"mime_type" jsonschema:"The file's MIME type, from its content or its extension."`
+		Size     int64  `json:"size" jsonschema:"Size in bytes."`
+		Returned bool   `json:"returned" jsonschema:"True when the file's content is in the result (as an image or an embedded resource)."`
+		Reason   string `json:"reason,omitempty" jsonschema:"Why the file was not returned (for example a size cap); absent when returned."`
+	}
+)
 
 // Limits on input file names. They are the usual limits of Linux file systems
 // (NAME_MAX) and, for the whole path, well below PATH_MAX.

@@ -43,15 +43,6 @@ type execOutput struct {
 	Files []fileInfo `json:"files" jsonschema:"Every file the program left in /tmp/outputs (open matplotlib figures among them, as figure-N.png), in name order; the returned ones follow the text as image or resource content, in this order."`
 }
 
-// fileInfo describes one file the program left in /tmp/outputs.
-type fileInfo struct {
-	Name     string `json:"name" jsonschema:"Path relative to /tmp/outputs."`
-	MIMEType string `json:"mime_type" jsonschema:"The file's MIME type, from its content or its extension."`
-	Size     int64  `json:"size" jsonschema:"Size in bytes."`
-	Returned bool   `json:"returned" jsonschema:"True when the file's content is in the result (as an image or an embedded resource)."`
-	Reason   string `json:"reason,omitempty" jsonschema:"Why the file was not returned (for example a size cap); absent when returned."`
-}
-
 // wholeSeconds is timeout_s. The schema has already checked that it is a
 // whole number, but not that it fits an int64: the SDK re-encodes arguments
 // through float64, so 1e300 arrives as "1e+300". Saturating here lets such
