@@ -150,10 +150,7 @@ func cfgTable() []cfgField {
 				case c.Addr == "":
 					return "must be set for transport " + c.Transport
 				}
-				if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-					return fmt.Sprintf("must be host:port (host may be empty), got %q", c.Addr)
-				}
-				return ""
+				return cfgUnless(cfgIsHostPort(c.Addr), "must be host:port (host may be empty), got %q", c.Addr)
 			}},
 		{"standalone-egress-denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED", "false", "process backend serving http/sse: state that egress outside the container is denied (a NetworkPolicy); the start-up check then proves it from a child",
 			func(c *Config) flag.Value { return (*cfgBool)(&c.EgressDenied) }, nil},
@@ -161,7 +158,7 @@ func cfgTable() []cfgField {
 			func(c *Config) flag.Value { return (*cfgString)(&c.EgressProbes) },
 			func(c Config) string {
 				for _, p := range splitList(c.EgressProbes) {
-					if _, _, err := net.SplitHostPort(p); err != nil {
+					if !cfgIsHostPort(p) {
 						return fmt.Sprintf("must be host:port entries separated by commas, got %q", p)
 					}
 				}
@@ -222,12 +219,7 @@ func cfgTable() []cfgField {
 			func(c Config) string { return cfgSizeRange(c.MaxOutputBytes, cfgMinOutputBytes, cfgMaxOutputBytes) }},
 		{"max-files", "MCP_EXEC_MAX_FILES", "32", "input files one call may carry",
 			func(c *Config) flag.Value { return (*cfgInt)(&c.MaxFiles) },
-			func(c Config) string {
-				if c.MaxFiles < 0 || c.MaxFiles > 1000 {
-					return fmt.Sprintf("must be from 0 to 1000, got %d", c.MaxFiles)
-				}
-				return ""
-			}},
+			func(c Config) string { return cfgIntRange(c.MaxFiles, 0, 1000) }},
 		{"max-file-bytes", "MCP_EXEC_MAX_FILE_BYTES", "8m", "largest file passed in or returned from /tmp/outputs (bytes, or with unit k/m)",
 			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFileBytes) },
 			func(c Config) string { return cfgSizeRange(c.MaxFileBytes, 1, cfgMaxInputBytes) }},
@@ -237,19 +229,11 @@ func cfgTable() []cfgField {
 		{"image", "MCP_EXEC_IMAGE", "mcp-exec/python-sandbox:v1", "sandbox image",
 			func(c *Config) flag.Value { return (*cfgString)(&c.Image) },
 			func(c Config) string {
-				if c.Image == "" || strings.ContainsFunc(c.Image, unicode.IsSpace) {
-					return fmt.Sprintf("must be a non-empty image reference without spaces, got %q", c.Image)
-				}
-				return ""
+				return cfgUnless(c.Image != "" && !strings.ContainsFunc(c.Image, unicode.IsSpace), "must be a non-empty image reference without spaces, got %q", c.Image)
 			}},
 		{"python", "MCP_EXEC_PYTHON", "python3", "Python interpreter inside the image",
 			func(c *Config) flag.Value { return (*cfgString)(&c.Python) },
-			func(c Config) string {
-				if c.Python == "" {
-					return "must not be empty"
-				}
-				return ""
-			}},
+			func(c Config) string { return cfgUnless(c.Python != "", "must not be empty") }},
 		{"memory", "MCP_EXEC_MEMORY", "256m", "memory limit per sandbox (e.g. 256m, 1g, or bytes)",
 			func(c *Config) flag.Value { return (*cfgSize)(&c.Memory) },
 			func(c Config) string { return cfgSizeRange(c.Memory, cfgMinMemory, math.MaxInt64) }},
@@ -259,11 +243,8 @@ func cfgTable() []cfgField {
 		{"cpus", "MCP_EXEC_CPUS", "1", "CPU limit per sandbox (fractions allowed)",
 			func(c *Config) flag.Value { return (*cfgFloat)(&c.CPUs) },
 			func(c Config) string {
-				if !(c.CPUs > 0 && c.CPUs <= cfgMaxCPUs) { // also rejects NaN
-					return fmt.Sprintf("must be more than 0 and at most %g, got %g", cfgMaxCPUs, c.CPUs)
-				}
-				return ""
-			}},
+				return cfgUnless(c.CPUs > 0 && c.CPUs <= cfgMaxCPUs, "must be more than 0 and at most %g, got %g", cfgMaxCPUs, c.CPUs)
+			}}, // NaN fails both comparisons
 		{"tmpfs-size", "MCP_EXEC_TMPFS_SIZE", "64m", "size of the writable /tmp per sandbox",
 			func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) },
 			func(c Config) string { return cfgSizeRange(c.TmpfsSize, cfgMinTmpfs, math.MaxInt64) }},
@@ -273,20 +254,14 @@ func cfgTable() []cfgField {
 		{"engine-host", "MCP_EXEC_ENGINE_HOST", "", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
 			func(c *Config) flag.Value { return (*cfgString)(&c.EngineHost) },
 			func(c Config) string {
-				if c.EngineHost != "" && !strings.Contains(c.EngineHost, "://") {
-					return fmt.Sprintf("must be an address with a scheme such as unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host, got %q", c.EngineHost)
-				}
-				return ""
+				return cfgUnless(c.EngineHost == "" || strings.Contains(c.EngineHost, "://"), "must be an address with a scheme such as unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host, got %q", c.EngineHost)
 			}},
 		{"allow-insecure-engine", "MCP_EXEC_ALLOW_INSECURE_ENGINE", "false", "connect to a tcp:// engine off this machine without verified TLS (plain TCP, or DOCKER_TLS without DOCKER_TLS_VERIFY; UNSAFE; logged loudly)",
 			func(c *Config) flag.Value { return (*cfgBool)(&c.AllowInsecureEngine) }, nil},
 		{"runtime", "MCP_EXEC_RUNTIME", "", "OCI runtime, e.g. runc, crun, runsc; empty: the engine's default (kubernetes: the pods' RuntimeClass, e.g. gvisor)",
 			func(c *Config) flag.Value { return (*cfgString)(&c.Runtime) },
 			func(c Config) string {
-				if c.Runtime != "" && !cfgRuntimeRE.MatchString(c.Runtime) {
-					return fmt.Sprintf("must be a runtime name such as runc, crun or runsc, got %q", c.Runtime)
-				}
-				return ""
+				return cfgUnless(c.Runtime == "" || cfgRuntimeRE.MatchString(c.Runtime), "must be a runtime name such as runc, crun or runsc, got %q", c.Runtime)
 			}},
 		{"kubeconfig", "MCP_EXEC_KUBECONFIG", "", "kubernetes: kubeconfig file; empty: in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config",
 			func(c *Config) flag.Value { return (*cfgString)(&c.Kubeconfig) }, nil},
@@ -317,56 +292,31 @@ func cfgTable() []cfgField {
 		{"metrics-addr", "MCP_EXEC_METRICS_ADDR", "", "Prometheus /metrics: empty serves it on the http/sse listener, off disables it, host:port gives it a listener of its own",
 			func(c *Config) flag.Value { return (*cfgString)(&c.MetricsAddr) },
 			func(c Config) string {
-				if c.MetricsAddr != "" && c.MetricsAddr != "off" {
-					if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-						return fmt.Sprintf("must be empty, off, or host:port, got %q", c.MetricsAddr)
-					}
-				}
-				return ""
+				ok := c.MetricsAddr == "" || c.MetricsAddr == "off" || cfgIsHostPort(c.MetricsAddr)
+				return cfgUnless(ok, "must be empty, off, or host:port, got %q", c.MetricsAddr)
 			}},
 		{"stateless", "MCP_EXEC_STATELESS", "false", "streamable HTTP without sessions, so replicas need no affinity behind a load balancer (http only)",
 			func(c *Config) flag.Value { return (*cfgBool)(&c.Stateless) }, nil},
 		{"shutdown-grace-s", "MCP_EXEC_SHUTDOWN_GRACE_S", "30", "seconds in-flight execs may take to finish after SIGTERM/SIGINT before their sandboxes are killed",
 			func(c *Config) flag.Value { return (*cfgSeconds)(&c.ShutdownGrace) },
-			func(c Config) string {
-				if c.ShutdownGrace < 0 || c.ShutdownGrace > cfgMaxTimeoutCap {
-					return fmt.Sprintf("must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.ShutdownGrace))
-				}
-				return ""
-			}},
+			func(c Config) string { return cfgSecondsUpTo(c.ShutdownGrace, cfgMaxTimeoutCap) }},
 		{"engine-wait-s", "MCP_EXEC_ENGINE_WAIT_S", "60", "seconds a call waits for an engine that went away (a restart) before it fails, at most its own timeout; 0: it fails at once",
 			func(c *Config) flag.Value { return (*cfgSeconds)(&c.EngineWait) },
-			func(c Config) string {
-				if c.EngineWait < 0 || c.EngineWait > cfgMaxTimeoutCap {
-					return fmt.Sprintf("must be from 0 to %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.EngineWait))
-				}
-				return ""
-			}},
+			func(c Config) string { return cfgSecondsUpTo(c.EngineWait, cfgMaxTimeoutCap) }},
 		{"allow-unenforced-limits", "MCP_EXEC_ALLOW_UNENFORCED_LIMITS", "false", "serve even when the engine does not enforce the memory, pids or CPU limit (UNSAFE; logged loudly)",
 			func(c *Config) flag.Value { return (*cfgBool)(&c.AllowUnenforcedLimits) }, nil},
 		{"pool-size", "MCP_EXEC_POOL_SIZE", "2", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
 			func(c *Config) flag.Value { return (*cfgInt)(&c.PoolSize) },
-			func(c Config) string {
-				if c.PoolSize < 0 || c.PoolSize > cfgMaxPool {
-					return fmt.Sprintf("must be from 0 to %d, got %d", cfgMaxPool, c.PoolSize)
-				}
-				return ""
-			}},
+			func(c Config) string { return cfgIntRange(c.PoolSize, 0, cfgMaxPool) }},
 		{"preload", "MCP_EXEC_PRELOAD", "", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
 			func(c *Config) flag.Value { return (*cfgString)(&c.Preload) },
 			func(c Config) string {
-				if c.Preload != "" && !cfgPreloadRE.MatchString(c.Preload) {
-					return fmt.Sprintf("must be module names separated by commas (e.g. numpy,pandas), got %q", c.Preload)
-				}
-				return ""
+				return cfgUnless(c.Preload == "" || cfgPreloadRE.MatchString(c.Preload), "must be module names separated by commas (e.g. numpy,pandas), got %q", c.Preload)
 			}},
 		{"instance", "MCP_EXEC_INSTANCE", cfgHostDefault, "label value marking this server's containers (default: host name)",
 			func(c *Config) flag.Value { return (*cfgString)(&c.Instance) },
 			func(c Config) string {
-				if !cfgInstanceRE.MatchString(c.Instance) {
-					return fmt.Sprintf("must match %s, got %q", cfgInstanceRE, c.Instance)
-				}
-				return ""
+				return cfgUnless(cfgInstanceRE.MatchString(c.Instance), "must match %s, got %q", cfgInstanceRE, c.Instance)
 			}},
 		{"log-level", "MCP_EXEC_LOG_LEVEL", "info", "trace, debug, info, warn or error",
 			func(c *Config) flag.Value { return (*cfgString)(&c.LogLevel) },
@@ -415,6 +365,27 @@ func cfgAtLeast(got, min int64) string {
 		return fmt.Sprintf("must be at least %d, got %d", min, got)
 	}
 	return ""
+}
+
+// cfgUnless is "" when ok holds, else the message.
+func cfgUnless(ok bool, format string, a ...any) string {
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf(format, a...)
+}
+
+func cfgIsHostPort(s string) bool {
+	_, _, err := net.SplitHostPort(s)
+	return err == nil
+}
+
+func cfgIntRange(got, min, max int) string {
+	return cfgUnless(got >= min && got <= max, "must be from %d to %d, got %d", min, max, got)
+}
+
+func cfgSecondsUpTo(got, max time.Duration) string {
+	return cfgUnless(got >= 0 && got <= max, "must be from 0 to %d, got %s", int64(max/time.Second), cfgFormatSeconds(got))
 }
 
 func cfgSizeRange(got, min, max int64) string {
