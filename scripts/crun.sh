@@ -15,19 +15,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { echo "crun: $*" >&2; }
-die() { log "$*"; exit 1; }
+runtime=crun
+# shellcheck source=scripts/lib/runtime.sh
+. scripts/lib/runtime.sh
 
 name=${MCP_EXEC_CRUN_NAME:-crun}
-daemon_json=${MCP_EXEC_DAEMON_JSON:-/etc/docker/daemon.json}
 wrapper=/usr/local/libexec/mcp-exec/crun-hybrid
-image=${MCP_EXEC_IMAGE:-$(cat images/python-sandbox/TAG)}
 
-[ "$(id -u)" = 0 ] || die "run as root (it installs crun and edits $daemon_json)"
-if [ -n "${DOCKER_HOST:-}" ] && [ "$DOCKER_HOST" != "unix:///var/run/docker.sock" ]; then
-  die "DOCKER_HOST=$DOCKER_HOST: this script registers crun with the local dockerd only"
-fi
-docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "dockerd does not answer: run scripts/engine.sh first"
+runtime_preflight crun
 
 if ! command -v crun >/dev/null 2>&1; then
   log "installing crun"
@@ -66,50 +61,9 @@ exec /usr/bin/unshare --mount --propagation private /bin/sh -c '
   path=$wrapper
 fi
 
-# daemon.json: add or fix runtimes.<name>, keep everything else.
-mkdir -p "$(dirname "$daemon_json")"
-changed=$(python3 - "$daemon_json" "$name" "$path" <<'EOF'
-import json, os, sys
-path, name, binary = sys.argv[1:4]
-try:
-    with open(path) as f:
-        text = f.read()
-    conf = json.loads(text) if text.strip() else {}
-except FileNotFoundError:
-    conf = {}
-want = {"path": binary}
-if conf.get("runtimes", {}).get(name) == want:
-    print("")
-    sys.exit(0)
-conf.setdefault("runtimes", {})[name] = want
-tmp = path + ".mcp-exec.tmp"
-with open(tmp, "w") as f:
-    json.dump(conf, f, indent=2)
-    f.write("\n")
-os.chmod(tmp, 0o644)
-os.replace(tmp, path)
-print("changed")
-EOF
-)
+register_runtime "$name" "$path"
 
-runtime_known() { docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q "\"$name\""; }
-
-if [ -n "$changed" ] || ! runtime_known; then
-  [ -n "$changed" ] && log "registered runtime $name ($path) in $daemon_json"
-  pid=$(cat /var/run/docker.pid 2>/dev/null || pgrep -xo dockerd || true)
-  [ -n "$pid" ] || die "no dockerd pid found to send SIGHUP to"
-  log "reloading dockerd (SIGHUP to pid $pid)"
-  kill -HUP "$pid"
-  for _ in $(seq 1 50); do
-    runtime_known && break
-    sleep 0.2
-  done
-  runtime_known || die "dockerd does not list runtime $name after SIGHUP; see its log"
-fi
-
-if ! out=$(docker run --rm --runtime "$name" --network none --read-only --cap-drop ALL \
-  --security-opt no-new-privileges --user 65532:65532 --memory 64m --pids-limit 32 \
-  --log-driver none "$image" python3 -c 'print("ok")' 2>&1) || [ "$out" != ok ]; then
+if ! out=$(run_hardened "$name" 'print("ok")') || [ "$out" != ok ]; then
   die "a container under runtime $name failed: $out"
 fi
 log "runtime $name works ($("$crun_bin" --version | head -n 1))"

@@ -22,18 +22,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { echo "runsc: $*" >&2; }
-die() { log "$*"; exit 1; }
+runtime=runsc
+# shellcheck source=scripts/lib/runtime.sh
+. scripts/lib/runtime.sh
 
 name=${MCP_EXEC_RUNSC_NAME:-runsc}
-daemon_json=${MCP_EXEC_DAEMON_JSON:-/etc/docker/daemon.json}
-image=${MCP_EXEC_IMAGE:-$(cat images/python-sandbox/TAG)}
 
-[ "$(id -u)" = 0 ] || die "run as root (it installs runsc and edits $daemon_json)"
-if [ -n "${DOCKER_HOST:-}" ] && [ "$DOCKER_HOST" != "unix:///var/run/docker.sock" ]; then
-  die "DOCKER_HOST=$DOCKER_HOST: this script registers runsc with the local dockerd only"
-fi
-docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "dockerd does not answer: run scripts/engine.sh first"
+runtime_preflight runsc
 
 # The gVisor module version built by default: the newest the Go module proxy serves
 # (go list -m gvisor.dev/gvisor@latest, 2026-11-30).
@@ -65,54 +60,9 @@ if [ -z "$path" ]; then
 fi
 [ -x "$path" ] || die "$path is not an executable"
 
-# daemon.json: add or fix runtimes.<name>, keep everything else.
-mkdir -p "$(dirname "$daemon_json")"
-changed=$(python3 - "$daemon_json" "$name" "$path" <<'PY'
-import json, os, sys
-path, name, binary = sys.argv[1:4]
-try:
-    with open(path) as f:
-        text = f.read()
-    conf = json.loads(text) if text.strip() else {}
-except FileNotFoundError:
-    conf = {}
-want = {"path": binary, "runtimeArgs": ["--network=none", "--oci-seccomp"]}
-if conf.get("runtimes", {}).get(name) == want:
-    print("")
-    sys.exit(0)
-conf.setdefault("runtimes", {})[name] = want
-tmp = path + ".mcp-exec.tmp"
-with open(tmp, "w") as f:
-    json.dump(conf, f, indent=2)
-    f.write("\n")
-os.chmod(tmp, 0o644)
-os.replace(tmp, path)
-print("changed")
-PY
-)
+register_runtime "$name" "$path" --network=none --oci-seccomp
 
-runtime_known() {
-  docker info --format '{{json .Runtimes}}' 2>/dev/null |
-    python3 -c 'import json, sys; r = json.load(sys.stdin).get(sys.argv[1]) or {}; sys.exit(0 if r.get("path") == sys.argv[2] and (r.get("runtimeArgs") or []) == ["--network=none", "--oci-seccomp"] else 1)' "$name" "$path"
-}
-
-if [ -n "$changed" ] || ! runtime_known; then
-  [ -n "$changed" ] && log "registered runtime $name ($path --network=none --oci-seccomp) in $daemon_json"
-  pid=$(cat /var/run/docker.pid 2>/dev/null || pgrep -xo dockerd || true)
-  [ -n "$pid" ] || die "no dockerd pid found to send SIGHUP to"
-  log "reloading dockerd (SIGHUP to pid $pid)"
-  kill -HUP "$pid"
-  for _ in $(seq 1 50); do
-    runtime_known && break
-    sleep 0.2
-  done
-  runtime_known || die "dockerd does not list runtime $name ($path --network=none --oci-seccomp) after SIGHUP; see its log"
-fi
-
-if ! out=$(docker run --rm --runtime "$name" --network none --read-only --cap-drop ALL \
-  --security-opt no-new-privileges --user 65532:65532 --memory 64m --pids-limit 32 \
-  --log-driver none "$image" python3 -c 'import platform; print("ok", platform.release())' 2>&1) ||
-  [ "${out%% *}" != ok ]; then
+if ! out=$(run_hardened "$name" 'import platform; print("ok", platform.release())') || [ "${out%% *}" != ok ]; then
   die "a container under runtime $name failed: $out"
 fi
 log "runtime $name works: guest kernel ${out#ok } ($path)"
