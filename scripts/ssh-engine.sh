@@ -21,14 +21,10 @@ port=${MCP_EXEC_SSHD_PORT:-23722}
 run=/run/mcp-exec-test-sshd
 
 log() { echo "ssh-engine: $*" >&2; }
+# shellcheck source=scripts/lib/dockerd.sh
+. "$(dirname "$0")/lib/dockerd.sh"
 
-ourpid() {
-  local pid
-  pid=$(cat "$run/sshd.pid" 2>/dev/null || true)
-  if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sshd ]; then
-    echo "$pid"
-  fi
-}
+ourpid() { pid_named "$run/sshd.pid" sshd; }
 
 answers() {
   [ -f "$run/ssh_config" ] &&
@@ -54,14 +50,12 @@ install_sshd() {
 }
 
 start() {
-  if [ "$(id -u)" != 0 ]; then
-    log "needs root"; exit 1
-  fi
+  needs_root
   install_sshd
   if [ -n "$(ourpid)" ] && answers; then
     log "sshd already up on 127.0.0.1:$port"
   else
-    stop_sshd
+    stop_pid "$(ourpid)" 10
     if ss -Hltn "sport = :$port" | grep -q .; then
       log "port $port is taken by something else (set MCP_EXEC_SSHD_PORT)"; exit 1
     fi
@@ -106,11 +100,7 @@ EOF
     done
     /usr/sbin/sshd -t -f "$run/sshd_config"
     /usr/sbin/sshd -f "$run/sshd_config" -E "$run/sshd.log"
-    for _ in $(seq 1 40); do
-      answers && break
-      sleep 0.25
-    done
-    if ! answers; then
+    if ! wait_for 10 answers; then
       log "sshd does not let the client key run docker:"; tail -n 20 "$run/sshd.log" >&2 || true; exit 1
     fi
     log "sshd up on 127.0.0.1:$port"
@@ -120,21 +110,9 @@ EOF
   echo "MCP_EXEC_TEST_SSH_CONFIG_UNKNOWN=$run/ssh_config_unknown"
 }
 
-stop_sshd() {
-  local pid
-  pid=$(ourpid)
-  [ -n "$pid" ] || return 0
-  # The listener only: sessions end with their connections (the tests close theirs).
-  kill -TERM "$pid"
-  for _ in $(seq 1 40); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.25
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-}
-
 stop() {
-  stop_sshd
+  # The listener only: sessions end with their connections (the tests close theirs).
+  stop_pid "$(ourpid)" 10
   rm -rf "$run"
   log "stopped"
 }

@@ -31,6 +31,8 @@ bridge=mcpx-tls0
 image=$(cat images/python-sandbox/TAG)
 
 log() { echo "tls-engine: $*" >&2; }
+# shellcheck source=scripts/lib/dockerd.sh
+. scripts/lib/dockerd.sh
 
 # tlsdocker runs the docker CLI against this engine only, whatever DOCKER_* say.
 tlsdocker() {
@@ -39,15 +41,6 @@ tlsdocker() {
     --tlscacert "$certs/client/ca.pem" --tlscert "$certs/client/cert.pem" --tlskey "$certs/client/key.pem" "$@"
 }
 answers() { [ -f "$certs/client/key.pem" ] && tlsdocker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
-
-# ourpid prints the pid of our engine when it runs (checked by process name).
-ourpid() {
-  local pid
-  pid=$(cat "$run/dockerd.pid" 2>/dev/null || true)
-  if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ]; then
-    echo "$pid"
-  fi
-}
 
 gencerts() {
   rm -rf "$certs"
@@ -73,106 +66,36 @@ gencerts() {
 }
 
 start() {
-  if [ "$(id -u)" != 0 ]; then
-    log "needs root"; exit 1
-  fi
+  needs_root
+  local docker0 pid
   docker0=$(has_docker0)
   command -v openssl >/dev/null || { log "installing openssl"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null; }
-  dockerd=$(command -v dockerd) || { log "dockerd is not installed (scripts/engine.sh installs it)"; exit 1; }
 
-  if [ -n "$(ourpid)" ] && answers; then
+  if [ -n "$(dockerd_pid)" ] && answers; then
     log "engine already up on 127.0.0.1:$port"
   else
-    if pid=$(ourpid) && [ -n "$pid" ]; then
+    if pid=$(dockerd_pid) && [ -n "$pid" ]; then
       log "engine $pid does not answer: stopping it"
-      stop_engine
+      stop_pid "$pid" 30
     fi
     if ss -Hltn "sport = :$port" | grep -q .; then
       log "port $port is taken by something else (set MCP_EXEC_TLSD_PORT)"; exit 1
     fi
-    mkdir -p "$run" "$data"
+    mkdir -p "$run"
     chmod 700 "$run"
-    rm -f "$run/dockerd.pid"
     gencerts
-    echo '{}' >"$run/daemon.json"
-    # With an address of its own (a /30 of the benchmarking range 198.18.0.0/15),
-    # dockerd does not pick a /16 from its pools, which the main engine uses.
-    if ! ip link show "$bridge" >/dev/null 2>&1; then
-      ip link add "$bridge" type bridge
-      ip addr add 198.18.77.1/30 dev "$bridge"
-    fi
-    ln -sf "$dockerd" "$run/$name"
     log "starting a second dockerd on 127.0.0.1:$port (log: $run/dockerd.log)"
-    nohup "$run/$name" \
-      --data-root "$data" --exec-root "$run/exec" --pidfile "$run/dockerd.pid" \
-      --config-file "$run/daemon.json" --cgroup-parent /mcp-exec-tlsd \
-      -H "tcp://127.0.0.1:$port" --tlsverify \
-      --tlscacert "$certs/ca.pem" --tlscert "$certs/server-cert.pem" --tlskey "$certs/server-key.pem" \
-      --bridge "$bridge" --iptables=false --ip-forward=false --ip-masq=false --userland-proxy=false \
-      --log-level warn >"$run/dockerd.log" 2>&1 </dev/null &
-    for _ in $(seq 1 120); do
-      answers && break
-      sleep 0.5
-    done
-    if ! answers; then
-      log "it did not answer within 60 s:"; tail -n 20 "$run/dockerd.log" >&2; exit 1
-    fi
+    dockerd_start 198.18.77.1/30 -H "tcp://127.0.0.1:$port" --tlsverify \
+      --tlscacert "$certs/ca.pem" --tlscert "$certs/server-cert.pem" --tlskey "$certs/server-key.pem"
   fi
-
   check_docker0 "$docker0"
-
-  want=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null) || {
-    log "the main engine has no $image (run scripts/images.sh)"; exit 1
-  }
-  have=$(tlsdocker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
-  if [ "$have" != "$want" ]; then
-    log "loading $image into it"
-    docker save "$image" | tlsdocker load >/dev/null
-  fi
+  dockerd_load_image tlsdocker
   echo "MCP_EXEC_TEST_TLS_HOST=tcp://127.0.0.1:$port"
   echo "MCP_EXEC_TEST_TLS_CERTS=$certs/client"
 }
 
-# The main engine's bridge must survive whatever this engine does.
-has_docker0() { if ip link show docker0 >/dev/null 2>&1; then echo yes; else echo no; fi; }
-check_docker0() {
-  if [ "$1" = yes ] && [ "$(has_docker0)" != yes ]; then
-    log "the main engine's docker0 bridge disappeared"; exit 1
-  fi
-}
-
-stop_engine() {
-  local pid
-  pid=$(ourpid)
-  [ -n "$pid" ] || return 0
-  kill -TERM "$pid"
-  for _ in $(seq 1 60); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.5
-  done
-  log "engine $pid did not stop within 30 s: killing it"
-  kill -KILL "$pid" 2>/dev/null || true
-}
-
-stop() {
-  local docker0
-  docker0=$(has_docker0)
-  stop_engine
-  ip link del "$bridge" 2>/dev/null || true
-  check_docker0 "$docker0"
-  # Its containerd exits with it; what is left under the exec root is ours only.
-  if [ -d "$run" ]; then
-    umount -R "$run/exec" 2>/dev/null || true
-    rm -rf "$run"
-  fi
-  if [ "${1:-}" = --purge ] && [ -d "$data" ]; then
-    rm -rf "$data"
-  fi
-  log "stopped"
-}
-
 case "${1:-}" in
 start) start ;;
-stop) shift; stop "$@" ;;
+stop) shift; dockerd_stop "$@" ;;
 *) echo "usage: $0 start | stop [--purge]" >&2; exit 2 ;;
 esac
