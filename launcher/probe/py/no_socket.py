@@ -1,4 +1,4 @@
-from _composed import check, denied, errno, finish, mountinfo, os  # defined by what probe.go puts before this file; the line is dropped
+from _composed import check, denied, errno, finish, mountinfo, os, walk  # defined by what probe.go puts before this file; the line is dropped
 import stat
 for p in ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock", "/var/run/podman/podman.sock",
           "/run/containerd/containerd.sock", "/var/run/containerd/containerd.sock", "/run/crio/crio.sock",
@@ -7,24 +7,15 @@ for p in ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock",
     denied("lstat " + p, lambda: os.lstat(p), errno.ENOENT, errno.EACCES)
 # Any unix socket anywhere (/proc and /sys aside): a socket file's kind needs an lstat,
 # the rest is told by the directory entry.
-socks, stack = [], ["/"]
-while stack:
-    d = stack.pop()
-    try:
-        it = os.scandir(d)
-    except OSError:
-        continue
-    with it:
-        for e in it:
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    if e.path not in ("/proc", "/sys"):
-                        stack.append(e.path)
-                elif not e.is_file(follow_symlinks=False) and not e.is_symlink():
-                    if stat.S_ISSOCK(os.lstat(e.path).st_mode):
-                        socks.append(e.path)
-            except OSError:
-                pass
+socks = []
+for _, entries in walk():
+    for e in entries or ():
+        try:
+            if not e.is_dir(follow_symlinks=False) and not e.is_file(follow_symlinks=False) and not e.is_symlink():
+                if stat.S_ISSOCK(os.lstat(e.path).st_mode):
+                    socks.append(e.path)
+        except OSError:
+            pass
 # A bind-mounted socket keeps the directory entry of its mount point (a regular
 # file), so every mount point is looked at too.
 for m in mountinfo():

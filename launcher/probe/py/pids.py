@@ -26,15 +26,30 @@ else:
 # The program shares the limit with the bootstrap; the spawning stops at a ceiling
 # well above Pids, so a missing limit fails quickly instead of exhausting the host.
 CEILING = 4 * PIDS + 64
+
+
+def spawn(start, error):
+    """Calls start() until it raises error, or CEILING times: (what it made, the error)."""
+    made = []
+    try:
+        while len(made) < CEILING:
+            made.append(start())
+    except error as e:
+        return made, e
+    return made, None
+
+
+def thread():
+    t = threading.Thread(target=ev.wait)
+    t.start()
+    return t
+
+
 threading.stack_size(256 << 10)
-ev, threads = threading.Event(), []
-try:
-    while len(threads) < CEILING:
-        t = threading.Thread(target=ev.wait)
-        t.start()
-        threads.append(t)
-except RuntimeError as e:
-    print("threads stopped at %d: %s" % (len(threads), e))
+ev = threading.Event()
+threads, err = spawn(thread, RuntimeError)
+if err is not None:
+    print("threads stopped at %d: %s" % (len(threads), err))
 ev.set()
 for t in threads:
     t.join()
@@ -42,13 +57,9 @@ check(len(threads) < PIDS, "started %d threads, want fewer than Pids=%d" % (len(
 
 # Processes: spawned without copying the interpreter (posix_spawn uses a vfork-like
 # clone), so that the memory limit is not what stops them.
-kids, err = [], None
-try:
-    while len(kids) < CEILING:
-        kids.append(os.posix_spawn("/bin/sleep", ["sleep", "600"], {}))
-except OSError as e:
-    err = e
-    print("processes stopped at %d: %s" % (len(kids), ename(e.errno)))
+kids, err = spawn(lambda: os.posix_spawn("/bin/sleep", ["sleep", "600"], {}), OSError)
+if err is not None:
+    print("processes stopped at %d: %s" % (len(kids), ename(err.errno)))
 for k in kids:
     os.kill(k, signal.SIGKILL)
 for k in kids:

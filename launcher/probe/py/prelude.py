@@ -2,7 +2,7 @@ import errno, os, sys
 
 # What the fragments that follow use from here.
 __all__ = ["errno", "os", "sys", "fail", "check", "ename", "denied", "status", "mountinfo", "mount_of", "finish",
-           "KERNEL_GVISOR", "note"]
+           "KERNEL_GVISOR", "note", "status_and_prctl", "walk"]
 
 
 def _gvisor():
@@ -59,6 +59,37 @@ def status(pid="self"):
             k, _, v = line.partition(":")
             out[k] = v.strip()
     return out
+
+
+def status_and_prctl(field, option, name, want, meaning=""):
+    """The status field of this process and of pid 1, and prctl(option) here, must be want."""
+    import ctypes
+    for pid in ("self", "1"):
+        v = status(pid).get(field)
+        check(v == str(want), "/proc/%s/status %s = %s, want %d%s" % (pid, field, v, want, meaning and " (%s)" % meaning))
+    r = ctypes.CDLL(None, use_errno=True).prctl(option, 0, 0, 0, 0)
+    check(r == want, "prctl(%s) = %d, want %d" % (name, r, want))
+
+
+def walk(skip=()):
+    """Every directory from / down, depth first, with its entries (None when it cannot
+    be listed); not /proc, /sys, those in skip, nor what is below them."""
+    skip = ("/proc", "/sys") + tuple(skip)
+    stack = ["/"]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            entries = None
+        yield d, entries
+        for e in entries or ():
+            try:
+                if e.is_dir(follow_symlinks=False) and e.path not in skip:
+                    stack.append(e.path)
+            except OSError:
+                pass
 
 
 def mountinfo():
