@@ -84,28 +84,31 @@ func (e *timedEngine) ContainerCreate(ctx context.Context, o client.ContainerCre
 }
 
 func (e *timedEngine) ContainerAttach(ctx context.Context, id string, o client.ContainerAttachOptions) (client.ContainerAttachResult, error) {
-	defer e.record("attach", time.Now())
-	return e.Client.ContainerAttach(ctx, id, o)
+	return timed(e, "attach", e.Client.ContainerAttach)(ctx, id, o)
 }
 
 func (e *timedEngine) ContainerStart(ctx context.Context, id string, o client.ContainerStartOptions) (client.ContainerStartResult, error) {
-	defer e.record("start", time.Now())
-	return e.Client.ContainerStart(ctx, id, o)
+	return timed(e, "start", e.Client.ContainerStart)(ctx, id, o)
 }
 
 func (e *timedEngine) ContainerRemove(ctx context.Context, id string, o client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
-	defer e.record("remove", time.Now())
-	return e.Client.ContainerRemove(ctx, id, o)
+	return timed(e, "remove", e.Client.ContainerRemove)(ctx, id, o)
 }
 
 func (e *timedEngine) ContainerKill(ctx context.Context, id string, o client.ContainerKillOptions) (client.ContainerKillResult, error) {
-	defer e.record("kill", time.Now())
-	return e.Client.ContainerKill(ctx, id, o)
+	return timed(e, "kill", e.Client.ContainerKill)(ctx, id, o)
 }
 
 func (e *timedEngine) ContainerInspect(ctx context.Context, id string, o client.ContainerInspectOptions) (client.ContainerInspectResult, error) {
-	defer e.record("inspect", time.Now())
-	return e.Client.ContainerInspect(ctx, id, o)
+	return timed(e, "inspect", e.Client.ContainerInspect)(ctx, id, o)
+}
+
+// timed wraps a call on one container so that its duration is recorded as op.
+func timed[O, R any](e *timedEngine, op string, call func(context.Context, string, O) (R, error)) func(context.Context, string, O) (R, error) {
+	return func(ctx context.Context, id string, o O) (R, error) {
+		defer e.record(op, time.Now())
+		return call(ctx, id, o)
+	}
 }
 
 // benchFilter selects every container the bench made.

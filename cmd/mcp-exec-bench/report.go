@@ -176,12 +176,7 @@ func (r *report) print(w io.Writer) {
 	p("")
 
 	if len(r.latency) > 0 {
-		p("### Latency, concurrency 1")
-		p("")
-		p("Wall time per exec as the caller sees it: (a) and (b) until the process exits; (c) and (d) the MCP `tools/call` round trip. *in sandbox* is the tool's own `duration_ms` (code delivered → exit frame, whole ms). *idle at call* is the share of calls that found a ready sandbox.")
-		p("")
-		p("| path | snippet | n | p50 | p90 | p50 vs (a) | p50 vs (b) | in sandbox p50 | idle at call |")
-		p("|---|---|---|---|---|---|---|---|---|")
+		table(p, "Latency, concurrency 1", "Wall time per exec as the caller sees it: (a) and (b) until the process exits; (c) and (d) the MCP `tools/call` round trip. *in sandbox* is the tool's own `duration_ms` (code delivered → exit frame, whole ms). *idle at call* is the share of calls that found a ready sandbox.", "path", "snippet", "n", "p50", "p90", "p50 vs (a)", "p50 vs (b)", "in sandbox p50", "idle at call")
 		for _, s := range r.latency {
 			if s.err != nil {
 				reason := s.err.Error()
@@ -215,12 +210,7 @@ func (r *report) print(w io.Writer) {
 	}
 
 	if len(r.idle) > 0 {
-		p("### What an idle warm sandbox costs")
-		p("")
-		p("Measured on the full pool with the engine's stats: memory in use (without inactive page cache) and CPU time the container used to get ready (interpreter start, bootstrap, preload), which every refill spends again.")
-		p("")
-		p("| configuration | idle sandboxes | memory each (mean) | CPU to get ready (mean) |")
-		p("|---|---|---|---|")
+		table(p, "What an idle warm sandbox costs", "Measured on the full pool with the engine's stats: memory in use (without inactive page cache) and CPU time the container used to get ready (interpreter start, bootstrap, preload), which every refill spends again.", "configuration", "idle sandboxes", "memory each (mean)", "CPU to get ready (mean)")
 		for _, c := range r.idle {
 			p("| %s | %d | %.1f MiB | %.0f ms |", c.preload, len(c.mem), mean(c.mem), mean(c.cpu))
 		}
@@ -228,12 +218,7 @@ func (r *report) print(w io.Writer) {
 	}
 
 	if len(r.churn) > 0 {
-		p("### Engine churn: create + start + wait + remove of a hardened container")
-		p("")
-		p("With `true`: the ceiling of any one-container-per-exec design on this machine. With `python3 -I -c pass` (diagnostic): the same with the least a Python sandbox must run. Phases are p50s.")
-		p("")
-		p("| command | concurrency | containers/s | errors | create | start | wait (exit) | remove | cycle p50 | host CPU busy |")
-		p("|---|---|---|---|---|---|---|---|---|---|")
+		table(p, "Engine churn: create + start + wait + remove of a hardened container", "With `true`: the ceiling of any one-container-per-exec design on this machine. With `python3 -I -c pass` (diagnostic): the same with the least a Python sandbox must run. Phases are p50s.", "command", "concurrency", "containers/s", "errors", "create", "start", "wait (exit)", "remove", "cycle p50", "host CPU busy")
 		for _, c := range slices.Concat(r.churn, r.churnPy) {
 			cmd := strings.TrimSuffix(strings.TrimPrefix(c.mode, "engine churn ("), ")")
 			p("| %s | %d | %.2f | %d | %s | %s | %s | %s | %s | %s |", cmd, c.c, c.rate, c.errs,
@@ -243,12 +228,7 @@ func (r *report) print(w io.Writer) {
 		p("")
 	}
 	if len(r.tput) > 0 {
-		p("### Sustained throughput, `print(1)` through MCP (MaxConcurrent = concurrency)")
-		p("")
-		p("*creates/exec* counts the containers the launcher created in the window per exec completed: above 1.00 means containers started and thrown away.")
-		p("")
-		p("| mode | concurrency | execs/s | engine churn at same concurrency | vs churn | errors | call p50 | creates/exec | host CPU busy |")
-		p("|---|---|---|---|---|---|---|---|---|")
+		table(p, "Sustained throughput, `print(1)` through MCP (MaxConcurrent = concurrency)", "*creates/exec* counts the containers the launcher created in the window per exec completed: above 1.00 means containers started and thrown away.", "mode", "concurrency", "execs/s", "engine churn at same concurrency", "vs churn", "errors", "call p50", "creates/exec", "host CPU busy")
 		for _, t := range r.tput {
 			errs := strconv.Itoa(t.errs)
 			if t.firstErr != nil {
@@ -283,6 +263,21 @@ func (r *report) print(w io.Writer) {
 	}
 }
 
+// table starts a Markdown table: its section heading (none when title is empty),
+// a paragraph (none when intro is empty), the header row and the separator.
+func table(p func(string, ...any), title, intro string, cols ...string) {
+	if title != "" {
+		p("%s", "### "+title)
+		p("")
+	}
+	if intro != "" {
+		p("%s", intro)
+		p("")
+	}
+	p("%s", "| "+strings.Join(cols, " | ")+" |")
+	p("%s", "|"+strings.Repeat("---|", len(cols)))
+}
+
 func (r *report) printEngineCalls(p func(string, ...any)) {
 	ops := []string{"create", "attach", "start", "kill", "remove"}
 	have := false
@@ -294,10 +289,8 @@ func (r *report) printEngineCalls(p func(string, ...any)) {
 	if !have {
 		return
 	}
-	p("Engine API calls the launcher made during each MCP series (count, p50), warm-up included; in warm modes most run in the background refill:")
-	p("")
-	p("| path | snippet | " + strings.Join(ops, " | ") + " |")
-	p("|---|---|" + strings.Repeat("---|", len(ops)))
+	table(p, "", "Engine API calls the launcher made during each MCP series (count, p50), warm-up included; in warm modes most run in the background refill:",
+		append([]string{"path", "snippet"}, ops...)...)
 	for _, s := range r.latency {
 		if len(s.engine) == 0 {
 			continue
@@ -356,10 +349,7 @@ func (r *report) printTargets(p func(string, ...any)) {
 	if len(rows) == 0 {
 		return
 	}
-	p("### Targets")
-	p("")
-	p("| target | measured | limit | met |")
-	p("|---|---|---|---|")
+	table(p, "Targets", "", "target", "measured", "limit", "met")
 	for _, x := range rows {
 		p("| %s | %s | %s | %s |", x.name, x.got, x.limit, x.met)
 	}

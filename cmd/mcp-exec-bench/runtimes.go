@@ -128,12 +128,7 @@ func (r *report) printRuntimes(p func(string, ...any)) {
 		return
 	}
 	base, other := r.rt[0], r.rt[1]
-	p("### OCI runtimes compared (`-compare-runtime %s`)", other.runtime)
-	p("")
-	p("`print(1)` through MCP, concurrency 1; each iteration calls both runtimes in turn, so that both see the same load. *idle memory* is the engine's figure for one idle pool sandbox (for gVisor: its Sentry, Gofer and guest memory). Throughput: warm pool, one caller, two alternating windows per runtime.")
-	p("")
-	p("| runtime | cold p50 | cold p90 | warm p50 | warm p90 | warm in sandbox p50 | idle memory / sandbox | warm execs/s |")
-	p("|---|---|---|---|---|---|---|---|")
+	table(p, fmt.Sprintf("OCI runtimes compared (`-compare-runtime %s`)", other.runtime), "`print(1)` through MCP, concurrency 1; each iteration calls both runtimes in turn, so that both see the same load. *idle memory* is the engine's figure for one idle pool sandbox (for gVisor: its Sentry, Gofer and guest memory). Throughput: warm pool, one caller, two alternating windows per runtime.", "runtime", "cold p50", "cold p90", "warm p50", "warm p90", "warm in sandbox p50", "idle memory / sandbox", "warm execs/s")
 	for _, row := range r.rt {
 		if row.err != nil {
 			p("| %s | %s | | | | | | |", rtName(row.runtime), row.err)
