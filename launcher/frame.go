@@ -79,9 +79,12 @@ func (d *decoder) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (d *decoder) finished() bool {
+func (d *decoder) finished() bool { return closed(d.done) }
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
 	select {
-	case <-d.done:
+	case <-ch:
 		return true
 	default:
 		return false

@@ -54,19 +54,10 @@ type frameState struct {
 	Truncated      bool
 }
 
-func frameClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 func frameSnapshot(d *decoder) frameState {
 	s := frameState{
-		Ready: frameClosed(d.ready),
-		Done:  frameClosed(d.done),
+		Ready: closed(d.ready),
+		Done:  closed(d.done),
 		Exit:  d.exit,
 		Fatal: d.fatal,
 		Files: d.files,

@@ -69,14 +69,7 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 }
 
 // alive reports whether the sandbox is still running and has not been used.
-func (sb *sandbox) alive() bool {
-	select {
-	case <-sb.streamDone:
-		return false
-	default:
-		return !sb.dec.finished()
-	}
-}
+func (sb *sandbox) alive() bool { return !closed(sb.streamDone) && !sb.dec.finished() }
 
 // exec delivers the job and waits for the program's end, the timeout, or ctx.
 func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
@@ -278,16 +271,18 @@ func (sb *sandbox) brokenErr(err error) error {
 
 // limitedBuffer keeps the first max bytes written to it and drops the rest.
 type limitedBuffer struct {
-	mu  sync.Mutex
-	max int
+	max int // set once
+
+	mu  sync.Mutex // guards buf
 	buf []byte
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	room := b.max - len(b.buf)
-	b.buf = append(b.buf, p[:min(len(p), max(room, 0))]...)
+	if room := b.max - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(len(p), room)]...)
+	}
+	b.mu.Unlock()
 	return len(p), nil
 }
 
