@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,7 +30,7 @@ import (
 // auth token, which has no flag (flags are visible in ps): it comes from
 // MCP_EXEC_AUTH_TOKEN or from the file named by --auth-token-file.
 //
-// A setting is added in one place besides its field: its entry in cfgFields (flag,
+// A setting is added in one place besides its field: its entry in cfgTable (flag,
 // variable, default, help, validation); loading, the help text, the start-up log
 // line and the README check (TestREADMEListsEverySetting) follow from the table.
 type Config struct {
@@ -115,35 +116,36 @@ var (
 // cfgHostname supplies the default --instance; tests replace it.
 var cfgHostname = os.Hostname
 
-// cfgField describes one configuration field: its flag, its variable, its default
-// (as the variable would spell it), its help text, how to reach it in a Config, and
-// its validation (nil: any value parses into a valid one). check returns what is
-// wrong, or ""; its message follows the setting's name. The order is the order of
-// the help text and of the start-up log line, whose keys are the flag names in
-// snake_case.
+// cfgField describes one configuration field of a Config: its flag, its variable,
+// its default (as the variable would spell it), its help text, the field itself as a
+// flag.Value, and its validation (nil: any value parses into a valid one). check
+// returns what is wrong, or ""; its message follows the setting's name. The order is
+// the order of the help text and of the start-up log line, whose keys are the flag
+// names in snake_case.
 type cfgField struct {
 	flag  string
 	env   string
 	def   string
 	help  string
-	bind  func(*Config) flag.Value
-	check func(Config) string
+	value flag.Value
+	check func() string
 }
 
-// cfgFields is the table of settings. init fills it: a check may name another
-// setting (cfgName), which reads the table.
+// cfgFields is the table of settings, bound to no Config in use: what each setting
+// is called and defaults to. init fills it: a check may name another setting
+// (cfgName), which reads the table.
 var cfgFields []cfgField
 
-func init() { cfgFields = cfgTable() }
+func init() { cfgFields = cfgTable(new(Config)) }
 
-func cfgTable() []cfgField {
+// cfgTable is the table of settings, bound to the fields of c.
+func cfgTable(c *Config) []cfgField {
 	return []cfgField{
 		{"transport", "MCP_EXEC_TRANSPORT", "stdio", "MCP transport: stdio, http or sse",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Transport) },
-			func(c Config) string { return cfgOneOf(c.Transport, cfgTransports) }},
+			(*cfgString)(&c.Transport), func() string { return cfgOneOf(c.Transport, cfgTransports) }},
 		{"addr", "MCP_EXEC_ADDR", ":8080", "listen address (host:port) for http and sse",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Addr) },
-			func(c Config) string {
+			(*cfgString)(&c.Addr),
+			func() string {
 				switch {
 				case c.Transport != "http" && c.Transport != "sse":
 					return ""
@@ -153,10 +155,10 @@ func cfgTable() []cfgField {
 				return cfgUnless(cfgIsHostPort(c.Addr), "must be host:port (host may be empty), got %q", c.Addr)
 			}},
 		{"standalone-egress-denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED", "false", "process backend serving http/sse: state that egress outside the container is denied (a NetworkPolicy); the start-up check then proves it from a child",
-			func(c *Config) flag.Value { return (*cfgBool)(&c.EgressDenied) }, nil},
+			(*cfgBool)(&c.EgressDenied), nil},
 		{"standalone-egress-probes", "MCP_EXEC_STANDALONE_EGRESS_PROBES", "", "comma-separated host:port the start-up egress check must fail to reach (empty: public resolvers, one address per private range, the container's resolvers and gateway)",
-			func(c *Config) flag.Value { return (*cfgString)(&c.EgressProbes) },
-			func(c Config) string {
+			(*cfgString)(&c.EgressProbes),
+			func() string {
 				for _, p := range splitList(c.EgressProbes) {
 					if !cfgIsHostPort(p) {
 						return fmt.Sprintf("must be host:port entries separated by commas, got %q", p)
@@ -165,165 +167,126 @@ func cfgTable() []cfgField {
 				return ""
 			}},
 		{"auth-token-file", "MCP_EXEC_AUTH_TOKEN_FILE", "", "file holding the bearer token http/sse clients must send (trailing newline trimmed)",
-			func(c *Config) flag.Value { return (*cfgString)(&c.AuthTokenFile) }, nil},
+			(*cfgString)(&c.AuthTokenFile), nil},
 		{"oauth-issuer", "MCP_EXEC_OAUTH_ISSUER", "", "OAuth: accept JWT access tokens from this issuer (https; http only on loopback); empty: OAuth off",
-			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthIssuer) }, nil},
+			(*cfgString)(&c.OAuthIssuer), nil},
 		{"oauth-resource", "MCP_EXEC_OAUTH_RESOURCE", "", "OAuth: this server's public MCP URL, e.g. https://mcp.example.com/mcp (the resource in its metadata)",
-			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthResource) },
-			func(c Config) string {
+			(*cfgString)(&c.OAuthResource),
+			func() string {
 				if c.OAuthIssuer != "" && c.OAuthResource == "" {
 					return fmt.Sprintf("must be set with %s: the URL clients reach this server's MCP endpoint at", cfgName("oauth-issuer"))
 				}
-				return cfgNeedsIssuer(c, c.OAuthResource)
+				return cfgNeedsIssuer(*c, c.OAuthResource)
 			}},
 		{"oauth-audience", "MCP_EXEC_OAUTH_AUDIENCE", "", "OAuth: the audience tokens must carry; empty: --oauth-resource",
-			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthAudience) },
-			func(c Config) string { return cfgNeedsIssuer(c, c.OAuthAudience) }},
+			(*cfgString)(&c.OAuthAudience), func() string { return cfgNeedsIssuer(*c, c.OAuthAudience) }},
 		{"oauth-scopes", "MCP_EXEC_OAUTH_SCOPES", "", "OAuth: scopes a token must carry, comma-separated",
-			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthScopes) },
-			func(c Config) string { return cfgNeedsIssuer(c, c.OAuthScopes) }},
+			(*cfgString)(&c.OAuthScopes), func() string { return cfgNeedsIssuer(*c, c.OAuthScopes) }},
 		{"oauth-jwks-url", "MCP_EXEC_OAUTH_JWKS_URL", "", "OAuth: the issuer's key set; empty: the jwks_uri of its metadata",
-			func(c *Config) flag.Value { return (*cfgString)(&c.OAuthJWKSURL) },
-			func(c Config) string { return cfgNeedsIssuer(c, c.OAuthJWKSURL) }},
+			(*cfgString)(&c.OAuthJWKSURL), func() string { return cfgNeedsIssuer(*c, c.OAuthJWKSURL) }},
 		{"default-timeout-s", "MCP_EXEC_DEFAULT_TIMEOUT_S", "30", "wall-clock limit in seconds when a call names none",
-			func(c *Config) flag.Value { return (*cfgSeconds)(&c.DefaultTimeout) },
-			func(c Config) string {
-				switch {
-				case c.DefaultTimeout < time.Second:
-					return "must be at least 1, got " + cfgFormatSeconds(c.DefaultTimeout)
-				case c.DefaultTimeout > c.MaxTimeout:
-					return fmt.Sprintf("must not exceed %s, which is %s; got %s",
-						cfgName("max-timeout-s"), cfgFormatSeconds(c.MaxTimeout), cfgFormatSeconds(c.DefaultTimeout))
-				}
-				return ""
+			(*cfgSeconds)(&c.DefaultTimeout),
+			func() string {
+				return cmp.Or(cfgAtLeastOneSecond(c.DefaultTimeout), cfgUnless(c.DefaultTimeout <= c.MaxTimeout, "must not exceed %s, which is %s; got %s",
+					cfgName("max-timeout-s"), cfgFormatSeconds(c.MaxTimeout), cfgFormatSeconds(c.DefaultTimeout)))
 			}},
 		{"max-timeout-s", "MCP_EXEC_MAX_TIMEOUT_S", "300", "largest wall-clock limit in seconds a call may ask for",
-			func(c *Config) flag.Value { return (*cfgSeconds)(&c.MaxTimeout) },
-			func(c Config) string {
-				switch {
-				case c.MaxTimeout < time.Second:
-					return "must be at least 1, got " + cfgFormatSeconds(c.MaxTimeout)
-				case c.MaxTimeout > cfgMaxTimeoutCap:
-					return fmt.Sprintf("must be at most %d, got %s", int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.MaxTimeout))
-				}
-				return ""
+			(*cfgSeconds)(&c.MaxTimeout),
+			func() string {
+				return cmp.Or(cfgAtLeastOneSecond(c.MaxTimeout), cfgUnless(c.MaxTimeout <= cfgMaxTimeoutCap, "must be at most %d, got %s",
+					int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.MaxTimeout)))
 			}},
 		{"max-code-bytes", "MCP_EXEC_MAX_CODE_BYTES", "1m", "largest accepted program (bytes, or with unit k/m)",
-			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxCodeBytes) },
-			func(c Config) string { return cfgSizeRange(c.MaxCodeBytes, 1, cfgMaxInputBytes) }},
+			(*cfgSize)(&c.MaxCodeBytes), func() string { return cfgSizeRange(c.MaxCodeBytes, 1, cfgMaxInputBytes) }},
 		{"max-stdin-bytes", "MCP_EXEC_MAX_STDIN_BYTES", "1m", "largest accepted stdin (bytes, or with unit k/m)",
-			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxStdinBytes) },
-			func(c Config) string { return cfgSizeRange(c.MaxStdinBytes, 1, cfgMaxInputBytes) }},
+			(*cfgSize)(&c.MaxStdinBytes), func() string { return cfgSizeRange(c.MaxStdinBytes, 1, cfgMaxInputBytes) }},
 		{"max-output-bytes", "MCP_EXEC_MAX_OUTPUT_BYTES", "1m", "stdout+stderr kept per run; the rest is cut (bytes, or with unit k/m)",
-			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxOutputBytes) },
-			func(c Config) string { return cfgSizeRange(c.MaxOutputBytes, cfgMinOutputBytes, cfgMaxOutputBytes) }},
+			(*cfgSize)(&c.MaxOutputBytes), func() string { return cfgSizeRange(c.MaxOutputBytes, cfgMinOutputBytes, cfgMaxOutputBytes) }},
 		{"max-files", "MCP_EXEC_MAX_FILES", "32", "input files one call may carry",
-			func(c *Config) flag.Value { return (*cfgInt)(&c.MaxFiles) },
-			func(c Config) string { return cfgIntRange(c.MaxFiles, 0, 1000) }},
+			(*cfgInt)(&c.MaxFiles), func() string { return cfgIntRange(c.MaxFiles, 0, 1000) }},
 		{"max-file-bytes", "MCP_EXEC_MAX_FILE_BYTES", "8m", "largest file passed in or returned from /tmp/outputs (bytes, or with unit k/m)",
-			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFileBytes) },
-			func(c Config) string { return cfgSizeRange(c.MaxFileBytes, 1, cfgMaxInputBytes) }},
+			(*cfgSize)(&c.MaxFileBytes), func() string { return cfgSizeRange(c.MaxFileBytes, 1, cfgMaxInputBytes) }},
 		{"max-files-bytes", "MCP_EXEC_MAX_FILES_BYTES", "16m", "all files of one call together, in and out each (bytes, or with unit k/m)",
-			func(c *Config) flag.Value { return (*cfgSize)(&c.MaxFilesBytes) },
-			func(c Config) string { return cfgSizeRange(c.MaxFilesBytes, 1, cfgMaxInputBytes) }},
+			(*cfgSize)(&c.MaxFilesBytes), func() string { return cfgSizeRange(c.MaxFilesBytes, 1, cfgMaxInputBytes) }},
 		{"image", "MCP_EXEC_IMAGE", "mcp-exec/python-sandbox:v1", "sandbox image",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Image) },
-			func(c Config) string {
+			(*cfgString)(&c.Image),
+			func() string {
 				return cfgUnless(c.Image != "" && !strings.ContainsFunc(c.Image, unicode.IsSpace), "must be a non-empty image reference without spaces, got %q", c.Image)
 			}},
 		{"python", "MCP_EXEC_PYTHON", "python3", "Python interpreter inside the image",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Python) },
-			func(c Config) string { return cfgUnless(c.Python != "", "must not be empty") }},
+			(*cfgString)(&c.Python), func() string { return cfgUnless(c.Python != "", "must not be empty") }},
 		{"memory", "MCP_EXEC_MEMORY", "256m", "memory limit per sandbox (e.g. 256m, 1g, or bytes)",
-			func(c *Config) flag.Value { return (*cfgSize)(&c.Memory) },
-			func(c Config) string { return cfgSizeRange(c.Memory, cfgMinMemory, math.MaxInt64) }},
+			(*cfgSize)(&c.Memory), func() string { return cfgSizeRange(c.Memory, cfgMinMemory, math.MaxInt64) }},
 		{"pids", "MCP_EXEC_PIDS", "128", "process limit per sandbox",
-			func(c *Config) flag.Value { return (*cfgInt64)(&c.Pids) },
-			func(c Config) string { return cfgAtLeast(c.Pids, cfgMinPids) }},
+			(*cfgInt64)(&c.Pids), func() string { return cfgAtLeast(c.Pids, cfgMinPids) }},
 		{"cpus", "MCP_EXEC_CPUS", "1", "CPU limit per sandbox (fractions allowed)",
-			func(c *Config) flag.Value { return (*cfgFloat)(&c.CPUs) },
-			func(c Config) string {
-				return cfgUnless(c.CPUs > 0 && c.CPUs <= cfgMaxCPUs, "must be more than 0 and at most %g, got %g", cfgMaxCPUs, c.CPUs)
-			}}, // NaN fails both comparisons
+			(*cfgFloat)(&c.CPUs), func() string { return cfgPositiveUpTo(c.CPUs, cfgMaxCPUs) }},
 		{"tmpfs-size", "MCP_EXEC_TMPFS_SIZE", "64m", "size of the writable /tmp per sandbox",
-			func(c *Config) flag.Value { return (*cfgSize)(&c.TmpfsSize) },
-			func(c Config) string { return cfgSizeRange(c.TmpfsSize, cfgMinTmpfs, math.MaxInt64) }},
+			(*cfgSize)(&c.TmpfsSize), func() string { return cfgSizeRange(c.TmpfsSize, cfgMinTmpfs, math.MaxInt64) }},
 		{"backend", "MCP_EXEC_BACKEND", "docker", "where sandboxes run: docker (a Docker or Podman engine), kubernetes (one pod per sandbox) or process (standalone mode: each exec a child process of the server in its own locked container; max-concurrent defaults to 1, pool-size to 0)",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Backend) },
-			func(c Config) string { return cfgOneOf(c.Backend, cfgBackends) }},
+			(*cfgString)(&c.Backend), func() string { return cfgOneOf(c.Backend, cfgBackends) }},
 		{"engine-host", "MCP_EXEC_ENGINE_HOST", "", "container engine address, e.g. unix:///run/docker.sock; empty: DOCKER_HOST or the engine's default socket",
-			func(c *Config) flag.Value { return (*cfgString)(&c.EngineHost) },
-			func(c Config) string {
+			(*cfgString)(&c.EngineHost),
+			func() string {
 				return cfgUnless(c.EngineHost == "" || strings.Contains(c.EngineHost, "://"), "must be an address with a scheme such as unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host, got %q", c.EngineHost)
 			}},
 		{"allow-insecure-engine", "MCP_EXEC_ALLOW_INSECURE_ENGINE", "false", "connect to a tcp:// engine off this machine without verified TLS (plain TCP, or DOCKER_TLS without DOCKER_TLS_VERIFY; UNSAFE; logged loudly)",
-			func(c *Config) flag.Value { return (*cfgBool)(&c.AllowInsecureEngine) }, nil},
+			(*cfgBool)(&c.AllowInsecureEngine), nil},
 		{"runtime", "MCP_EXEC_RUNTIME", "", "OCI runtime, e.g. runc, crun, runsc; empty: the engine's default (kubernetes: the pods' RuntimeClass, e.g. gvisor)",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Runtime) },
-			func(c Config) string {
+			(*cfgString)(&c.Runtime),
+			func() string {
 				return cfgUnless(c.Runtime == "" || cfgRuntimeRE.MatchString(c.Runtime), "must be a runtime name such as runc, crun or runsc, got %q", c.Runtime)
 			}},
 		{"kubeconfig", "MCP_EXEC_KUBECONFIG", "", "kubernetes: kubeconfig file; empty: in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Kubeconfig) }, nil},
+			(*cfgString)(&c.Kubeconfig), nil},
 		{"kube-context", "MCP_EXEC_KUBE_CONTEXT", "", "kubernetes: kubeconfig context; empty: its current context",
-			func(c *Config) flag.Value { return (*cfgString)(&c.KubeContext) }, nil},
+			(*cfgString)(&c.KubeContext), nil},
 		{"kube-namespace", "MCP_EXEC_KUBE_NAMESPACE", "", "kubernetes: namespace of the sandbox pods; empty: the server pod's own, or the context's",
-			func(c *Config) flag.Value { return (*cfgString)(&c.KubeNamespace) }, nil},
+			(*cfgString)(&c.KubeNamespace), nil},
 		{"kube-node-selector", "MCP_EXEC_KUBE_NODE_SELECTOR", "", "kubernetes: node labels the sandbox pods require, k=v,k2=v2",
-			func(c *Config) flag.Value { return (*cfgString)(&c.KubeNodeSelector) },
-			func(c Config) string { return cfgErrText(kube.ParseLabels(c.KubeNodeSelector)) }},
+			(*cfgString)(&c.KubeNodeSelector), func() string { return cfgErrText(kube.ParseLabels(c.KubeNodeSelector)) }},
 		{"kube-tolerations", "MCP_EXEC_KUBE_TOLERATIONS", "", "kubernetes: taints the sandbox pods tolerate, key[=value][:Effect],...",
-			func(c *Config) flag.Value { return (*cfgString)(&c.KubeTolerations) },
-			func(c Config) string { return cfgErrText(kube.ParseTolerations(c.KubeTolerations)) }},
+			(*cfgString)(&c.KubeTolerations), func() string { return cfgErrText(kube.ParseTolerations(c.KubeTolerations)) }},
 		{"kube-image-pull-policy", "MCP_EXEC_KUBE_IMAGE_PULL_POLICY", "IfNotPresent", "kubernetes: Always, IfNotPresent or Never",
-			func(c *Config) flag.Value { return (*cfgString)(&c.KubePullPolicy) },
-			func(c Config) string { return cfgOneOf(c.KubePullPolicy, cfgPullPolicy) }},
+			(*cfgString)(&c.KubePullPolicy), func() string { return cfgOneOf(c.KubePullPolicy, cfgPullPolicy) }},
 		{"kube-pod-labels", "MCP_EXEC_KUBE_POD_LABELS", "", "kubernetes: extra labels on every sandbox pod, k=v,k2=v2 (never dev.mcp-exec.*)",
-			func(c *Config) flag.Value { return (*cfgString)(&c.KubePodLabels) },
-			func(c Config) string { return cfgErrText(kube.ParseLabels(c.KubePodLabels)) }},
+			(*cfgString)(&c.KubePodLabels), func() string { return cfgErrText(kube.ParseLabels(c.KubePodLabels)) }},
 		{"kube-seccomp-profile", "MCP_EXEC_KUBE_SECCOMP_PROFILE", "", "kubernetes: a Localhost seccomp profile (path under the kubelet's seccomp directory); empty: RuntimeDefault",
-			func(c *Config) flag.Value { return (*cfgString)(&c.KubeSeccompProfile) }, nil},
+			(*cfgString)(&c.KubeSeccompProfile), nil},
 		{"max-concurrent", "MCP_EXEC_MAX_CONCURRENT", "2", "sandboxes running at once",
-			func(c *Config) flag.Value { return (*cfgInt)(&c.MaxConcurrent) },
-			func(c Config) string { return cfgAtLeast(int64(c.MaxConcurrent), 1) }},
+			(*cfgInt)(&c.MaxConcurrent), func() string { return cfgAtLeast(int64(c.MaxConcurrent), 1) }},
 		{"max-queue", "MCP_EXEC_MAX_QUEUE", "64", "calls waiting for a free slot before new ones are refused",
-			func(c *Config) flag.Value { return (*cfgInt)(&c.MaxQueue) },
-			func(c Config) string { return cfgAtLeast(int64(c.MaxQueue), 0) }},
+			(*cfgInt)(&c.MaxQueue), func() string { return cfgAtLeast(int64(c.MaxQueue), 0) }},
 		{"metrics-addr", "MCP_EXEC_METRICS_ADDR", "", "Prometheus /metrics: empty serves it on the http/sse listener, off disables it, host:port gives it a listener of its own",
-			func(c *Config) flag.Value { return (*cfgString)(&c.MetricsAddr) },
-			func(c Config) string {
+			(*cfgString)(&c.MetricsAddr),
+			func() string {
 				ok := c.MetricsAddr == "" || c.MetricsAddr == "off" || cfgIsHostPort(c.MetricsAddr)
 				return cfgUnless(ok, "must be empty, off, or host:port, got %q", c.MetricsAddr)
 			}},
 		{"stateless", "MCP_EXEC_STATELESS", "false", "streamable HTTP without sessions, so replicas need no affinity behind a load balancer (http only)",
-			func(c *Config) flag.Value { return (*cfgBool)(&c.Stateless) }, nil},
+			(*cfgBool)(&c.Stateless), nil},
 		{"shutdown-grace-s", "MCP_EXEC_SHUTDOWN_GRACE_S", "30", "seconds in-flight execs may take to finish after SIGTERM/SIGINT before their sandboxes are killed",
-			func(c *Config) flag.Value { return (*cfgSeconds)(&c.ShutdownGrace) },
-			func(c Config) string { return cfgSecondsUpTo(c.ShutdownGrace, cfgMaxTimeoutCap) }},
+			(*cfgSeconds)(&c.ShutdownGrace), func() string { return cfgSecondsUpTo(c.ShutdownGrace, cfgMaxTimeoutCap) }},
 		{"engine-wait-s", "MCP_EXEC_ENGINE_WAIT_S", "60", "seconds a call waits for an engine that went away (a restart) before it fails, at most its own timeout; 0: it fails at once",
-			func(c *Config) flag.Value { return (*cfgSeconds)(&c.EngineWait) },
-			func(c Config) string { return cfgSecondsUpTo(c.EngineWait, cfgMaxTimeoutCap) }},
+			(*cfgSeconds)(&c.EngineWait), func() string { return cfgSecondsUpTo(c.EngineWait, cfgMaxTimeoutCap) }},
 		{"allow-unenforced-limits", "MCP_EXEC_ALLOW_UNENFORCED_LIMITS", "false", "serve even when the engine does not enforce the memory, pids or CPU limit (UNSAFE; logged loudly)",
-			func(c *Config) flag.Value { return (*cfgBool)(&c.AllowUnenforcedLimits) }, nil},
+			(*cfgBool)(&c.AllowUnenforcedLimits), nil},
 		{"pool-size", "MCP_EXEC_POOL_SIZE", "2", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
-			func(c *Config) flag.Value { return (*cfgInt)(&c.PoolSize) },
-			func(c Config) string { return cfgIntRange(c.PoolSize, 0, cfgMaxPool) }},
+			(*cfgInt)(&c.PoolSize), func() string { return cfgIntRange(c.PoolSize, 0, cfgMaxPool) }},
 		{"preload", "MCP_EXEC_PRELOAD", "", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Preload) },
-			func(c Config) string {
+			(*cfgString)(&c.Preload),
+			func() string {
 				return cfgUnless(c.Preload == "" || cfgPreloadRE.MatchString(c.Preload), "must be module names separated by commas (e.g. numpy,pandas), got %q", c.Preload)
 			}},
 		{"instance", "MCP_EXEC_INSTANCE", cfgHostDefault, "label value marking this server's containers (default: host name)",
-			func(c *Config) flag.Value { return (*cfgString)(&c.Instance) },
-			func(c Config) string {
+			(*cfgString)(&c.Instance),
+			func() string {
 				return cfgUnless(cfgInstanceRE.MatchString(c.Instance), "must match %s, got %q", cfgInstanceRE, c.Instance)
 			}},
 		{"log-level", "MCP_EXEC_LOG_LEVEL", "info", "trace, debug, info, warn or error",
-			func(c *Config) flag.Value { return (*cfgString)(&c.LogLevel) },
-			func(c Config) string { return cfgOneOf(c.LogLevel, cfgLogLevels) }},
+			(*cfgString)(&c.LogLevel), func() string { return cfgOneOf(c.LogLevel, cfgLogLevels) }},
 		{"log-format", "MCP_EXEC_LOG_FORMAT", "auto", "auto (json unless stderr is a terminal), json or console",
-			func(c *Config) flag.Value { return (*cfgString)(&c.LogFormat) },
-			func(c Config) string { return cfgOneOf(c.LogFormat, cfgLogFormats) }},
+			(*cfgString)(&c.LogFormat), func() string { return cfgOneOf(c.LogFormat, cfgLogFormats) }},
 	}
 }
 
@@ -333,12 +296,12 @@ const cfgHostDefault = "$HOSTNAME"
 // cfgDefaults returns the built-in defaults, before environment and flags.
 func cfgDefaults() Config {
 	var c Config
-	for _, f := range cfgFields {
+	for _, f := range cfgTable(&c) {
 		def := f.def
 		if def == cfgHostDefault {
 			def, _ = cfgHostname() // on failure the empty Instance fails Validate
 		}
-		if err := f.bind(&c).Set(def); err != nil {
+		if err := f.value.Set(def); err != nil {
 			panic(fmt.Sprintf("default of --%s: %v", f.flag, err)) // a bad table; TestLoadDefaults catches it
 		}
 	}
@@ -384,6 +347,15 @@ func cfgIntRange(got, min, max int) string {
 	return cfgUnless(got >= min && got <= max, "must be from %d to %d, got %d", min, max, got)
 }
 
+func cfgAtLeastOneSecond(got time.Duration) string {
+	return cfgUnless(got >= time.Second, "must be at least 1, got %s", cfgFormatSeconds(got))
+}
+
+func cfgPositiveUpTo(got, max float64) string {
+	// NaN fails both comparisons.
+	return cfgUnless(got > 0 && got <= max, "must be more than 0 and at most %g, got %g", max, got)
+}
+
 func cfgSecondsUpTo(got, max time.Duration) string {
 	return cfgUnless(got >= 0 && got <= max, "must be from 0 to %d, got %s", int64(max/time.Second), cfgFormatSeconds(got))
 }
@@ -423,8 +395,8 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	}
 	c := cfgDefaults()
 	var errs []error
-	for _, f := range cfgFields {
-		v := f.bind(&c)
+	for _, f := range cfgTable(&c) {
+		v := f.value
 		if s := getenv(f.env); s != "" {
 			if err := v.Set(s); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q is invalid (flag --%s): %w", f.env, s, f.flag, err))
@@ -486,11 +458,11 @@ func cfgReadToken(path string) (string, error) {
 // each naming the flag and the variable. It never mentions the token's value.
 func (c Config) Validate() error {
 	var errs []error
-	for _, f := range cfgFields {
+	for _, f := range cfgTable(&c) {
 		if f.check == nil {
 			continue
 		}
-		if msg := f.check(c); msg != "" {
+		if msg := f.check(); msg != "" {
 			errs = append(errs, fmt.Errorf("%s %s", cfgName(f.flag), msg))
 		}
 	}
@@ -519,12 +491,12 @@ func (c Config) Scopes() []string {
 // keyed by the flag's name in snake_case. The token is shown as "[redacted]" when set
 // and "" when not, never itself. Durations are in seconds and sizes in bytes.
 func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
-	for _, f := range cfgFields {
+	for _, f := range cfgTable(&c) {
 		if f.flag == "auth-token-file" {
 			e = e.Str("auth_token", c.AuthToken.String())
 		}
 		key := strings.ReplaceAll(f.flag, "-", "_")
-		switch v := f.bind(&c).(flag.Getter).Get().(type) {
+		switch v := f.value.(flag.Getter).Get().(type) {
 		case string:
 			e = e.Str(key, v)
 		case bool:
