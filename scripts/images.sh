@@ -12,9 +12,10 @@
 # proxy (GOPROXY and GOSUMDB are passed on when set).
 # `scripts/images.sh --go-image` seeds the toolchain image if needed and prints the
 # reference to use as GO_IMAGE (scripts/compose-test.sh uses it).
-# With --standalone it also builds the standalone image (images/standalone/Dockerfile,
-# tag $MCP_EXEC_STANDALONE_IMAGE, default mcp-exec/standalone:latest): the server added
-# to the sandbox image, for --backend process (docs/standalone.md). Always rebuilt.
+# With --standalone it also builds the server image, as --server does, and then the
+# standalone image (images/standalone/Dockerfile, tag $MCP_EXEC_STANDALONE_IMAGE,
+# default mcp-exec/standalone:latest): the server image's binary added to the sandbox
+# image, for --backend process (docs/standalone.md). Always rebuilt.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -135,21 +136,14 @@ build_server() {
 }
 
 # build_standalone builds the standalone image (images/standalone/Dockerfile): the
-# server binary added to the sandbox image. Always rebuilt, like the server image (the
-# build cache makes an unchanged rebuild a few seconds).
+# binary of the server image that build_server built, added to the sandbox image. It
+# compiles nothing, so it takes a few seconds; always rebuilt, like the server image.
 build_standalone() {
-  local goimg version
-  goimg=$(go_image)
-  version=${MCP_EXEC_VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
-  log "building $standalone_image (GO_IMAGE=$goimg, version $version)"
-  local t0=$SECONDS
-  tar -cf - go.mod go.sum cmd launcher mcpserver images/standalone/Dockerfile \
-    | docker build --quiet -f images/standalone/Dockerfile -t "$standalone_image" \
-        --build-arg GO_IMAGE="$goimg" --build-arg VERSION="$version" \
-        --build-arg SANDBOX_IMAGE="$image" \
-        ${GOPROXY:+--build-arg GOPROXY="$GOPROXY"} ${GOSUMDB:+--build-arg GOSUMDB="$GOSUMDB"} \
-        - >/dev/null
-  log "$standalone_image built in $((SECONDS - t0)) s"
+  log "building $standalone_image (the server of $server_image in $image)"
+  docker build --quiet -t "$standalone_image" \
+    --build-arg SERVER_IMAGE="$server_image" --build-arg SANDBOX_IMAGE="$image" \
+    - <images/standalone/Dockerfile >/dev/null
+  log "$standalone_image built"
 }
 
 if [ "$print_go" = 1 ]; then
@@ -157,7 +151,7 @@ if [ "$print_go" = 1 ]; then
   exit 0
 fi
 ensure_sandbox
-if [ "$server" = 1 ]; then
+if [ "$server" = 1 ] || [ "$standalone" = 1 ]; then
   build_server
 fi
 if [ "$standalone" = 1 ]; then
