@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -42,45 +41,17 @@ func TestLoadBalancedStateless(t *testing.T) {
 		t.Skip("load-balancer test: skipped with -short")
 	}
 	start := time.Now()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		e2eSkipOrFail(t, "node not found (%v): install Node.js 20 or later to run the load-balancer test", err)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		e2eSkipOrFail(t, "npm not found (%v): install npm to run the load-balancer test", err)
-	}
 	nginx := lbFindNginx(t)
-	e2eNpmCI(t, dir, npm)
+	dir, node := e2eNode(t)
 	bin := e2eBuild(t)
 	t.Logf("setup (nginx, npm, build) took %s", time.Since(start).Round(time.Millisecond))
 
-	baseEnv := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"MCP_EXEC_STATELESS=true", "MCP_EXEC_LOG_FORMAT=json", "MCP_EXEC_LOG_LEVEL=info",
-	}
-	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
-		if v, ok := os.LookupEnv(k); ok {
-			baseEnv = append(baseEnv, k+"="+v)
-		}
-	}
+	baseEnv := e2eEnv("MCP_EXEC_STATELESS=true", "MCP_EXEC_LOG_FORMAT=json", "MCP_EXEC_LOG_LEVEL=info")
 	token := e2eRandom()
 	suffix := strconv.Itoa(os.Getpid())
 	var replicas []*e2eServer
 	for i := range 2 {
-		s, err := e2eStartServer(t, bin, baseEnv, "http", fmt.Sprintf("lb-%d-%s", i, suffix), token)
-		var se *e2eStartError
-		if errors.As(err, &se) && se.exitCode == 1 {
-			e2eSkipOrFail(t, "engine unavailable: the binary failed its start-up check (run scripts/engine.sh and scripts/images.sh):\n%s", se.logs)
-		}
-		if err != nil {
-			t.Fatalf("starting replica %d: %v", i, err)
-		}
-		replicas = append(replicas, s)
+		replicas = append(replicas, e2eServe(t, bin, baseEnv, "http", fmt.Sprintf("lb-%d-%s", i, suffix), token))
 	}
 
 	lb := lbStartNginx(t, nginx, replicas)

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,23 +52,11 @@ func TestLongRunResetsTimeoutOnProgress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: skipped with -short")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		e2eSkipOrFail(t, "node not found (%v): install Node.js 20 or later to run the long-run test", err)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		e2eSkipOrFail(t, "npm not found (%v)", err)
-	}
-	e2eNpmCI(t, dir, npm)
+	dir, node := e2eNode(t)
 	bin, env := protoSetup(t)
 	suffix := strconv.Itoa(os.Getpid())
 	token := e2eRandom()
-	srv := protoStart(t, bin, env, "longrun-http-"+suffix, token)
+	srv := e2eServe(t, bin, env, "http", "longrun-http-"+suffix, token)
 
 	args := []string{"--timeout-ms", strconv.FormatInt(longrunTimeout.Milliseconds(), 10),
 		"--run-s", strconv.Itoa(int(longrunRun / time.Second))}

@@ -476,19 +476,7 @@ func TestStandaloneSelftest(t *testing.T) {
 // (no route out, egress stated and probed, a token).
 func TestStandaloneE2E(t *testing.T) {
 	img := saImage(t)
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		e2eSkipOrFail(t, "node not found (%v)", err)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		e2eSkipOrFail(t, "npm not found (%v)", err)
-	}
-	e2eNpmCI(t, dir, npm)
+	dir, node := e2eNode(t)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 
 	t.Run("stdio", func(t *testing.T) {
