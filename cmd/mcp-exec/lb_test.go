@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 const (
@@ -252,7 +254,7 @@ http {
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &e2eBuffer{}
+	logs := &launchertest.Buffer{}
 	cmd := exec.Command(nginx, "-p", dir, "-e", "stderr", "-c", confPath, "-g", "daemon off;")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -173,7 +174,7 @@ func TestStandaloneEgressProbe(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "docker", args...)
-			var stderr e2eBuffer
+			var stderr launchertest.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -214,7 +215,7 @@ func saSession(t *testing.T, img string, extra ...string) *mcp.ClientSession {
 	args := append([]string{"run", "--rm", "-i", "--name", saName(t)}, saLocked...)
 	args = append(append(args, extra...), img)
 	cmd := exec.Command("docker", args...)
-	var stderr e2eBuffer
+	var stderr launchertest.Buffer
 	cmd.Stderr = &stderr
 	t.Cleanup(func() {
 		if t.Failed() {

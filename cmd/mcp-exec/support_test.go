@@ -31,6 +31,7 @@ import (
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 const (
@@ -167,24 +168,6 @@ func e2eRandom() string {
 	return hex.EncodeToString(b[:])
 }
 
-// e2eBuffer collects a process's output; the process writes from its own goroutine.
-type e2eBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *e2eBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *e2eBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // e2eServer is a running mcp-exec serving http or sse.
 type e2eServer struct {
 	instance, token string
@@ -192,7 +175,7 @@ type e2eServer struct {
 	base            string // http://127.0.0.1:PORT
 	endpoint        string // base + /mcp or /sse
 	cmd             *exec.Cmd
-	logs            *e2eBuffer
+	logs            *launchertest.Buffer
 	done            chan struct{} // closed when the process has exited; then waitErr is set
 	waitErr         error
 	ready           bool // it answered; only then can it have made containers
@@ -250,7 +233,7 @@ func e2eStartServerOn(t *testing.T, host, bin string, baseEnv []string, transpor
 		token:    token,
 		port:     port,
 		base:     "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		logs:     &e2eBuffer{},
+		logs:     &launchertest.Buffer{},
 		done:     make(chan struct{}),
 	}
 	path := map[string]string{"http": "/mcp", "sse": "/sse"}[transport]
