@@ -223,9 +223,6 @@ func TestBodyBudget(t *testing.T) {
 // and no sandbox) are answered with the body budget holding two at a time. Without
 // a token, 401 before the body is read.
 func TestLargeBodiesLive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := e2eBuild(t)
 	token := e2eRandom()
 	s := e2eServe(t, bin, e2eEnv(), "http", "test-bodies", token)

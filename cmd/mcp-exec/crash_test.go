@@ -14,8 +14,10 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
@@ -23,18 +25,12 @@ import (
 // behind; the next start of the same instance removes it before serving, and leaves
 // other instances' containers alone.
 func TestRestartReapsOrphans(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	bin := e2eBuild(t)
 	// Closed after the cleanups registered below, which use it.
 	cli := launchertest.Client(t)
 	if _, err := cli.Ping(t.Context(), client.PingOptions{}); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no engine: %v", err)
-		}
-		t.Fatalf("no engine: %v", err)
+		e2eSkipOrFail(t, "no engine: %v", err)
 	}
-	bin := e2eBuild(t)
 	instance := "test-crash-reap"
 	image := os.Getenv("MCP_EXEC_IMAGE")
 	if image == "" {
@@ -61,18 +57,11 @@ func TestRestartReapsOrphans(t *testing.T) {
 		}
 		return crashStart(t, bin, env, "--instance", instance, "--pool-size", "0", "--log-format", "json", "--image", image)
 	}
-	list := func() []string {
-		f := make(client.Filters).Add("label", launcher.LabelInstance+"="+instance)
-		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true, Filters: f})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, c := range list.Items {
-			ids = append(ids, c.ID)
-		}
-		return ids
+	be, err := docker.New(cli, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
 	}
+	list := crashList(t, be, instance)
 
 	orphan := crashMidExec(t, start, list, 30*time.Second, 0)
 	crashWaitLog(t, start().log, "serving")
@@ -107,6 +96,19 @@ func crashStart(t *testing.T, bin string, env []string, args ...string) *crashSe
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return &crashServer{cmd: cmd, in: in, log: bufio.NewScanner(errs)}
+}
+
+// crashList returns a function that lists the sandboxes of instance on be.
+func crashList(t *testing.T, be interface {
+	List(ctx context.Context, instance string) ([]string, error)
+}, instance string) func() []string {
+	return func() []string {
+		ids, err := be.List(t.Context(), instance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
 }
 
 // crashWaitLog reads the server's JSON log up to a line with message msg.

@@ -29,9 +29,6 @@ const (
 )
 
 func TestE2E(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
 	start := time.Now()
 	dir, node := e2eNode(t)
 	bin := e2eBuild(t)

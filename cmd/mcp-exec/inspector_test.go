@@ -107,9 +107,6 @@ func inspectorCheck(t *testing.T, node, dir string, env []string, target ...stri
 }
 
 func TestInspectorCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
 	dir := e2eScripts(t)
 	node := inspectorNode(t, dir)
 	bin, env := protoSetup(t)

@@ -28,9 +28,6 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // addresses does reach the server from the host, so a sandbox with a network would
 // fail it.
 func TestHTTPModeIsolation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := e2eBuild(t)
 	token := e2eRandom()
 	port := e2eServeOn(t, "0.0.0.0", bin, e2eEnv("MCP_EXEC_POOL_SIZE=0"), "http", "test-isolation", token).port

@@ -61,17 +61,7 @@ func TestKubeRestartReapsOrphans(t *testing.T) {
 			"--instance", instance, "--pool-size", "0", "--log-format", "json",
 			"--backend", "kubernetes", "--kubeconfig", kc, "--kube-namespace", ns, "--kube-image-pull-policy", "Never")
 	}
-	list := func() []string {
-		l, err := admin.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: launcher.LabelInstance + "=" + instance})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, p := range l.Items {
-			names = append(names, p.Name)
-		}
-		return names
-	}
+	list := crashList(t, be, instance)
 
 	// 60 s for the pod to appear, then 2 s for the exec to start in it.
 	orphan := crashMidExec(t, start, list, 60*time.Second, 2*time.Second)

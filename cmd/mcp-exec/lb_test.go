@@ -39,13 +39,10 @@ const (
 )
 
 func TestLoadBalancedStateless(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load-balancer test: skipped with -short")
-	}
 	start := time.Now()
-	nginx := lbFindNginx(t)
 	dir, node := e2eNode(t)
 	bin := e2eBuild(t)
+	nginx := lbFindNginx(t)
 	t.Logf("setup (nginx, npm, build) took %s", time.Since(start).Round(time.Millisecond))
 
 	baseEnv := e2eEnv("MCP_EXEC_STATELESS=true", "MCP_EXEC_LOG_FORMAT=json", "MCP_EXEC_LOG_LEVEL=info")

@@ -49,9 +49,6 @@ type longrunCall struct {
 }
 
 func TestLongRunResetsTimeoutOnProgress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
 	dir, node := e2eNode(t)
 	bin, env := protoSetup(t)
 	suffix := strconv.Itoa(os.Getpid())

@@ -15,9 +15,6 @@ import (
 // TestMetricsAfterWorkload scrapes /metrics after a mixed workload and compares every
 // counter with the calls made.
 func TestMetricsAfterWorkload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := e2eBuild(t)
 	s := e2eServe(t, bin, e2eEnv("MCP_EXEC_POOL_SIZE=1", "MCP_EXEC_MEMORY=64m"), "http", "test-metrics", "")
 	base := s.base

@@ -43,13 +43,9 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// protoSetup builds the binary and returns it with the servers' environment,
-// skipping (or failing in CI) when the engine is unavailable.
+// protoSetup builds the binary and returns it with the servers' environment.
 func protoSetup(t *testing.T, extra ...string) (bin string, env []string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
 	bin = e2eBuild(t)
 	env = e2eEnv(append([]string{"MCP_EXEC_MAX_OUTPUT_BYTES=" + strconv.Itoa(protoMaxOutput), "MCP_EXEC_LOG_FORMAT=json"}, extra...)...)
 	return bin, env

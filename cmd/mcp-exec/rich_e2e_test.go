@@ -20,15 +20,12 @@ import (
 )
 
 func TestE2ERich(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
+	dir, node := e2eNode(t)
+	bin := e2eBuild(t)
 	docker, err := exec.LookPath("docker")
 	if err != nil {
 		e2eSkipOrFail(t, "docker CLI not found (%v): rich.mjs lists the server's sandboxes with it", err)
 	}
-	dir, node := e2eNode(t)
-	bin := e2eBuild(t)
 
 	// Cold mode: the cancellation check expects no sandbox of the instance but the
 	// running one, and a warm pool keeps idle ones.

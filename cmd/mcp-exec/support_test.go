@@ -55,6 +55,7 @@ func e2eSkipOrFail(t *testing.T, format string, args ...any) {
 // packages installed (e2eNpmCI).
 func e2eScripts(t *testing.T) string {
 	t.Helper()
+	e2eSkipShort(t)
 	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
 	if err != nil {
 		t.Fatal(err)
@@ -70,11 +71,12 @@ func e2eScripts(t *testing.T) string {
 // e2eNode returns scripts/e2e, ready (e2eScripts), and the node that runs its clients.
 func e2eNode(t *testing.T) (dir, node string) {
 	t.Helper()
+	dir = e2eScripts(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		e2eSkipOrFail(t, "node not found (%v): install Node.js 20 or later to run the end-to-end tests", err)
 	}
-	return e2eScripts(t), node
+	return dir, node
 }
 
 // e2ePassEnv returns KEY=value for each of keys set in the test's environment.
@@ -141,9 +143,18 @@ func e2eNpmCI(t *testing.T, dir, npm string) {
 	}
 }
 
-// e2eBuild builds the binary once into a temporary directory.
+// e2eSkipShort skips a test that builds and runs the binary when go test has -short.
+func e2eSkipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary: skipped with -short")
+	}
+}
+
+// e2eBuild builds the binary once into a temporary directory (skipped with -short).
 func e2eBuild(t *testing.T) string {
 	t.Helper()
+	e2eSkipShort(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		if root := os.Getenv("GOROOT"); root != "" {
