@@ -13,7 +13,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -91,18 +90,6 @@ func TestLoadBalancedStateless(t *testing.T) {
 	}
 
 	// The client: 50 calls, each print(i*i), through nginx.
-	ctx, cancel := context.WithTimeout(t.Context(), e2eClientTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "lb.mjs", "--url", lb+"/mcp", "--token", token,
-		"--calls", strconv.Itoa(lbCalls), "--concurrency", strconv.Itoa(lbConcurrency))
-	cmd.Dir = dir
-	cmd.Env = baseEnv
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t0 := time.Now()
-	runErr := cmd.Run()
-	elapsed := time.Since(t0)
 	var rep struct {
 		OK         bool                      `json:"ok"`
 		Correct    int                       `json:"correct"`
@@ -113,14 +100,13 @@ func TestLoadBalancedStateless(t *testing.T) {
 		Error      string                    `json:"error"`
 		DurationMS int64                     `json:"duration_ms"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep); err != nil {
-		t.Fatalf("lb.mjs: stdout is not one JSON object (%v; run error %v):\n%s\nstderr:\n%s", err, runErr, stdout.String(), stderr.String())
-	}
+	r := e2eRunNode(t, e2eClientTimeout, "lb.mjs", node, dir, baseEnv, &rep, "--url", lb+"/mcp", "--token", token,
+		"--calls", strconv.Itoa(lbCalls), "--concurrency", strconv.Itoa(lbConcurrency))
 	t.Logf("lb.mjs: %d of %d calls right in %s (concurrency %d); upstreams %v; statuses %v",
-		rep.Correct, lbCalls, elapsed.Round(time.Millisecond), lbConcurrency, rep.Upstreams, rep.Statuses)
-	if runErr != nil || !rep.OK || rep.Correct != lbCalls {
-		t.Errorf("lb.mjs: %v, ok %t, %d of %d right, error %q, failures %s\nstderr:\n%s",
-			runErr, rep.OK, rep.Correct, lbCalls, rep.Error, rep.Failures, stderr.String())
+		rep.Correct, lbCalls, r.elapsed.Round(time.Millisecond), lbConcurrency, rep.Upstreams, rep.Statuses)
+	if r.exitCode != 0 || !rep.OK || rep.Correct != lbCalls {
+		t.Errorf("lb.mjs: exit %d, ok %t, %d of %d right, error %q, failures %s\nstderr:\n%s",
+			r.exitCode, rep.OK, rep.Correct, lbCalls, rep.Error, rep.Failures, r.stderr)
 	}
 	if rep.SessionID != nil && *rep.SessionID != "" {
 		t.Errorf("the client got session %q from stateless replicas, want none", *rep.SessionID)

@@ -11,12 +11,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,31 +73,20 @@ func TestLongRunResetsTimeoutOnProgress(t *testing.T) {
 
 func longrunCheck(t *testing.T, node, dir string, env, args []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute+3*longrunRun)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"longrun.mjs"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
 	var rep struct {
 		OK           bool        `json:"ok"`
 		Error        string      `json:"error"`
 		WithReset    longrunCall `json:"with_reset"`
 		WithoutReset longrunCall `json:"without_reset"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep); err != nil {
-		t.Fatalf("longrun.mjs: stdout is not one JSON object (%v; run error %v):\n%s\nstderr:\n%s", err, runErr, stdout.String(), stderr.String())
-	}
+	r := e2eRunNode(t, 3*time.Minute+3*longrunRun, "longrun.mjs", node, dir, env, &rep, args...)
 	w, wo := rep.WithReset, rep.WithoutReset
 	t.Logf("with reset: completed %t in %d ms, %d progress notifications (first at %v ms, mean gap %v ms, max gap %v ms)",
 		w.Completed, w.ElapsedMS, w.ProgressCount, deref(w.FirstProgressMS), deref(w.MeanGapMS), deref(w.MaxGapMS))
 	t.Logf("without reset: completed %t, timed out %t after %d ms (%q), %d progress notifications",
 		wo.Completed, wo.TimedOut, wo.ElapsedMS, wo.Error, wo.ProgressCount)
-	if runErr != nil || !rep.OK {
-		t.Errorf("longrun.mjs: %v, ok %t, error %q\nstderr:\n%s", runErr, rep.OK, rep.Error, stderr.String())
+	if r.exitCode != 0 || !rep.OK {
+		t.Errorf("longrun.mjs: exit %d, ok %t, error %q\nstderr:\n%s", r.exitCode, rep.OK, rep.Error, r.stderr)
 	}
 	if !w.Completed || w.ElapsedMS < longrunRun.Milliseconds() {
 		t.Errorf("with reset: completed %t after %d ms, want the whole %s run", w.Completed, w.ElapsedMS, longrunRun)

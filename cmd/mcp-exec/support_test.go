@@ -377,11 +377,17 @@ type e2eReport struct {
 	DurationMS int64 `json:"duration_ms"`
 }
 
-type e2eClientRun struct {
+// e2eNodeRun is how a run of a Node client ended.
+type e2eNodeRun struct {
 	exitCode       int
 	stdout, stderr string
-	report         e2eReport
 	elapsed        time.Duration
+}
+
+// e2eClientRun is a run of client.mjs (or rich.mjs) and its report.
+type e2eClientRun struct {
+	e2eNodeRun
+	report e2eReport
 }
 
 // e2eRunClient runs client.mjs with env as its whole environment.
@@ -390,11 +396,20 @@ func e2eRunClient(t *testing.T, node, dir string, env []string, args ...string) 
 	return e2eRunScript(t, "client.mjs", node, dir, env, args...)
 }
 
-// e2eRunScript runs one of the Node clients (scripts/e2e) with env as its whole
-// environment, and decodes the one JSON report it prints.
+// e2eRunScript runs a Node client that reports like client.mjs (e2eRunNode).
 func e2eRunScript(t *testing.T, script, node, dir string, env []string, args ...string) e2eClientRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), e2eClientTimeout)
+	var r e2eClientRun
+	r.e2eNodeRun = e2eRunNode(t, e2eClientTimeout, script, node, dir, env, &r.report, args...)
+	return r
+}
+
+// e2eRunNode runs one of the Node clients (scripts/e2e) with env as its whole
+// environment, for at most timeout, and decodes the one JSON object it prints on
+// stdout into report; a stdout that is not one fails the test.
+func e2eRunNode(t *testing.T, timeout time.Duration, script, node, dir string, env []string, report any, args ...string) e2eNodeRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
 	cmd.Dir = dir
@@ -404,7 +419,7 @@ func e2eRunScript(t *testing.T, script, node, dir string, env []string, args ...
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()
 	err := cmd.Run()
-	r := e2eClientRun{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(t0)}
+	r := e2eNodeRun{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(t0)}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -413,15 +428,26 @@ func e2eRunScript(t *testing.T, script, node, dir string, env []string, args ...
 	default:
 		t.Fatalf("running %s: %v\nstderr:\n%s", script, err, r.stderr)
 	}
-	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r.report); jerr != nil {
-		t.Errorf("%s %s: stdout is not one JSON object (%v):\n%s\nstderr:\n%s",
-			script, strings.Join(args, " "), jerr, r.stdout, r.stderr)
+	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), report); jerr != nil {
+		t.Fatalf("%s %s: stdout is not one JSON object (%v; exit %d):\n%s\nstderr:\n%s",
+			script, strings.Join(args, " "), jerr, r.exitCode, r.stdout, r.stderr)
 	}
 	return r
 }
 
-// e2eExpectPass asserts that client.mjs passed every check, and reports its result.
+// e2eExpectPass asserts that client.mjs passed every check (e2eExpectChecks), and
+// that the server it talked to is the binary e2eBuild made.
 func e2eExpectPass(t *testing.T, r e2eClientRun) {
+	t.Helper()
+	e2eExpectChecks(t, r)
+	if r.report.Server == nil || r.report.Server.Name != "mcp-exec" || r.report.Server.Version != e2eVersion {
+		t.Errorf("server info in the handshake is %+v, want mcp-exec %s", r.report.Server, e2eVersion)
+	}
+}
+
+// e2eExpectChecks reports client.mjs's result and asserts that it ran checks and
+// passed every one.
+func e2eExpectChecks(t *testing.T, r e2eClientRun) {
 	t.Helper()
 	var b strings.Builder
 	for _, c := range r.report.Checks {
@@ -434,11 +460,8 @@ func e2eExpectPass(t *testing.T, r e2eClientRun) {
 	t.Logf("client.mjs (%s %s, node) against %s: exit %d in %s, connect %d ms; %d passed, %d failed\n%s%s",
 		r.report.SDK.Name, r.report.SDK.Version, r.report.Transport, r.exitCode, r.elapsed.Round(time.Millisecond),
 		r.report.ConnectMS, len(r.report.Passed), len(r.report.Failed), b.String(), strings.TrimSpace(r.stdout))
-	if r.exitCode != 0 || !r.report.OK {
+	if r.exitCode != 0 || !r.report.OK || len(r.report.Passed) == 0 {
 		t.Errorf("client.mjs: exit %d, ok %t, failed %v, error %q; its stderr:\n%s",
 			r.exitCode, r.report.OK, r.report.Failed, r.report.Error, r.stderr)
-	}
-	if r.report.Server == nil || r.report.Server.Name != "mcp-exec" || r.report.Server.Version != e2eVersion {
-		t.Errorf("server info in the handshake is %+v, want mcp-exec %s", r.report.Server, e2eVersion)
 	}
 }
