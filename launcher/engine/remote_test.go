@@ -33,6 +33,22 @@ var noDiscovery = discovery{
 	podmanSocket: "/nonexistent/podman.sock",
 }
 
+// wantedErr checks err against want, a part of the error wanted ("": none), and
+// reports whether an error was wanted, which ends the case.
+func wantedErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want it to contain %q", err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
 func TestPlanConnTCP(t *testing.T) {
 	certs := writeTLSFiles(t, newTestCA(t), true)
 	caOnly := t.TempDir()
@@ -87,14 +103,8 @@ func TestPlanConnTCP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := planConn(tt.host, envMap(tt.env), noDiscovery)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
+			if wantedErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if p.host != tt.wantHost {
 				t.Errorf("host = %q, want %q", p.host, tt.wantHost)
@@ -188,14 +198,8 @@ func TestParseSSH(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
 			s, err := parseSSH(tt.addr)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
+			if wantedErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, s.args()); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
