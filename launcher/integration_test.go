@@ -58,6 +58,14 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 	if _, err := l.Reap(ctx); err != nil {
 		t.Fatalf("reaping leftovers: %v", err)
 	}
+	startPool(t, l, func(context.Context) { assertNoContainers(t, cli, l.opts.Instance) })
+	return l
+}
+
+// startPool starts l's pool and, at the end of the test, closes l and calls left
+// (on the same short context), which fails the test if something of l is left.
+func startPool(t testing.TB, l *Launcher, left func(ctx context.Context)) {
+	t.Helper()
 	l.StartPool()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -65,9 +73,8 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 		if err := l.Close(ctx); err != nil {
 			t.Errorf("closing launcher: %v", err)
 		}
-		assertNoContainers(t, cli, l.opts.Instance)
+		left(ctx)
 	})
-	return l
 }
 
 func assertNoContainers(t testing.TB, cli *client.Client, instance string) {

@@ -47,13 +47,7 @@ func testProcessLauncher(t testing.TB, opts Options) *Launcher {
 	if err := l.Check(ctx); err != nil {
 		t.Fatalf("process backend check: %v", err)
 	}
-	l.StartPool()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			t.Errorf("closing launcher: %v", err)
-		}
+	startPool(t, l, func(ctx context.Context) {
 		if ids, _ := be.List(ctx, ""); len(ids) != 0 {
 			t.Errorf("got %d runs left, want 0: %v", len(ids), ids)
 		}

@@ -220,11 +220,7 @@ func TestCallFilesInvalid(t *testing.T) {
 		b, _ := json.Marshal(name)
 		return fmt.Sprintf(`{"code":"x","files":[{"name":%s,"content":"x"}]}`, b)
 	}
-	tests := []struct {
-		name string
-		args string
-		want string // substring of the error text
-	}{
+	tests := []badCall{
 		{"empty name", file(""), "files[0].name is empty"},
 		{"absolute", file("/etc/x"), `files[0].name "/etc/x" is absolute`},
 		{"parent", file("../x"), `files[0].name "../x" contains ".."`},
@@ -274,22 +270,7 @@ func TestCallFilesInvalid(t *testing.T) {
 		{"files null", `{"code":"x","files":null}`, "files"},
 		{"content not a string", `{"code":"x","files":[{"name":"a","content":1}]}`, "content"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res := call(t, t.Context(), cs, tt.args)
-			got := text(t, res)
-			t.Logf("error text: %s", got)
-			if !res.IsError {
-				t.Errorf("isError: got false, want true")
-			}
-			if !strings.Contains(got, tt.want) {
-				t.Errorf("error text: got %q, want it to contain %q", got, tt.want)
-			}
-		})
-	}
-	if jobs := r.calls(); len(jobs) != 0 {
-		t.Fatalf("runner calls after bad files: got %d, want 0", len(jobs))
-	}
+	expectToolErrors(t, cs, r, tests, "bad files")
 }
 
 // TestCheckConflicts covers orders and depths the table above does not.

@@ -48,6 +48,20 @@ func logLines(t *testing.T, s string) []map[string]any {
 	return lines
 }
 
+// canaryFreeLines checks that the log out holds no canary and n lines (what they
+// are), and returns them parsed.
+func canaryFreeLines(t *testing.T, out, canary string, n int, what string) []map[string]any {
+	t.Helper()
+	if strings.Contains(out, canary) {
+		t.Fatalf("log: got the canary in\n%s\nwant no caller data", out)
+	}
+	lines := logLines(t, out)
+	if len(lines) != n {
+		t.Fatalf("log lines: got %d\n%s\nwant %d (%s)", len(lines), out, n, what)
+	}
+	return lines
+}
+
 func TestLogsCarryNoCallerData(t *testing.T) {
 	canary := "canary-" + rand.Text()
 	var buf syncBuffer
@@ -72,14 +86,7 @@ func TestLogsCarryNoCallerData(t *testing.T) {
 		r.set(c.res, c.err)
 		call(t, t.Context(), cs, c.args)
 	}
-	out := buf.String()
-	if strings.Contains(out, canary) {
-		t.Fatalf("log: got the canary in\n%s\nwant no caller data", out)
-	}
-	lines := logLines(t, out)
-	if len(lines) != 3 {
-		t.Fatalf("log lines: got %d\n%s\nwant 3 (done, failed, rejected)", len(lines), out)
-	}
+	lines := canaryFreeLines(t, buf.String(), canary, 3, "done, failed, rejected")
 	done := lines[0]
 	for _, key := range []string{"exec_id", "code_bytes", "stdin_bytes", "timeout_ms", "exit_code", "duration_ms",
 		"stdout_bytes", "stderr_bytes", "truncated", "timed_out", "oom_killed"} {
@@ -133,14 +140,7 @@ func TestLogsCarryNoFileData(t *testing.T) {
 		t.Fatalf("CallTool: got (%v, %v), want a result", res, err)
 	}
 	call(t, t.Context(), cs, `{"code":"x","files":[{"name":"../`+canary+`","content":"`+canary+`"}]}`)
-	out := buf.String()
-	if strings.Contains(out, canary) {
-		t.Fatalf("log: got the canary in\n%s\nwant no caller data", out)
-	}
-	lines := logLines(t, out)
-	if len(lines) != 2 {
-		t.Fatalf("log lines: got %d\n%s\nwant 2 (done, rejected)", len(lines), out)
-	}
+	lines := canaryFreeLines(t, buf.String(), canary, 2, "done, rejected")
 	for key, want := range map[string]any{"files_in": 1.0, "files_in_bytes": float64(len(canary)), "files_out": 2.0, "progress": true} {
 		if got := lines[0][key]; got != want {
 			t.Errorf("done line %s: got %v, want %v", key, got, want)

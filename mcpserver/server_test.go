@@ -91,6 +91,35 @@ func call(tb testing.TB, ctx context.Context, cs *mcp.ClientSession, args string
 	return res
 }
 
+// badCall is a call the tool must refuse: a tool error whose text contains want.
+type badCall struct {
+	name string
+	args string
+	want string // substring of the error text
+}
+
+// expectToolErrors makes each call and checks that it is a tool error naming the
+// problem, and that none of them reached the runner.
+func expectToolErrors(t *testing.T, cs *mcp.ClientSession, r *fakeRunner, tests []badCall, what string) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := call(t, t.Context(), cs, tt.args)
+			got := text(t, res)
+			t.Logf("error text: %s", got)
+			if !res.IsError {
+				t.Errorf("isError: got false, want true")
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("error text: got %q, want it to contain %q", got, tt.want)
+			}
+		})
+	}
+	if jobs := r.calls(); len(jobs) != 0 {
+		t.Fatalf("runner calls after %s: got %d, want 0", what, len(jobs))
+	}
+}
+
 func text(tb testing.TB, res *mcp.CallToolResult) string {
 	tb.Helper()
 	if len(res.Content) != 1 {
@@ -317,11 +346,7 @@ func TestCallValid(t *testing.T) {
 
 func TestCallInvalid(t *testing.T) {
 	opts := Options{MaxCodeBytes: 100, MaxStdinBytes: 50}
-	tests := []struct {
-		name string
-		args string
-		want string // substring of the error text
-	}{
+	tests := []badCall{
 		{"no arguments", `{}`, `missing properties: ["code"]`},
 		{"missing code", `{"stdin":"x"}`, `missing properties: ["code"]`},
 		{"empty code", `{"code":""}`, `code is empty: send the Python program to run in "code"`},
@@ -344,22 +369,7 @@ func TestCallInvalid(t *testing.T) {
 	}
 	r := &fakeRunner{}
 	cs := connect(t, t.Context(), r, opts)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res := call(t, t.Context(), cs, tt.args)
-			got := text(t, res)
-			t.Logf("error text: %s", got)
-			if !res.IsError {
-				t.Errorf("isError: got false, want true")
-			}
-			if !strings.Contains(got, tt.want) {
-				t.Errorf("error text: got %q, want it to contain %q", got, tt.want)
-			}
-		})
-	}
-	if jobs := r.calls(); len(jobs) != 0 {
-		t.Fatalf("runner calls after bad input: got %d, want 0", len(jobs))
-	}
+	expectToolErrors(t, cs, r, tests, "bad input")
 	if res := call(t, t.Context(), cs, `{"code":"print(1)"}`); res.IsError {
 		t.Errorf("good call after bad ones: got isError true (%q), want false", text(t, res))
 	}

@@ -223,19 +223,9 @@ func TestBodyBudget(t *testing.T) {
 // and no sandbox) are answered with the body budget holding two at a time. Without
 // a token, 401 before the body is read.
 func TestLargeBodiesLive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := e2eBuild(t)
 	token := e2eRandom()
-	s, err := e2eStartServer(t, bin, e2eBaseEnv(), "http", "test-bodies", token)
-	if err != nil {
-		var se *e2eStartError
-		if ok := asStartError(err, &se); ok && se.exitCode == 1 {
-			e2eSkipOrFail(t, "engine unavailable: %v", err)
-		}
-		t.Fatal(err)
-	}
+	s := e2eServe(t, bin, e2eEnv(), "http", "test-bodies", token)
 	limit := requestLimit(cfgDefaults())
 	pid := s.cmd.Process.Pid
 	t.Logf("request limit %d bytes; peak RSS after start %d KiB", limit, vmKiB(t, pid, "VmHWM"))
@@ -317,26 +307,6 @@ func underLimitCall(limit int64) string {
 	head := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"exec","arguments":{"code":"`
 	tail := `"}}}`
 	return head + strings.Repeat("x", int(limit)-len(head)-len(tail)-16) + tail
-}
-
-func asStartError(err error, se **e2eStartError) bool {
-	e, ok := err.(*e2eStartError)
-	if ok {
-		*se = e
-	}
-	return ok
-}
-
-// e2eBaseEnv is the servers' whole environment: the engine and image selection, if
-// set, and what any process needs.
-func e2eBaseEnv() []string {
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
-		if v := os.Getenv(k); v != "" {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
 }
 
 // headersOnly sends a POST's headers declaring size bytes, and no body, and returns

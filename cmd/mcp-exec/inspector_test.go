@@ -107,18 +107,7 @@ func inspectorCheck(t *testing.T, node, dir string, env []string, target ...stri
 }
 
 func TestInspectorCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		e2eSkipOrFail(t, "npm not found (%v)", err)
-	}
-	e2eNpmCI(t, dir, npm)
+	dir := e2eScripts(t)
 	node := inspectorNode(t, dir)
 	bin, env := protoSetup(t)
 	suffix := strconv.Itoa(os.Getpid())
@@ -131,7 +120,7 @@ func TestInspectorCLI(t *testing.T) {
 		e2eAssertNoContainers(t, instance)
 	})
 	t.Run("http", func(t *testing.T) {
-		srv := protoStart(t, bin, env, "inspector-http-"+suffix, token)
+		srv := e2eServe(t, bin, env, "http", "inspector-http-"+suffix, token)
 		inspectorCheck(t, node, dir, env, srv.endpoint, "--transport", "http", "--header", "Authorization: Bearer "+token)
 		// A wrong token gets nothing: the inspector reports that authorization is required.
 		r := inspector(t, node, dir, env, srv.endpoint, "--transport", "http", "--header", "Authorization: Bearer wrong-"+token, "--method", "tools/list")
@@ -140,10 +129,7 @@ func TestInspectorCLI(t *testing.T) {
 		}
 	})
 	t.Run("sse", func(t *testing.T) {
-		s, err := e2eStartServer(t, bin, env, "sse", "inspector-sse-"+suffix, token)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := e2eServe(t, bin, env, "sse", "inspector-sse-"+suffix, token)
 		inspectorCheck(t, node, dir, env, s.endpoint, "--transport", "sse", "--header", e2eAuthHeader+": "+token)
 	})
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,38 +28,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // addresses does reach the server from the host, so a sandbox with a network would
 // fail it.
 func TestHTTPModeIsolation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := e2eBuild(t)
-	port, err := e2eFreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	token := e2eRandom()
-	logs := &e2eBuffer{}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"MCP_EXEC_TRANSPORT=http", "MCP_EXEC_ADDR=0.0.0.0:" + strconv.Itoa(port),
-		"MCP_EXEC_AUTH_TOKEN=" + token, "MCP_EXEC_INSTANCE=test-isolation", "MCP_EXEC_POOL_SIZE=0",
-	}
-	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
-		if v := os.Getenv(k); v != "" {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	})
+	port := e2eServeOn(t, "0.0.0.0", bin, e2eEnv("MCP_EXEC_POOL_SIZE=0"), "http", "test-isolation", token).port
 
 	// Every address of this host, plus the engine's default gateway.
 	targets := []string{"127.0.0.1", "172.17.0.1"}
@@ -72,15 +41,6 @@ func TestHTTPModeIsolation(t *testing.T) {
 		}
 	}
 	var reachable []string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not listening; log:\n%s", logs.String())
-		}
-	}
 	for _, ip := range targets {
 		if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, strconv.Itoa(port)), time.Second); err == nil {
 			c.Close()

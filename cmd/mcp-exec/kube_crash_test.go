@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -47,10 +42,7 @@ func TestKubeRestartReapsOrphans(t *testing.T) {
 		}
 	})
 	const ns = "mcp-exec"
-	bin := filepath.Join(t.TempDir(), "mcp-exec")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := e2eBuild(t)
 	instance := "test-crash-reap-kube"
 
 	// A pod of another instance, which the restart must not touch.
@@ -64,81 +56,27 @@ func TestKubeRestartReapsOrphans(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = be.Remove(context.Background(), other) })
 
-	start := func() (*exec.Cmd, io.WriteCloser, *bufio.Scanner) {
-		cmd := exec.Command(bin, "--instance", instance, "--pool-size", "0", "--log-format", "json",
+	start := func() *crashServer {
+		return crashStart(t, bin, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
+			"--instance", instance, "--pool-size", "0", "--log-format", "json",
 			"--backend", "kubernetes", "--kubeconfig", kc, "--kube-namespace", ns, "--kube-image-pull-policy", "Never")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-		in, _ := cmd.StdinPipe()
-		errs, _ := cmd.StderrPipe()
-		cmd.Stdout = io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd, in, bufio.NewScanner(errs)
 	}
-	waitLog := func(sc *bufio.Scanner, msg string) {
-		t.Helper()
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), `"message":"`+msg) {
-				return
-			}
-		}
-		t.Fatalf("server ended before logging %q", msg)
-	}
-	list := func() []string {
-		l, err := admin.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: launcher.LabelInstance + "=" + instance})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, p := range l.Items {
-			names = append(names, p.Name)
-		}
-		return names
-	}
+	list := crashList(t, be, instance)
 
-	cmd, in, logs := start()
-	waitLog(logs, "serving")
-	for deadline := time.Now().Add(30 * time.Second); len(list()) != 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the limits check's pod was not deleted within 30s")
-		}
-	}
-	for _, m := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec","arguments":{"code":"import time; time.sleep(120)"}}}`,
-	} {
-		io.WriteString(in, m+"\n")
-	}
-	for deadline := time.Now().Add(60 * time.Second); len(list()) == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no sandbox pod appeared")
-		}
-	}
-	time.Sleep(2 * time.Second) // let the exec start in it
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	orphans := list()
-	if len(orphans) != 1 {
-		t.Fatalf("after SIGKILL: got pods %v, want the 1 orphan", orphans)
-	}
-
-	cmd, _, logs = start()
-	waitLog(logs, "serving")
-	if slices.Contains(list(), orphans[0]) {
-		t.Errorf("after restart: the orphan %s is still there, want it deleted before serving", orphans[0])
+	// 60 s for the pod to appear, then 2 s for the exec to start in it.
+	orphan := crashMidExec(t, start, list, 60*time.Second, 2*time.Second)
+	s := start()
+	crashWaitLog(t, s.log, "serving")
+	if slices.Contains(list(), orphan) {
+		t.Errorf("after restart: the orphan %s is still there, want it deleted before serving", orphan)
 	}
 	if _, err := admin.CoreV1().Pods(ns).Get(t.Context(), other, metav1.GetOptions{}); err != nil {
 		t.Errorf("another instance's pod: %v, want it untouched", err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = s.cmd.Wait()
 	for deadline := time.Now().Add(30 * time.Second); len(list()) != 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after SIGTERM: pods %v left, want none", list())

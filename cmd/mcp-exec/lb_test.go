@@ -13,10 +13,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,6 +27,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 const (
@@ -38,49 +38,18 @@ const (
 )
 
 func TestLoadBalancedStateless(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load-balancer test: skipped with -short")
-	}
 	start := time.Now()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		e2eSkipOrFail(t, "node not found (%v): install Node.js 20 or later to run the load-balancer test", err)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		e2eSkipOrFail(t, "npm not found (%v): install npm to run the load-balancer test", err)
-	}
-	nginx := lbFindNginx(t)
-	e2eNpmCI(t, dir, npm)
+	dir, node := e2eNode(t)
 	bin := e2eBuild(t)
+	nginx := lbFindNginx(t)
 	t.Logf("setup (nginx, npm, build) took %s", time.Since(start).Round(time.Millisecond))
 
-	baseEnv := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"MCP_EXEC_STATELESS=true", "MCP_EXEC_LOG_FORMAT=json", "MCP_EXEC_LOG_LEVEL=info",
-	}
-	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
-		if v, ok := os.LookupEnv(k); ok {
-			baseEnv = append(baseEnv, k+"="+v)
-		}
-	}
+	baseEnv := e2eEnv("MCP_EXEC_STATELESS=true", "MCP_EXEC_LOG_FORMAT=json", "MCP_EXEC_LOG_LEVEL=info")
 	token := e2eRandom()
 	suffix := strconv.Itoa(os.Getpid())
 	var replicas []*e2eServer
 	for i := range 2 {
-		s, err := e2eStartServer(t, bin, baseEnv, "http", fmt.Sprintf("lb-%d-%s", i, suffix), token)
-		var se *e2eStartError
-		if errors.As(err, &se) && se.exitCode == 1 {
-			e2eSkipOrFail(t, "engine unavailable: the binary failed its start-up check (run scripts/engine.sh and scripts/images.sh):\n%s", se.logs)
-		}
-		if err != nil {
-			t.Fatalf("starting replica %d: %v", i, err)
-		}
-		replicas = append(replicas, s)
+		replicas = append(replicas, e2eServe(t, bin, baseEnv, "http", fmt.Sprintf("lb-%d-%s", i, suffix), token))
 	}
 
 	lb := lbStartNginx(t, nginx, replicas)
@@ -121,18 +90,6 @@ func TestLoadBalancedStateless(t *testing.T) {
 	}
 
 	// The client: 50 calls, each print(i*i), through nginx.
-	ctx, cancel := context.WithTimeout(t.Context(), e2eClientTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "lb.mjs", "--url", lb+"/mcp", "--token", token,
-		"--calls", strconv.Itoa(lbCalls), "--concurrency", strconv.Itoa(lbConcurrency))
-	cmd.Dir = dir
-	cmd.Env = baseEnv
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t0 := time.Now()
-	runErr := cmd.Run()
-	elapsed := time.Since(t0)
 	var rep struct {
 		OK         bool                      `json:"ok"`
 		Correct    int                       `json:"correct"`
@@ -143,14 +100,13 @@ func TestLoadBalancedStateless(t *testing.T) {
 		Error      string                    `json:"error"`
 		DurationMS int64                     `json:"duration_ms"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep); err != nil {
-		t.Fatalf("lb.mjs: stdout is not one JSON object (%v; run error %v):\n%s\nstderr:\n%s", err, runErr, stdout.String(), stderr.String())
-	}
+	r := e2eRunNode(t, e2eClientTimeout, "lb.mjs", node, dir, baseEnv, &rep, "--url", lb+"/mcp", "--token", token,
+		"--calls", strconv.Itoa(lbCalls), "--concurrency", strconv.Itoa(lbConcurrency))
 	t.Logf("lb.mjs: %d of %d calls right in %s (concurrency %d); upstreams %v; statuses %v",
-		rep.Correct, lbCalls, elapsed.Round(time.Millisecond), lbConcurrency, rep.Upstreams, rep.Statuses)
-	if runErr != nil || !rep.OK || rep.Correct != lbCalls {
-		t.Errorf("lb.mjs: %v, ok %t, %d of %d right, error %q, failures %s\nstderr:\n%s",
-			runErr, rep.OK, rep.Correct, lbCalls, rep.Error, rep.Failures, stderr.String())
+		rep.Correct, lbCalls, r.elapsed.Round(time.Millisecond), lbConcurrency, rep.Upstreams, rep.Statuses)
+	if r.exitCode != 0 || !rep.OK || rep.Correct != lbCalls {
+		t.Errorf("lb.mjs: exit %d, ok %t, %d of %d right, error %q, failures %s\nstderr:\n%s",
+			r.exitCode, rep.OK, rep.Correct, lbCalls, rep.Error, rep.Failures, r.stderr)
 	}
 	if rep.SessionID != nil && *rep.SessionID != "" {
 		t.Errorf("the client got session %q from stateless replicas, want none", *rep.SessionID)
@@ -281,7 +237,7 @@ http {
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &e2eBuffer{}
+	logs := &launchertest.Buffer{}
 	cmd := exec.Command(nginx, "-p", dir, "-e", "stderr", "-c", confPath, "-g", "daemon off;")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -11,13 +11,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,26 +46,11 @@ type longrunCall struct {
 }
 
 func TestLongRunResetsTimeoutOnProgress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		e2eSkipOrFail(t, "node not found (%v): install Node.js 20 or later to run the long-run test", err)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		e2eSkipOrFail(t, "npm not found (%v)", err)
-	}
-	e2eNpmCI(t, dir, npm)
+	dir, node := e2eNode(t)
 	bin, env := protoSetup(t)
 	suffix := strconv.Itoa(os.Getpid())
 	token := e2eRandom()
-	srv := protoStart(t, bin, env, "longrun-http-"+suffix, token)
+	srv := e2eServe(t, bin, env, "http", "longrun-http-"+suffix, token)
 
 	args := []string{"--timeout-ms", strconv.FormatInt(longrunTimeout.Milliseconds(), 10),
 		"--run-s", strconv.Itoa(int(longrunRun / time.Second))}
@@ -92,31 +73,20 @@ func TestLongRunResetsTimeoutOnProgress(t *testing.T) {
 
 func longrunCheck(t *testing.T, node, dir string, env, args []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute+3*longrunRun)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"longrun.mjs"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
 	var rep struct {
 		OK           bool        `json:"ok"`
 		Error        string      `json:"error"`
 		WithReset    longrunCall `json:"with_reset"`
 		WithoutReset longrunCall `json:"without_reset"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep); err != nil {
-		t.Fatalf("longrun.mjs: stdout is not one JSON object (%v; run error %v):\n%s\nstderr:\n%s", err, runErr, stdout.String(), stderr.String())
-	}
+	r := e2eRunNode(t, 3*time.Minute+3*longrunRun, "longrun.mjs", node, dir, env, &rep, args...)
 	w, wo := rep.WithReset, rep.WithoutReset
 	t.Logf("with reset: completed %t in %d ms, %d progress notifications (first at %v ms, mean gap %v ms, max gap %v ms)",
 		w.Completed, w.ElapsedMS, w.ProgressCount, deref(w.FirstProgressMS), deref(w.MeanGapMS), deref(w.MaxGapMS))
 	t.Logf("without reset: completed %t, timed out %t after %d ms (%q), %d progress notifications",
 		wo.Completed, wo.TimedOut, wo.ElapsedMS, wo.Error, wo.ProgressCount)
-	if runErr != nil || !rep.OK {
-		t.Errorf("longrun.mjs: %v, ok %t, error %q\nstderr:\n%s", runErr, rep.OK, rep.Error, stderr.String())
+	if r.exitCode != 0 || !rep.OK {
+		t.Errorf("longrun.mjs: exit %d, ok %t, error %q\nstderr:\n%s", r.exitCode, rep.OK, rep.Error, r.stderr)
 	}
 	if !w.Completed || w.ElapsedMS < longrunRun.Milliseconds() {
 		t.Errorf("with reset: completed %t after %d ms, want the whole %s run", w.Completed, w.ElapsedMS, longrunRun)

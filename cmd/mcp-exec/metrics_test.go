@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,36 +15,9 @@ import (
 // TestMetricsAfterWorkload scrapes /metrics after a mixed workload and compares every
 // counter with the calls made.
 func TestMetricsAfterWorkload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := e2eBuild(t)
-	port, err := e2eFreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	logs := &e2eBuffer{}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"MCP_EXEC_TRANSPORT=http", "MCP_EXEC_ADDR=127.0.0.1:" + strconv.Itoa(port),
-		"MCP_EXEC_INSTANCE=test-metrics", "MCP_EXEC_POOL_SIZE=1", "MCP_EXEC_MEMORY=64m"}
-	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
-		if v := os.Getenv(k); v != "" {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	})
+	s := e2eServe(t, bin, e2eEnv("MCP_EXEC_POOL_SIZE=1", "MCP_EXEC_MEMORY=64m"), "http", "test-metrics", "")
+	base := s.base
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if resp, err := http.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
@@ -56,7 +26,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server never ready; log:\n%s", logs.String())
+			t.Fatal("server never ready")
 		}
 	}
 

@@ -81,7 +81,7 @@ func TestOAuthResourceServer(t *testing.T) {
 	is := newOAuthIssuer(t)
 	bin, env := protoSetup(t, "MCP_EXEC_OAUTH_ISSUER="+is.URL, "MCP_EXEC_OAUTH_RESOURCE="+oauthResource,
 		"MCP_EXEC_OAUTH_SCOPES=mcp:exec")
-	srv := protoStart(t, bin, env, "oauth-"+strconv.Itoa(os.Getpid()), "")
+	srv := e2eServe(t, bin, env, "http", "oauth-"+strconv.Itoa(os.Getpid()), "")
 	metaURL := "https://mcp-exec.test/.well-known/oauth-protected-resource/mcp"
 
 	// The metadata, unauthenticated, at the path-specific and the root URL.

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,41 +43,12 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// protoSetup builds the binary and returns it with the servers' environment,
-// skipping (or failing in CI) when the engine is unavailable.
+// protoSetup builds the binary and returns it with the servers' environment.
 func protoSetup(t *testing.T, extra ...string) (bin string, env []string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
 	bin = e2eBuild(t)
-	env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"MCP_EXEC_MAX_OUTPUT_BYTES=" + strconv.Itoa(protoMaxOutput), "MCP_EXEC_LOG_FORMAT=json"}, extra...)
-	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	// MCP_EXEC_TEST_RUNTIME (as for the launcher's tests): the sandboxes' OCI runtime.
-	if v := os.Getenv("MCP_EXEC_TEST_RUNTIME"); v != "" {
-		env = append(env, "MCP_EXEC_RUNTIME="+v)
-	}
+	env = e2eEnv(append([]string{"MCP_EXEC_MAX_OUTPUT_BYTES=" + strconv.Itoa(protoMaxOutput), "MCP_EXEC_LOG_FORMAT=json"}, extra...)...)
 	return bin, env
-}
-
-// protoStart starts an http server, skipping (or failing in CI) if its engine
-// check fails.
-func protoStart(t *testing.T, bin string, env []string, instance, token string) *e2eServer {
-	t.Helper()
-	s, err := e2eStartServer(t, bin, env, "http", instance, token)
-	var se *e2eStartError
-	if errors.As(err, &se) && se.exitCode == 1 {
-		e2eSkipOrFail(t, "engine unavailable: the binary failed its start-up check (run scripts/engine.sh and scripts/images.sh):\n%s", se.logs)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // protoConnect connects a Go SDK client asking for revision rev, and checks
@@ -193,7 +163,7 @@ func TestProtocolRevisions(t *testing.T) {
 	bin, env := protoSetup(t)
 	suffix := strconv.Itoa(os.Getpid())
 	token := e2eRandom()
-	srv := protoStart(t, bin, env, "proto-http-"+suffix, token)
+	srv := e2eServe(t, bin, env, "http", "proto-http-"+suffix, token)
 	hc := &http.Client{Transport: bearerTransport{token, http.DefaultTransport}}
 
 	for _, rev := range protoRevisions {
@@ -266,7 +236,7 @@ func TestProtocolStatelessBehindBalancer(t *testing.T) {
 	token := e2eRandom()
 	var replicas []*e2eServer
 	for i := range 2 {
-		replicas = append(replicas, protoStart(t, bin, env, fmt.Sprintf("proto-lb-%d-%s", i, suffix), token))
+		replicas = append(replicas, e2eServe(t, bin, env, "http", fmt.Sprintf("proto-lb-%d-%s", i, suffix), token))
 	}
 	lb := lbStartNginx(t, nginx, replicas)
 	var upstreams sync.Map // replica address -> *atomic.Int64 of tools/call answers

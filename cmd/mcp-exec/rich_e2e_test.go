@@ -12,63 +12,29 @@ package main
 // test; with CI set it fails. Skipped with -short.
 
 import (
-	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 )
 
 func TestE2ERich(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		e2eSkipOrFail(t, "node not found (%v): install Node.js 20 or later to run the end-to-end test", err)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		e2eSkipOrFail(t, "npm not found (%v): install npm to run the end-to-end test", err)
-	}
+	dir, node := e2eNode(t)
+	bin := e2eBuild(t)
 	docker, err := exec.LookPath("docker")
 	if err != nil {
 		e2eSkipOrFail(t, "docker CLI not found (%v): rich.mjs lists the server's sandboxes with it", err)
 	}
-	e2eNpmCI(t, dir, npm)
-	bin := e2eBuild(t)
 
 	// Cold mode: the cancellation check expects no sandbox of the instance but the
 	// running one, and a warm pool keeps idle ones.
-	baseEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "MCP_EXEC_POOL_SIZE=0"}
-	for _, k := range []string{"DOCKER_HOST", "MCP_EXEC_IMAGE"} {
-		if v, ok := os.LookupEnv(k); ok {
-			baseEnv = append(baseEnv, k+"="+v)
-		}
-	}
-	// MCP_EXEC_TEST_RUNTIME (as for the launcher's tests) runs the servers' sandboxes
-	// under that OCI runtime, e.g. runsc.
-	if v := os.Getenv("MCP_EXEC_TEST_RUNTIME"); v != "" {
-		baseEnv = append(baseEnv, "MCP_EXEC_RUNTIME="+v)
-	}
+	baseEnv := e2eEnv("MCP_EXEC_POOL_SIZE=0")
 	suffix := strconv.Itoa(os.Getpid())
 
 	t.Run("http", func(t *testing.T) {
 		instance := "e2e-rich-http-" + suffix
-		srv, err := e2eStartServer(t, bin, baseEnv, "http", instance, "")
-		var se *e2eStartError
-		if errors.As(err, &se) && se.exitCode == 1 {
-			e2eSkipOrFail(t, "engine unavailable: the binary failed its start-up check (run scripts/engine.sh and scripts/images.sh):\n%s", se.logs)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv := e2eServe(t, bin, baseEnv, "http", instance, "")
 		r := e2eRunRich(t, node, dir, baseEnv, "--transport", "http", "--url", srv.endpoint, "--instance", instance, "--docker", docker)
 		e2eExpectPass(t, r)
 		e2eRichNoLeaks(t, srv.logs.String())

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -173,7 +174,7 @@ func TestStandaloneEgressProbe(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "docker", args...)
-			var stderr e2eBuffer
+			var stderr launchertest.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -214,7 +215,7 @@ func saSession(t *testing.T, img string, extra ...string) *mcp.ClientSession {
 	args := append([]string{"run", "--rm", "-i", "--name", saName(t)}, saLocked...)
 	args = append(append(args, extra...), img)
 	cmd := exec.Command("docker", args...)
-	var stderr e2eBuffer
+	var stderr launchertest.Buffer
 	cmd.Stderr = &stderr
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -476,19 +477,7 @@ func TestStandaloneSelftest(t *testing.T) {
 // (no route out, egress stated and probed, a token).
 func TestStandaloneE2E(t *testing.T) {
 	img := saImage(t)
-	dir, err := filepath.Abs(filepath.Join("..", "..", "scripts", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		e2eSkipOrFail(t, "node not found (%v)", err)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		e2eSkipOrFail(t, "npm not found (%v)", err)
-	}
-	e2eNpmCI(t, dir, npm)
+	dir, node := e2eNode(t)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 
 	t.Run("stdio", func(t *testing.T) {
@@ -498,7 +487,7 @@ func TestStandaloneE2E(t *testing.T) {
 		if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+strings.Join(args, " ")+"\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		saExpectPass(t, e2eRunClient(t, node, dir, env, "--transport", "stdio", "--cmd", script))
+		e2eExpectChecks(t, e2eRunClient(t, node, dir, env, "--transport", "stdio", "--cmd", script))
 	})
 
 	t.Run("http", func(t *testing.T) {
@@ -533,28 +522,8 @@ func TestStandaloneE2E(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		saExpectPass(t, e2eRunClient(t, node, dir, env, "--transport", "http", "--url", base+"/mcp", "--token", token))
+		e2eExpectChecks(t, e2eRunClient(t, node, dir, env, "--transport", "http", "--url", base+"/mcp", "--token", token))
 	})
-}
-
-// saExpectPass is e2eExpectPass without the version check (the image's binary has its
-// own version).
-func saExpectPass(t *testing.T, r e2eClientRun) {
-	t.Helper()
-	var b strings.Builder
-	for _, c := range r.report.Checks {
-		status := "PASS"
-		if !c.OK {
-			status = "FAIL"
-		}
-		fmt.Fprintf(&b, "  %s %-18s %6d ms  %s\n", status, c.Name, c.MS, c.Detail)
-	}
-	t.Logf("client.mjs against the standalone image (%s): exit %d in %s; %d passed, %d failed\n%s",
-		r.report.Transport, r.exitCode, r.elapsed.Round(time.Millisecond), len(r.report.Passed), len(r.report.Failed), b.String())
-	if r.exitCode != 0 || !r.report.OK || len(r.report.Passed) == 0 {
-		t.Errorf("client.mjs: exit %d, ok %t, failed %v, error %q; its stderr:\n%s",
-			r.exitCode, r.report.OK, r.report.Failed, r.report.Error, r.stderr)
-	}
 }
 
 // TestStandaloneRestarts: should the server end anyway (here: SIGTERM to PID 1 while

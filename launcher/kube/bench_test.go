@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 // churnOnce is one raw pod's whole life through the backend: create, wait for it to run,
@@ -19,7 +20,7 @@ func churnOnce(b testing.TB, be *Backend, spec backend.Spec) (running time.Durat
 		b.Fatal(err)
 	}
 	defer be.Remove(ctx, id)
-	var out syncBuffer
+	var out launchertest.Buffer
 	c, err := be.Start(ctx, id, &out, &out)
 	if err != nil {
 		b.Fatal(err)

@@ -1,11 +1,9 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 // liveBackend returns a Backend on the test cluster that acts as the server's ServiceAccount
@@ -83,7 +82,7 @@ func runPod(t *testing.T, b *Backend, spec backend.Spec, stdin string) (id, stdo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Remove(context.Background(), id) })
-	var out, errb syncBuffer
+	var out, errb launchertest.Buffer
 	c, err := b.Start(ctx, id, &out, &errb)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +204,7 @@ func TestLiveDeletedFromOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Remove(context.Background(), id) })
-	var out syncBuffer
+	var out launchertest.Buffer
 	c, err := b.Start(t.Context(), id, &out, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +245,7 @@ func TestLiveImageMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Remove(context.Background(), id)
-	_, err = b.Start(t.Context(), id, &syncBuffer{}, &syncBuffer{})
+	_, err = b.Start(t.Context(), id, &launchertest.Buffer{}, &launchertest.Buffer{})
 	if !errors.Is(err, backend.ErrImageMissing) {
 		t.Fatalf("Start: got %v, want ErrImageMissing", err)
 	}
@@ -271,18 +270,6 @@ func TestLiveUnreachable(t *testing.T) {
 		}
 	}
 }
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
 
 // TestLiveCreateNotCancelled: a create whose context ends while the request is in flight still
 // returns the pod's name (the request is not cancelled), so the caller can delete it; a

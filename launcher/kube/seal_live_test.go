@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 // envNodeState names the test cluster's state directory (scripts/k8s/env.sh's KSTATE: the
@@ -134,7 +135,7 @@ open(%q + "/m.txt", "w").write("mcp-exec-file-" + s)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Remove(context.Background(), id) })
-	var out, errb syncBuffer
+	var out, errb launchertest.Buffer
 	c, err := b.Start(ctx, id, &out, &errb)
 	if err != nil {
 		t.Fatal(err)

@@ -4,11 +4,15 @@
 // inside it (CI=true), and checked at the end: closed cleanly, no sandbox of its
 // instance left, no goroutine it started still running.
 //
+// Buffer is the other thing tests across packages need: a log or output sink that
+// goroutines write to while the test reads it.
+//
 // The launcher package's own (internal) tests cannot import it, since it imports
 // launcher; they keep an equivalent helper of their own.
 package launchertest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,4 +128,24 @@ func New(t testing.TB, opts launcher.Options) *launcher.Launcher {
 	}
 	l.StartPool()
 	return l
+}
+
+// Buffer collects what goroutines (a process's output copier, a logger) write, for
+// the test to read at any time. The zero value is ready.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -283,15 +283,7 @@ func unsigned(t *testing.T, kid string, c any) string {
 // HMAC secret.
 func hmacSigned(t *testing.T, kid string, key []byte, c any) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(c).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return sign(t, jose.HS256, key, kid, c)
 }
 
 // signAs signs with key signer's private key but names kid in the header.
@@ -300,7 +292,13 @@ func signAs(t *testing.T, is *testIssuer, signer, kid string, c any) string {
 	is.mu.Lock()
 	k := is.keys[signer]
 	is.mu.Unlock()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k.Key, KeyID: kid}}, nil)
+	return sign(t, jose.RS256, k.Key, kid, c)
+}
+
+// sign signs claims c with key under alg, naming kid in the header.
+func sign(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, c any) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
