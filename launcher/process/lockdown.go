@@ -33,6 +33,10 @@ type Lockdown struct {
 	// /etc/resolv.conf and the default gateways.
 	Probes       []string
 	ProbeTimeout time.Duration // per address; 0 is 1.5 s
+
+	// seccompArg0 replaces the seccomp child's argv[0]: tests only (seccomp_test.go
+	// runs the probe without the filter, to see the check refuse).
+	seccompArg0 string
 }
 
 // DefaultProbes are outside addresses a network that allows egress would let a
@@ -59,6 +63,10 @@ type Status struct {
 	TmpfsBytes   int64
 	Interfaces   []string
 	ProbedEgress []string // the addresses the egress child failed to reach
+	Seccomp      []string // what the seccomp child saw, "name=ERRNO" per denied syscall
+	// Notes are what the check saw and did not count as a missing lock, with why
+	// (for the start-up log, at warn level).
+	Notes []string
 }
 
 // Check verifies every lock; it returns every missing one (joined LockErrors).
@@ -111,6 +119,11 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	}
 	if found := swapBeyondMemory(); found != "" {
 		miss("no swap beyond the memory limit", "%s: a run could swap as much again as the container's memory limit; docker run --memory-swap 256m, equal to --memory (compose: memswap_limit; Kubernetes: a node without swap, or swapBehavior NoSwap)", found)
+	}
+	seen, err := checkSeccomp(ctx, l.seccompArg0)
+	st.Seccomp = seen
+	if err != nil {
+		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev and pidfd_getfd before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), no_new_privs, and amd64 or arm64", err)
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {
