@@ -33,7 +33,8 @@
 //     wiped too, so that nothing a run left anywhere writable reaches the next one.
 //
 // What only holds per container (the engine backends give it per exec): the network
-// namespace, the runtime's own seccomp profile (the per-run filter adds to it), the memory, pids and CPU cgroup limits, the filesystem view. Concurrent
+// namespace, the runtime's own seccomp profile (the per-run filter adds to it), the
+// memory, pids and CPU cgroup limits, the filesystem view. Concurrent
 // runs (MaxConcurrent > 1) share the user and can see each other; runs are serialized
 // by default. The program can signal the server: as PID 1 of its container the server
 // receives only the signals it handles (SIGKILL and SIGSTOP from inside the container
