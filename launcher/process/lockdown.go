@@ -127,7 +127,7 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	seen, err := checkSeccomp(ctx, l.seccompArg0)
 	st.Seccomp = seen
 	if err != nil {
-		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev and pidfd_getfd before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), no_new_privs, and amd64 or arm64", err)
+		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev and pidfd_getfd before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), a runtime profile that allows seccomp(2) and prctl(PR_SET_NO_NEW_PRIVS) (Docker's, containerd's and Podman's defaults do), and amd64 or arm64", err)
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {
