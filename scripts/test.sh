@@ -23,10 +23,10 @@ bash scripts/engine.sh
 step "images"
 bash scripts/images.sh
 step "standalone image (the server added to the sandbox image, for --backend process)"
-# 41-220 s on 2 cores (measured) when the sources changed (the Go build of the server
+# 41-303 s on 2 cores (measured) when the sources changed (the Go build of the server
 # image, whose binary it takes; modules and the sandbox layers are cached), a few
 # seconds when not. The go test step below then runs TestStandalone* in cmd/mcp-exec
-# against it: about 50 s (each lock removed in turn,
+# against it: 50-85 s (each lock removed in turn, swap and the per-run seccomp filter,
 # the egress probe, leftovers, the server's protection, the selftest, the TypeScript
 # client over stdio and HTTP).
 bash scripts/images.sh --standalone

@@ -190,17 +190,19 @@ func randomHex(n int) string {
 
 // perExec are the invariants the process backend (standalone mode) gives each exec
 // by itself; every other probe passes there only because of the container the server
-// and all its runs share (its network namespace, capabilities, seccomp filter, root
-// filesystem and cgroup limits).
+// and all its runs share (its network namespace, capabilities, the runtime's seccomp
+// profile, root filesystem and cgroup limits).
 var perExec = map[string]string{
-	"tmp_not_persisted":             "per exec: the run's directory is removed and /tmp, /dev/shm and SysV IPC wiped before the next run's code",
-	"daemon_not_persisted":          "per exec: every process left behind is killed before the next run's code",
-	"environment_isolated":          "per exec: a fixed environment, nothing of the server's",
-	"fds_only_std":                  "per exec: three pipes, every other descriptor close-on-exec",
-	"bootstrap_unreachable":         "per exec: the bootstrap and the server are non-dumpable",
-	"memory_limit_kills_program":    "per exec by RLIMIT_DATA, per container by the cgroup",
-	"memory_oom_reported_for_child": "per container: the cgroup's OOM kill (runs get oom_score_adj 1000)",
-	"pids_limit_stops_fork_bomb":    "per exec by RLIMIT_NPROC (counts the server's threads too), per container by the cgroup",
+	"tmp_not_persisted":                 "per exec: the run's directory is removed and /tmp, /dev/shm and SysV IPC wiped before the next run's code",
+	"daemon_not_persisted":              "per exec: every process left behind is killed before the next run's code",
+	"environment_isolated":              "per exec: a fixed environment, nothing of the server's",
+	"fds_only_std":                      "per exec: three pipes, every other descriptor close-on-exec",
+	"bootstrap_unreachable":             "per exec: the bootstrap and the server are non-dumpable",
+	"memory_limit_kills_program":        "per exec by RLIMIT_DATA, per container by the cgroup",
+	"memory_oom_reported_for_child":     "per container: the cgroup's OOM kill (runs get oom_score_adj 1000)",
+	"pids_limit_stops_fork_bomb":        "per exec by RLIMIT_NPROC (counts the server's threads too), per container by the cgroup",
+	"seccomp_filter_active":             "per exec: each run installs its own filter (the runtime's profile is per container)",
+	"seccomp_denies_dangerous_syscalls": "per exec for io_uring, ptrace, process_vm_readv/writev, pidfd_getfd (the run's own filter); the rest per container (the runtime's profile)",
 }
 
 // scopeNote says, with the process backend, whether an invariant holds per exec or

@@ -43,9 +43,12 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 		// Loudly either way: programs share this network namespace.
 		ev = log.Warn().Strs("egress_probes_unreachable", st.ProbedEgress)
 	}
+	for _, n := range st.Notes {
+		log.Warn().Msg("standalone lockdown: " + n)
+	}
 	ev.Int("uid", st.UID).Int64("tmp_bytes", st.TmpfsBytes).Strs("interfaces", st.Interfaces).
-		Bool("network", lock.Network).
-		Msg("standalone lockdown verified: not root, no capabilities, no-new-privileges, read-only root, /tmp a sized tmpfs; " + networkNote(lock.Network))
+		Bool("network", lock.Network).Strs("seccomp_child", st.Seccomp).
+		Msg("standalone lockdown verified: not root, no capabilities, no-new-privileges, read-only root, /tmp a sized tmpfs, no usable swap beyond the memory limit, a seccomp filter per run (a child saw EPERM from io_uring and the rest); " + networkNote(lock.Network))
 	ignoreSignals(ctx, log)
 
 	be := process.New(process.Options{

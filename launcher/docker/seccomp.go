@@ -8,18 +8,14 @@ import (
 
 	"github.com/moby/profiles/seccomp"
 	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/mcp-exec/mcp-exec/launcher/syscalls"
 )
 
-// deniedSyscalls are removed from the engine's default seccomp profile. Docker before
-// 25 allows io_uring, whose submission queue bypasses seccomp for the operations it
-// performs and which has been a steady source of kernel privilege escalations. The
-// process-inspection calls go too: the program has no business reading or writing
-// another process's memory, and without them the bootstrap (PID 1) does not depend on
-// being non-dumpable alone.
-var deniedSyscalls = []string{
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
-}
+// deniedSyscalls are removed from the engine's default seccomp profile: the table in
+// launcher/syscalls, which the process backend's per-run filter is built from too
+// (io_uring, ptrace, process_vm_readv/writev, pidfd_getfd; why: see there).
+var deniedSyscalls = syscalls.Names()
 
 // seccompJSON is the profile sent with every sandbox: moby's default profile, built in
 // Go so that it does not depend on what the engine ships, minus deniedSyscalls.

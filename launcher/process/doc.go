@@ -14,7 +14,12 @@
 //     that applies the run's rlimits, raises its oom_score_adj to 1000 (the kernel's
 //     OOM killer picks the run, not the server), makes the run a child subreaper, and
 //     execs the bootstrap. So every process the run starts stays below the run's own
-//     bootstrap process, however it forks, setsids or double-forks.
+//     bootstrap process, however it forks, setsids or double-forks. Last, the wrapper
+//     installs a seccomp filter of the run's own (seccomp.go) that denies the syscalls
+//     of launcher/syscalls with EPERM (io_uring, ptrace, process_vm_readv/writev,
+//     pidfd_getfd: what the container backends remove from their profile) and kills
+//     the process on a call of a foreign ABI (i386, x32, arm32), whatever profile the
+//     container's runtime applies. The start-up check proves it from a child.
 //   - Kill stops and then kills every descendant of the run (found in /proc), round
 //     after round until none is left. The server is itself a child subreaper (and PID 1
 //     of the container): a process orphaned above the run's bootstrap (the program
@@ -28,7 +33,8 @@
 //     wiped too, so that nothing a run left anywhere writable reaches the next one.
 //
 // What only holds per container (the engine backends give it per exec): the network
-// namespace, the memory, pids and CPU cgroup limits, the filesystem view. Concurrent
+// namespace, the runtime's own seccomp profile (the per-run filter adds to it), the
+// memory, pids and CPU cgroup limits, the filesystem view. Concurrent
 // runs (MaxConcurrent > 1) share the user and can see each other; runs are serialized
 // by default. The program can signal the server: as PID 1 of its container the server
 // receives only the signals it handles (SIGKILL and SIGSTOP from inside the container

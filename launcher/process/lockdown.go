@@ -33,6 +33,10 @@ type Lockdown struct {
 	// /etc/resolv.conf and the default gateways.
 	Probes       []string
 	ProbeTimeout time.Duration // per address; 0 is 1.5 s
+
+	// seccompArg0 replaces the seccomp child's argv[0]: tests only (seccomp_test.go
+	// runs the probe without the filter, to see the check refuse).
+	seccompArg0 string
 }
 
 // DefaultProbes are outside addresses a network that allows egress would let a
@@ -59,6 +63,10 @@ type Status struct {
 	TmpfsBytes   int64
 	Interfaces   []string
 	ProbedEgress []string // the addresses the egress child failed to reach
+	Seccomp      []string // what the seccomp child saw, "name=ERRNO" per denied syscall
+	// Notes are what the check saw and did not count as a missing lock, with why
+	// (for the start-up log, at warn level).
+	Notes []string
 }
 
 // Check verifies every lock; it returns every missing one (joined LockErrors).
@@ -109,8 +117,17 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 			miss("/tmp a size-limited tmpfs", "/tmp is a tmpfs of %d bytes, more than the %d allowed (MCP_EXEC_TMPFS_SIZE, --tmpfs-size); mount it with size=: docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m", size, l.MaxTmpfs)
 		}
 	}
-	if found := swapBeyondMemory(); found != "" {
-		miss("no swap beyond the memory limit", "%s: a run could swap as much again as the container's memory limit; docker run --memory-swap 256m, equal to --memory (compose: memswap_limit; Kubernetes: a node without swap, or swapBehavior NoSwap)", found)
+	missing, note := swapCheck(os.ReadFile)
+	if missing != "" {
+		miss("no swap beyond the memory limit", "%s: a run could swap beyond the container's memory limit; docker run --memory-swap 256m, equal to --memory (compose: memswap_limit; Kubernetes: a node without swap, or swapBehavior NoSwap)", missing)
+	}
+	if note != "" {
+		st.Notes = append(st.Notes, "swap: "+note)
+	}
+	seen, err := checkSeccomp(ctx, l.seccompArg0)
+	st.Seccomp = seen
+	if err != nil {
+		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev and pidfd_getfd before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), a runtime profile that allows seccomp(2) and prctl(PR_SET_NO_NEW_PRIVS) (Docker's, containerd's and Podman's defaults do), and amd64 or arm64", err)
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {
@@ -270,29 +287,71 @@ func gateways(path string) []string {
 	return out
 }
 
-// swapBeyondMemory says what the container's memory cgroup shows when it lets the
-// container swap beyond its memory limit, "" when it does not (or shows no memory
-// cgroup): cgroup v1 memory.memsw.limit_in_bytes above memory.limit_in_bytes (absent
-// when the host has swap accounting off), cgroup v2 memory.swap.max other than 0.
-func swapBeyondMemory() string {
+// Swap files the swap lock reads (swapCheck's inputs).
+const (
+	memswV1   = "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"
+	memV1     = "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	swapMaxV2 = "/sys/fs/cgroup/memory.swap.max"
+	meminfo   = "/proc/meminfo"
+)
+
+// swapCheck decides the swap lock from the files it reads through read (os.ReadFile;
+// the unit test feeds its own). The container's memory cgroup may let it swap beyond
+// its memory limit: cgroup v1 memory.memsw.limit_in_bytes above memory.limit_in_bytes
+// (docker run --memory without --memory-swap: twice the limit), cgroup v2
+// memory.swap.max other than 0. That is a missing lock only when the host has swap
+// (SwapTotal in /proc/meminfo above 0, or unreadable): with none, no run can swap
+// whatever the cgroup allows, and note says what was seen and why it passed. A
+// cgroup v1 without memsw files (swap accounting off) is not checked; with host swap
+// that is noted too.
+func swapCheck(read func(string) ([]byte, error)) (missing, note string) {
 	readInt := func(path string) (int64, bool) {
-		b, err := os.ReadFile(path)
+		b, err := read(path)
 		if err != nil {
 			return 0, false
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 		return n, err == nil
 	}
-	if memsw, ok := readInt("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"); ok {
-		if mem, ok := readInt("/sys/fs/cgroup/memory/memory.limit_in_bytes"); ok && memsw > mem {
-			return fmt.Sprintf("memory.memsw.limit_in_bytes is %d, more than memory.limit_in_bytes %d", memsw, mem)
+	var found string
+	if memsw, ok := readInt(memswV1); ok {
+		if mem, ok := readInt(memV1); ok && memsw > mem {
+			found = fmt.Sprintf("memory.memsw.limit_in_bytes is %d, more than memory.limit_in_bytes %d", memsw, mem)
 		}
-		return ""
-	}
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.swap.max"); err == nil {
+	} else if b, err := read(swapMaxV2); err == nil {
 		if v := strings.TrimSpace(string(b)); v != "0" {
-			return "memory.swap.max is " + v + ", want 0"
+			found = "memory.swap.max is " + v + ", want 0"
 		}
 	}
-	return ""
+	swapTotal, known := hostSwap(read)
+	switch {
+	case found == "":
+		if _, err := read(memV1); err == nil && known && swapTotal > 0 {
+			if _, ok := readInt(memswV1); !ok {
+				return "", fmt.Sprintf("no memory.memsw.limit_in_bytes (swap accounting off) and the host has %d kB of swap: the swap a run may use is not checked", swapTotal)
+			}
+		}
+		return "", ""
+	case known && swapTotal == 0:
+		return "", found + ", but the host has no swap (SwapTotal 0 kB in /proc/meminfo): no run can swap, so the limit is moot and not a missing lock (add --memory-swap equal to --memory anyway, should the host get swap)"
+	case known:
+		return fmt.Sprintf("%s, and the host has %d kB of swap", found, swapTotal), ""
+	default:
+		return found + ", and the host's swap is unknown (/proc/meminfo unreadable)", ""
+	}
+}
+
+// hostSwap reads SwapTotal (kB) from /proc/meminfo.
+func hostSwap(read func(string) ([]byte, error)) (kB int64, ok bool) {
+	b, err := read(meminfo)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, found := strings.CutPrefix(line, "SwapTotal:"); found {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

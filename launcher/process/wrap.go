@@ -68,6 +68,8 @@ func init() {
 			err = execArgv(os.Args[7:])
 		case "egress":
 			os.Exit(egressChild(os.Args[7:]))
+		case "seccomp":
+			os.Exit(seccompProbe())
 		default:
 			err = fmt.Errorf("unknown mode %q", mode)
 		}
@@ -127,7 +129,9 @@ func confine(l Limits) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("becoming a child subreaper: %w", err)
 	}
-	return nil
+	// Last: the run's own seccomp filter (seccomp.go), denying io_uring and the
+	// process-inspection calls whatever the container's profile allows.
+	return installFilter()
 }
 
 func execArgv(argv []string) error {

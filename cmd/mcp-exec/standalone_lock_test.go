@@ -1,0 +1,135 @@
+package main
+
+// The two locks whose answer depends on the host: swap (usable only where the host has
+// swap) and io_uring (allowed by Docker 20.10's default seccomp profile, denied by each
+// run's own filter). Started with the README's command, exactly.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/syscalls"
+)
+
+// hostSwapKB reads SwapTotal from the host's /proc/meminfo (the container's kernel).
+func hostSwapKB(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^SwapTotal:\s+(\d+) kB`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no SwapTotal in /proc/meminfo")
+	}
+	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return n
+}
+
+// saStart starts the image over stdio with no input (it serves, sees the end of its
+// input and exits) and returns its exit code and stderr.
+func saStart(t *testing.T, img string, flags []string) (int, string) {
+	t.Helper()
+	args := append([]string{"run", "--rm", "-i", "--name", saName(t)}, flags...)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", append(args, img)...)
+	cmd.Stdin = strings.NewReader("")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("docker run: %v", err)
+	}
+	return code, stderr.String()
+}
+
+// TestStandaloneSwapLock: without --memory-swap Docker lets the container's memsw be
+// twice its memory limit. On a host with swap that is a missing lock (the start
+// fails, naming it); on a host without swap (this project's) no run can swap: the
+// server starts and says at warn level what it saw and why it passed. With
+// --memory-swap equal to --memory there is nothing to say either way.
+func TestStandaloneSwapLock(t *testing.T) {
+	img := saImage(t)
+	swap := hostSwapKB(t)
+	code, stderr := saStart(t, img, saLocked)
+	if swap > 0 {
+		if code != 1 || !strings.Contains(stderr, `"no swap beyond the memory limit" missing: `) || !strings.Contains(stderr, fmt.Sprintf("the host has %d kB of swap", swap)) {
+			t.Fatalf("host with %d kB of swap, no --memory-swap: got exit %d, stderr:\n%s\nwant exit 1 naming the swap lock", swap, code, stderr)
+		}
+	} else {
+		note := regexp.MustCompile(`"level":"warn"[^\n]*standalone lockdown: swap: (memory\.memsw\.limit_in_bytes is 536870912, more than memory\.limit_in_bytes 268435456|memory\.swap\.max is max, want 0), but the host has no swap \(SwapTotal 0 kB`)
+		if code != 0 || !note.MatchString(stderr) || !strings.Contains(stderr, "process backend ready") {
+			t.Fatalf("host without swap, no --memory-swap: got exit %d, stderr:\n%s\nwant a start, a warning matching %s", code, stderr, note)
+		}
+	}
+	code, stderr = saStart(t, img, append([]string{"--memory-swap", "256m"}, saLocked...))
+	if code != 0 || strings.Contains(stderr, "standalone lockdown: swap:") || !strings.Contains(stderr, "process backend ready") {
+		t.Fatalf("with --memory-swap 256m: got exit %d, stderr:\n%s\nwant a start without a swap note", code, stderr)
+	}
+}
+
+// TestStandaloneSeccompPerRun: with the runtime's default profile (no --security-opt
+// seccomp), a run's io_uring_setup fails with EPERM and the run carries one seccomp
+// filter more than the server; the start-up check logged EPERM for every denied call.
+// The control: the same code run directly in the same image with the same flags (no
+// server, so no per-run filter) gets a ring from Docker 20.10's default profile; on an
+// engine whose profile denies io_uring the control says so and proves nothing more.
+func TestStandaloneSeccompPerRun(t *testing.T) {
+	img := saImage(t)
+	const code = `
+import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+nr = {"x86_64": 425, "aarch64": 425}[platform.machine()]
+params = ctypes.create_string_buffer(120)
+ctypes.set_errno(0)
+r = libc.syscall(ctypes.c_long(nr), ctypes.c_long(1), params)
+print("uring", r, ctypes.get_errno())
+def filters(pid):
+    for l in open("/proc/%s/status" % pid):
+        if l.startswith("Seccomp_filters:"):
+            return int(l.split()[1])
+print("filters", filters("self"), filters(1))
+`
+	ctl, err := exec.CommandContext(t.Context(), "docker", append(append([]string{"run", "--rm", "--name", saName(t)}, saLocked...),
+		"--entrypoint", "python3", img, "-c", code)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("control (python3 directly, no server): %v\n%s", err, ctl)
+	}
+	ctlRing := !strings.Contains(string(ctl), "uring -1 ")
+	t.Logf("control, no per-run filter:\n%s", ctl)
+
+	s := saSession(t, img)
+	res := saExec(t, s, code, 0)
+	if got := saLine(t, res, "uring "); got != "-1 1" {
+		t.Errorf("io_uring_setup in a run: got result/errno %s, want -1 1 (EPERM)", got)
+	}
+	var run, server int
+	if n, _ := fmt.Sscan(saLine(t, res, "filters "), &run, &server); n != 2 || run != server+1 {
+		t.Errorf("seccomp filters of the run and the server: got %d and %d, want the run to carry one more (its own)", run, server)
+	}
+	if !ctlRing {
+		t.Logf("the runtime's profile denies io_uring already: the control proves nothing about the per-run filter here")
+	}
+
+	code2, stderr := saStart(t, img, saLocked)
+	want := make([]string, len(syscalls.Denied))
+	for i, n := range syscalls.Names() {
+		want[i] = strconv.Quote(n + "=EPERM")
+	}
+	if code2 != 0 || !strings.Contains(stderr, `"seccomp_child":[`+strings.Join(want, ",")+`]`) {
+		t.Errorf("start-up log: got exit %d, stderr:\n%s\nwant seccomp_child %v", code2, stderr, want)
+	}
+}

@@ -1,0 +1,179 @@
+package process
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/mcp-exec/mcp-exec/launcher/syscalls"
+)
+
+// The per-run seccomp filter. The container's runtime gives the server and every run
+// its default profile, which on Docker before 25 allows io_uring; so every run's
+// wrapper adds a filter of its own before it execs the bootstrap, denying
+// launcher/syscalls.Denied (the calls the container backends remove from their
+// profile) with the same errno. A filter is inherited by every thread and child and
+// survives execve; none can be removed. An unprivileged process may install one once
+// no_new_privs is set (the container sets it: a lock; the wrapper sets it again).
+
+// seccomp_data offsets (linux/seccomp.h): int nr; __u32 arch; ...
+const (
+	offNr   = 0
+	offArch = 4
+)
+
+// filterProgram is the classic BPF program for goarch:
+//
+//	arch != native            -> kill the process (i386 or arm32 calls: other numbers)
+//	nr has the foreign bit    -> kill the process (x32 on x86_64)
+//	nr is one of Denied       -> errno EPERM
+//	otherwise                 -> allow (the container's own profile still applies)
+func filterProgram(goarch string) ([]bpf.Instruction, error) {
+	arch, nrs, err := syscalls.Numbers(goarch)
+	if err != nil {
+		return nil, err
+	}
+	if len(nrs) > 250 {
+		return nil, fmt.Errorf("%d denied syscalls: more than one BPF jump can skip", len(nrs))
+	}
+	// Layout, by index: the checks, then [allow, deny, kill] at the end.
+	var prog []bpf.Instruction
+	head := 2 // load arch, jump on it
+	if arch.ForeignBit != 0 {
+		head += 2 // load nr + jump on the bit
+	} else {
+		head++ // load nr
+	}
+	n := head + len(nrs)
+	allow, deny, kill := n, n+1, n+2
+	skip := func(from, to int) uint8 { return uint8(to - from - 1) }
+
+	prog = append(prog,
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch.Audit, SkipTrue: 0, SkipFalse: skip(1, kill)},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+	)
+	if arch.ForeignBit != 0 {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: arch.ForeignBit, SkipTrue: skip(3, kill)})
+	}
+	for _, nr := range nrs {
+		i := len(prog)
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: skip(i, deny)})
+	}
+	prog = append(prog,
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(syscalls.Errno)},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
+	)
+	if len(prog) != kill+1 || !isRet(prog[allow]) {
+		return nil, fmt.Errorf("building the seccomp filter: layout is off (%d instructions)", len(prog))
+	}
+	return prog, nil
+}
+
+func isRet(i bpf.Instruction) bool { _, ok := i.(bpf.RetConstant); return ok }
+
+// installFilter sets no_new_privs and installs the filter for the running
+// architecture on every thread of this process (TSYNC), so that the thread that
+// execs next carries it whichever it is. Any failure is returned: the wrapper then
+// does not exec the run.
+func installFilter() error {
+	prog, err := filterProgram(runtime.GOARCH)
+	if err != nil {
+		return err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return fmt.Errorf("assembling the seccomp filter: %w", err)
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+		return fmt.Errorf("installing the seccomp filter (seccomp(SECCOMP_SET_MODE_FILTER, TSYNC)): %w", e)
+	}
+	runtime.KeepAlive(filter)
+	return nil
+}
+
+// seccompProbe calls every denied syscall with the arguments (-1, 0, 0, 0, 0, 0) and
+// prints one line per call: "NAME ERRNO" (0 when the call went through). The start-up
+// check runs it in a filtered child and requires EPERM from each.
+func seccompProbe() int {
+	_, nrs, err := syscalls.Numbers(runtime.GOARCH)
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	for i, s := range syscalls.Denied {
+		r, _, e := unix.Syscall6(uintptr(nrs[i]), ^uintptr(0), 0, 0, 0, 0, 0)
+		if e == 0 && s.Name == "io_uring_setup" {
+			_ = unix.Close(int(r)) // a ring: the filter is missing
+		}
+		fmt.Printf("%s %d\n", s.Name, int(e))
+	}
+	return 0
+}
+
+// checkSeccomp runs the seccomp probe in a child started as a run's wrapper is (this
+// binary re-executed, confined, filtered) and returns what it saw when any denied
+// syscall was not refused with EPERM. arg0 is the wrapper's argv[0]; only tests
+// change it (to run the probe unfiltered).
+func checkSeccomp(ctx context.Context, arg0 string) (seen []string, err error) {
+	args := wrapperArgs("seccomp", Limits{}, nil)
+	if arg0 != "" {
+		args[0] = arg0
+	}
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = args
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("running the seccomp child: %w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	var bad []string
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, line := range lines {
+		name, e, ok := strings.Cut(line, " ")
+		if !ok {
+			return nil, fmt.Errorf("seccomp child: unexpected line %q", line)
+		}
+		seen = append(seen, name+"="+errnoName(e))
+		if e != strconv.Itoa(syscalls.Errno) {
+			bad = append(bad, name+" "+errnoName(e))
+		}
+	}
+	if len(lines) != len(syscalls.Denied) {
+		return seen, fmt.Errorf("seccomp child: got %d results, want %d", len(lines), len(syscalls.Denied))
+	}
+	if len(bad) > 0 {
+		return seen, fmt.Errorf("in a run's child, %s: want EPERM from each", strings.Join(bad, ", "))
+	}
+	return seen, nil
+}
+
+func errnoName(s string) string {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return s
+	}
+	if n == 0 {
+		return "allowed"
+	}
+	return unix.ErrnoName(syscall.Errno(n))
+}
