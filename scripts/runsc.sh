@@ -35,22 +35,10 @@ if [ -n "${DOCKER_HOST:-}" ] && [ "$DOCKER_HOST" != "unix:///var/run/docker.sock
 fi
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 || die "dockerd does not answer: run scripts/engine.sh first"
 
-# The gVisor module version built by default: the newest the Go module proxy serves
-# (go list -m gvisor.dev/gvisor@latest, 2026-11-30).
-version=${MCP_EXEC_RUNSC_VERSION:-v0.0.0-20260905035102-160fafc42237}
-cache=${MCP_EXEC_RUNSC_CACHE:-/var/cache/mcp-exec/runsc}
-
 path=${MCP_EXEC_RUNSC_PATH:-}
 if [ -z "$path" ] && [ "${MCP_EXEC_RUNSC:-build}" != debian ]; then
-  path=$cache/$version/runsc
-  if [ ! -x "$path" ]; then
-    export PATH=$PATH:/usr/local/go/bin
-    log "building runsc $version (once; minutes)"
-    mkdir -p "$cache/$version"
-    GOBIN=$cache/$version.tmp CGO_ENABLED=0 go install "gvisor.dev/gvisor/runsc@$version"
-    mv -f "$cache/$version.tmp/runsc" "$path"
-    rmdir "$cache/$version.tmp"
-  fi
+  # the pinned gVisor version (scripts/gvisor-build.sh), built once into its cache
+  path=$(bash scripts/gvisor-build.sh)/runsc
 fi
 if [ -z "$path" ]; then
   if ! command -v runsc >/dev/null 2>&1; then
