@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Registers gVisor's runsc with the local Docker engine as the OCI runtime "runsc",
 # idempotently (as root):
-#   - builds runsc from gVisor's Go module at a pinned version (below) into a cache
+#   - builds runsc from gVisor's Go module at a pinned version (scripts/gvisor-build.sh) into a cache
 #     directory, once (about 9 minutes on 2 cores with a cold Go build cache, 70 s
 #     with a warm one; then nothing). Why not Debian's package (bookworm: 0.0~20221219):
 #     it is four years old for a security boundary, has only the slow ptrace platform,
