@@ -14,6 +14,11 @@ import (
 // Podman on cgroup v1 drops memory, pids and CPU limits without an error).
 var ErrLimitsNotEnforced = errors.New("the engine does not enforce the configured limits")
 
+// ErrRuntimeMismatch: the sandbox's kernel is not the one the runtime setting names
+// (Options.GVisor, from the runtime's name): the sandbox would be adapted to, and the
+// probes would assert, the wrong kernel. No override: rename the runtime or RuntimeClass.
+var ErrRuntimeMismatch = errors.New("the sandbox's kernel is not the one the runtime setting names")
+
 // limitsProgram reads, from inside a sandbox, the limits its cgroups actually carry,
 // and tries those it cannot read (limits.py says how).
 //
@@ -74,11 +79,18 @@ func (l *Launcher) Unenforced(lim Limits) []string {
 }
 
 // VerifyLimits fails with ErrLimitsNotEnforced naming every limit the engine does
-// not apply.
+// not apply, and with ErrRuntimeMismatch when the sandbox's kernel is gVisor's and
+// Options.GVisor says otherwise, or the reverse.
 func (l *Launcher) VerifyLimits(ctx context.Context) error {
 	lim, err := l.MeasureLimits(ctx)
 	if err != nil {
 		return err
+	}
+	if gv := lim.Runtime == "gvisor"; gv != l.opts.GVisor() {
+		if gv {
+			return fmt.Errorf("%w: the sandbox runs under gVisor, but runtime %q is not taken for gVisor (its name must contain \"gvisor\" or \"runsc\", e.g. a RuntimeClass named gvisor)", ErrRuntimeMismatch, l.opts.Runtime)
+		}
+		return fmt.Errorf("%w: runtime %q is taken for gVisor (its name contains \"gvisor\" or \"runsc\"), but the sandbox's kernel is not gVisor's", ErrRuntimeMismatch, l.opts.Runtime)
 	}
 	if bad := l.Unenforced(lim); len(bad) > 0 {
 		hint := "rootless Podman needs cgroup v2 with delegation to apply them"

@@ -18,7 +18,8 @@ type pool struct {
 	mu       sync.Mutex
 	idle     []*sandbox
 	starting int           // sandboxes being prepared
-	avail    chan struct{} // signalled (non-blocking) when idle grows
+	claims   int           // callers of get waiting for one of those rather than a cold start
+	changed  chan struct{} // closed (and replaced) when idle grows or a start ends
 	wake     chan struct{} // signalled when the refill loop should look again
 	imageID  string        // image the idle sandboxes were made from
 	lastErr  error         // the last refill failure, for readiness reports
@@ -30,11 +31,11 @@ type pool struct {
 
 func newPool(l *Launcher, size int) *pool {
 	p := &pool{
-		l:     l,
-		size:  size,
-		avail: make(chan struct{}, 1),
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		l:       l,
+		size:    size,
+		changed: make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
 	}
 	return p
 }
@@ -51,26 +52,57 @@ func (p *pool) stopped() <-chan struct{} {
 // get returns a ready sandbox: an idle one at once, or else whichever comes first of
 // a pooled one becoming ready and a cold start of our own. A cold start that loses the
 // race joins the pool, so no engine work is wasted.
+//
+// A caller that finds the pool empty while a refill is already under way that no other
+// caller counts on claims that one instead of starting a cold sandbox of its own: it is
+// further along than a new start would be, and one more start beside it would only slow
+// both and, once the pool is full again, be removed unused. The claim lapses when a start
+// fails (the caller then starts its own).
 func (p *pool) get(ctx context.Context) (*sandbox, bool, error) {
-	if sb := p.take(); sb != nil {
-		return sb, true, nil
-	}
-	cold := make(chan started, 1)
-	go func() {
-		sb, err := p.l.start(context.WithoutCancel(ctx))
-		cold <- started{sb, err}
+	var cold chan started // our own cold start, once made
+	claimed := false
+	defer func() {
+		if claimed {
+			p.mu.Lock()
+			p.claims--
+			p.mu.Unlock()
+		}
 	}()
 	for {
-		select {
-		case <-p.avail:
-			if sb := p.take(); sb != nil {
+		if sb := p.take(); sb != nil {
+			if cold != nil {
 				p.adoptLater(cold)
-				return sb, true, nil
 			}
-		case c := <-cold:
+			return sb, true, nil
+		}
+		p.mu.Lock()
+		changed := p.changed
+		switch {
+		case cold == nil && !claimed && p.starting > p.claims:
+			p.claims++
+			claimed = true
+		case claimed && p.starting < p.claims:
+			p.claims-- // a start counted on failed
+			claimed = false
+		}
+		startCold := cold == nil && !claimed
+		p.mu.Unlock()
+		if startCold {
+			ch := make(chan started, 1)
+			go func() {
+				sb, err := p.l.start(context.WithoutCancel(ctx))
+				ch <- started{sb, err}
+			}()
+			cold = ch
+		}
+		select {
+		case <-changed:
+		case c := <-cold: // never, while cold is nil
 			return c.sb, false, c.err
 		case <-ctx.Done():
-			p.adoptLater(cold)
+			if cold != nil {
+				p.adoptLater(cold)
+			}
 			return nil, false, ctx.Err()
 		}
 	}
@@ -88,7 +120,7 @@ func (p *pool) adoptLater(cold <-chan started) {
 	go func() {
 		defer p.l.runs.Done()
 		if c := <-cold; c.err == nil {
-			p.adopt(c.sb)
+			p.adopt(c.sb, false)
 		}
 	}()
 }
@@ -102,9 +134,6 @@ func (p *pool) take() *sandbox {
 		sb := p.idle[0]
 		p.idle = p.idle[1:]
 		if sb.alive() {
-			if len(p.idle) > 0 {
-				p.signal(p.avail)
-			}
 			return sb
 		}
 		p.l.dispose(sb)
@@ -113,8 +142,10 @@ func (p *pool) take() *sandbox {
 }
 
 // adopt adds a started sandbox to the pool once its interpreter is ready, or removes
-// it when the pool is full, closed, or the sandbox dies first.
-func (p *pool) adopt(sb *sandbox) {
+// it when the pool is full, closed, or the sandbox dies first. refilled: sb is the
+// refill's own start, counted in starting until it joins the pool (in the same step, so
+// that a caller counting on it never sees it neither starting nor idle).
+func (p *pool) adopt(sb *sandbox, refilled bool) {
 	select {
 	case <-sb.dec.ready:
 	case <-sb.streamDone:
@@ -122,12 +153,21 @@ func (p *pool) adopt(sb *sandbox) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.broadcast()
+	if refilled {
+		p.starting--
+	}
 	if !sb.alive() || p.l.closing.Err() != nil || len(p.idle)+p.starting >= p.size {
 		p.l.dispose(sb)
 		return
 	}
 	p.idle = append(p.idle, sb)
-	p.signal(p.avail)
+}
+
+// broadcast wakes every caller waiting in get; p.mu is held.
+func (p *pool) broadcast() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 func (p *pool) signal(ch chan struct{}) {
@@ -252,11 +292,14 @@ func (p *pool) startOne() error {
 		err = p.waitReady(sb)
 	}
 	p.mu.Lock()
-	p.starting--
 	p.lastErr = err
+	if err != nil {
+		p.starting--
+		p.broadcast()
+	}
 	p.mu.Unlock()
 	if err == nil {
-		p.adopt(sb)
+		p.adopt(sb, true)
 	}
 	return err
 }

@@ -2,8 +2,14 @@ package launcher
 
 import (
 	"context"
+	"os"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // TestRefillHold: a refill waits for the running jobs while an idle sandbox is left
@@ -46,5 +52,80 @@ func TestRefillHold(t *testing.T) {
 	done()
 	if p.active != 0 {
 		t.Errorf("active = %d after every job ended", p.active)
+	}
+}
+
+// countingCreates counts the sandboxes a launcher creates, each made delay slower.
+type countingCreates struct {
+	Backend
+	delay time.Duration
+	n     atomic.Int64
+}
+
+func (c *countingCreates) Create(ctx context.Context, spec backend.Spec) (string, error) {
+	c.n.Add(1)
+	time.Sleep(c.delay)
+	return c.Backend.Create(ctx, spec)
+}
+
+// TestPoolClaimsRefill: a call that finds the pool empty while its refill is under way waits
+// for that sandbox rather than start one more beside it (which would slow both and, the pool
+// full again, be removed unused). Three calls back to back on a pool of one: the first takes
+// the idle sandbox, each next one the refill the previous call set off; three sandboxes made,
+// the last one idle. Each sandbox takes 1 s more to make and each call 0.2 s, so that every
+// call after the first finds its refill under way, 0.2 s ahead of a cold start of its own:
+// with a cold start per call that finds the pool empty, the refill wins, the call takes it,
+// the next refill begins, and the cold sandbox, finding the pool full, is removed unused
+// (five made).
+func TestPoolClaimsRefill(t *testing.T) {
+	cli := testClient(t)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	be := &countingCreates{Backend: testBackend(t, cli, log), delay: time.Second}
+	instance := "test-pool-claims-refill"
+	l, err := New(be, Options{Image: os.Getenv("MCP_EXEC_IMAGE"), Instance: instance, PoolSize: 1, MaxConcurrent: 2, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := l.Check(ctx); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no engine: %v (run scripts/engine.sh and scripts/images.sh)", err)
+		}
+		t.Fatalf("engine check: %v", err)
+	}
+	if _, err := l.Reap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.StartPool()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := l.Close(ctx); err != nil {
+			t.Errorf("closing launcher: %v", err)
+		}
+		assertNoContainers(t, cli, instance)
+	})
+	full := func() {
+		t.Helper()
+		for i := 0; i < 1200 && l.PoolStats().Idle < 1; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if st := l.PoolStats(); st.Idle != 1 {
+			t.Fatalf("pool not full after 60 s: %+v", st)
+		}
+	}
+	full()
+	before := be.n.Load()
+	for i := range 3 {
+		res, err := l.Run(ctx, Job{Code: "import time; time.sleep(0.2); print(1)"})
+		if err != nil || res.Stdout != "1\n" || res.ExitCode != 0 {
+			t.Fatalf("call %d: %+v, %v", i, res, err)
+		}
+	}
+	full()
+	t.Logf("sandboxes made for 3 calls: %d (before the calls: %d)", be.n.Load()-before, before)
+	if made := be.n.Load() - before; made != 3 {
+		t.Errorf("3 calls back to back on a pool of one made %d sandboxes, want 3 (each call after the first waits for the refill under way)", made)
 	}
 }

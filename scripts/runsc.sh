@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Registers gVisor's runsc with the local Docker engine as the OCI runtime "runsc",
 # idempotently (as root):
-#   - builds runsc from gVisor's Go module at a pinned version (below) into a cache
+#   - builds runsc from gVisor's Go module at a pinned version (scripts/gvisor-build.sh) into a cache
 #     directory, once (about 9 minutes on 2 cores with a cold Go build cache, 70 s
 #     with a warm one; then nothing). Why not Debian's package (bookworm: 0.0~20221219):
 #     it is four years old for a security boundary, has only the slow ptrace platform,
@@ -30,22 +30,10 @@ name=${MCP_EXEC_RUNSC_NAME:-runsc}
 
 runtime_preflight runsc
 
-# The gVisor module version built by default: the newest the Go module proxy serves
-# (go list -m gvisor.dev/gvisor@latest, 2026-11-30).
-version=${MCP_EXEC_RUNSC_VERSION:-v0.0.0-20260905035102-160fafc42237}
-cache=${MCP_EXEC_RUNSC_CACHE:-/var/cache/mcp-exec/runsc}
-
 path=${MCP_EXEC_RUNSC_PATH:-}
 if [ -z "$path" ] && [ "${MCP_EXEC_RUNSC:-build}" != debian ]; then
-  path=$cache/$version/runsc
-  if [ ! -x "$path" ]; then
-    export PATH=$PATH:/usr/local/go/bin
-    log "building runsc $version (once; minutes)"
-    mkdir -p "$cache/$version"
-    GOBIN=$cache/$version.tmp CGO_ENABLED=0 go install "gvisor.dev/gvisor/runsc@$version"
-    mv -f "$cache/$version.tmp/runsc" "$path"
-    rmdir "$cache/$version.tmp"
-  fi
+  # the pinned gVisor version (scripts/gvisor-build.sh), built once into its cache
+  path=$(bash scripts/gvisor-build.sh)/runsc
 fi
 if [ -z "$path" ]; then
   if ! command -v runsc >/dev/null 2>&1; then

@@ -84,8 +84,12 @@ func openKube(cfg Config, log zerolog.Logger) (*sandboxBackend, error) {
 // Kubernetes Localhost profile. Loaded as is, the Docker form would be wrong there: those
 // runtimes ignore its conditions on capabilities, so every conditional rule would allow
 // (unshare(CLONE_NEWUSER), setns, bpf, ... measured on containerd 1.6).
-func ociSeccompProfile() (string, error) {
-	p, err := docker.SeccompProfile()
+func ociSeccompProfile(gvisor bool) (string, error) {
+	profile := docker.SeccompProfile
+	if gvisor {
+		profile = docker.GVisorSeccompProfile
+	}
+	p, err := profile()
 	if err != nil {
 		return "", err
 	}

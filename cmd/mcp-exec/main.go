@@ -82,7 +82,7 @@ var subcommands = []subcommand{
 	{name: "selftest", help: "run the built-in sandbox probes against the configured engine and image; non-zero exit on any failure", run: selftestCmd},
 	{name: "healthcheck", help: "exit 0 if the server is ready: /readyz for http and sse, the engine and image for stdio",
 		run: func(e *cmdEnv) int { return healthcheck(e.ctx, e.cfg, e.stderr) }},
-	{name: "seccomp-profile", help: "print the sandboxes' seccomp profile resolved for no capabilities (OCI JSON), to install on Kubernetes nodes for --kube-seccomp-profile", noConfig: true,
+	{name: "seccomp-profile", help: "print the sandboxes' seccomp profile resolved for no capabilities (OCI JSON), to install on Kubernetes nodes for --kube-seccomp-profile; --gvisor: the one for a gVisor RuntimeClass (clone3 allowed)", noConfig: true,
 		run: seccompProfileCmd},
 	{name: "version", help: "print the version and build information", noConfig: true,
 		run: func(e *cmdEnv) int { fmt.Fprintln(e.stdout, versionString()); return 0 }},
@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd := subcommands[i]
 	e := &cmdEnv{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	if cmd.noConfig {
+		e.args = args
 		return cmd.run(e)
 	}
 	fs := flag.NewFlagSet("mcp-exec "+name, flag.ContinueOnError)
@@ -157,7 +158,15 @@ func selftestCmd(e *cmdEnv) int {
 }
 
 func seccompProfileCmd(e *cmdEnv) int {
-	p, err := ociSeccompProfile()
+	gvisor := false
+	for _, a := range e.args {
+		if a != "--gvisor" && a != "-gvisor" {
+			fmt.Fprintf(e.stderr, "mcp-exec seccomp-profile: unknown argument %q; usage: mcp-exec seccomp-profile [--gvisor]\n", a)
+			return 2
+		}
+		gvisor = true
+	}
+	p, err := ociSeccompProfile(gvisor)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcp-exec: %v\n", err)
 		return 1

@@ -68,3 +68,8 @@ var gvisorSeccompJSON = sync.OnceValues(func() (string, error) {
 // SeccompProfile returns the seccomp profile every sandbox gets, as JSON, for tools
 // that run containers beside the launcher's (the benchmark's `docker run` baseline).
 func SeccompProfile() (string, error) { return seccompJSON() }
+
+// GVisorSeccompProfile is SeccompProfile for sandboxes under gVisor (runsc
+// --oci-seccomp): clone3 allowed (see gvisorSeccompJSON), for a Kubernetes RuntimeClass
+// whose handler is runsc.
+func GVisorSeccompProfile() (string, error) { return gvisorSeccompJSON() }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
@@ -89,10 +91,12 @@ func BenchmarkLiveMCP(b *testing.B) {
 		}
 	})
 	b.Run("kube-pool-sustained", func(b *testing.B) {
-		l := benchLauncher(b, kbe, 2)
+		cbe := &countingBackend{Backend: kbe}
+		l := benchLauncher(b, cbe, 2)
 		cs := mcpStack(b, l)
 		waitPool(b, l)
 		b.SetParallelism(1) // GOMAXPROCS(2) x 1 = 2 callers, MaxConcurrent 2
+		created := cbe.creates.Load()
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -100,6 +104,9 @@ func BenchmarkLiveMCP(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+		// pods created per call while the callers ran: 1 when no pod is wasted (a cold start
+		// that lost the race to a pooled pod and found the pool full is removed unused)
+		b.ReportMetric(float64(cbe.creates.Load()-created)/float64(b.N), "creates/call")
 	})
 	b.Run("docker-warm", func(b *testing.B) {
 		cli, err := engine.NewClient("")
@@ -118,4 +125,15 @@ func BenchmarkLiveMCP(b *testing.B) {
 			callPrint(b, cs)
 		}
 	})
+}
+
+// countingBackend counts the pods a launcher creates.
+type countingBackend struct {
+	launcher.Backend
+	creates atomic.Int64
+}
+
+func (c *countingBackend) Create(ctx context.Context, spec backend.Spec) (string, error) {
+	c.creates.Add(1)
+	return c.Backend.Create(ctx, spec)
 }

@@ -28,19 +28,27 @@ export MCP_EXEC_TEST_KUBECONFIG=$KUBECONFIG_ADMIN
 # the node state TestLiveOutputNotOnNode searches for caller data (podLogsDir, containerd, ...)
 export MCP_EXEC_TEST_KSTATE=$KSTATE
 
-# The manifests (server-side dry run, Pod Security, RBAC) and the backend, as the server's
-# ServiceAccount, against the cluster. They apply deploy/kubernetes' namespace, ServiceAccount,
-# Role and NetworkPolicy for real.
-go test -race -count=1 -p 1 -timeout 20m ./launcher/kube/...
-
-# The sandboxes' seccomp profile (resolved for no capabilities) where the kubelet finds
-# Localhost profiles, then a server on the Kubernetes backend: every probe of the selftest,
-# and the TypeScript client's end-to-end test over stdio, HTTP and SSE.
+# The sandboxes' seccomp profiles (resolved for no capabilities) where the kubelet finds
+# Localhost profiles: the one for runc, and the one for gVisor (clone3 allowed: runsc answers a
+# denial with EPERM, and glibc falls back from clone3 to clone only on ENOSYS).
 mkdir -p "$KSTATE/kubelet/seccomp/profiles"
 go run ./cmd/mcp-exec seccomp-profile > "$KSTATE/kubelet/seccomp/profiles/mcp-exec.json"
+go run ./cmd/mcp-exec seccomp-profile --gvisor > "$KSTATE/kubelet/seccomp/profiles/mcp-exec-gvisor.json"
+
+# The manifests (server-side dry run, Pod Security, RBAC) and the backend, as the server's
+# ServiceAccount, against the cluster. They apply deploy/kubernetes' namespace, ServiceAccount,
+# Role and NetworkPolicy for real. TestLiveGVisor* run pods of the RuntimeClass gvisor (~15 s).
+MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
+  go test -race -count=1 -p 1 -timeout 20m ./launcher/kube/...
+
+# A server on the Kubernetes backend: every probe of the selftest, under runc and under gVisor
+# (RuntimeClass gvisor; --pids is RLIMIT_NPROC of the runsc runtime's base spec, up.sh; ~45 s),
+# and the TypeScript client's end-to-end test over stdio, HTTP and SSE.
 export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec \
   MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
 go run ./cmd/mcp-exec selftest --log-level warn
+MCP_EXEC_RUNTIME=gvisor MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec-gvisor.json MCP_EXEC_PIDS=$KGVISORPIDS \
+  go run ./cmd/mcp-exec selftest --log-level warn
 CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestKubeRestartReapsOrphans)$' ./cmd/mcp-exec
 
 left=$(kc get pods -A -l dev.mcp-exec.role=sandbox --no-headers 2>/dev/null | wc -l)

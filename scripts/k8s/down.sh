@@ -39,6 +39,9 @@ fi
 stop containerd
 # Shims whose containerd was ours (matched on our socket's path, killed by PID).
 for p in $(pgrep -f -- "-address $KSTATE/containerd.sock" || true); do kill -KILL "$p" 2>/dev/null; done
+# gVisor sandboxes (runsc-sandbox, runsc-gofer) whose runsc root is ours, should a killed shim have
+# left one: matched on that root, killed by PID.
+for p in $(pgrep -f -- "--root=$KSTATE/gvisor/root" || true); do kill -KILL "$p" 2>/dev/null; done
 stop kube-apiserver
 stop etcd
 
@@ -59,7 +62,7 @@ rm -f /var/lib/kubelet/device-plugins/kubelet.sock
 rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null
 rmdir /run/containerd/runc/k8s.io 2>/dev/null   # dockerd's containerd uses "moby" there
 
-rm -rf etcd-data kubelet podlogs containerd/state run sysctl-shadow containerd.sock containerd.sock.ttrpc
+rm -rf etcd-data kubelet podlogs containerd/state run sysctl-shadow containerd.sock containerd.sock.ttrpc gvisor/root
 if [ "${PURGE:-0}" = 1 ]; then
   cd / && rm -rf "$KSTATE"
 fi

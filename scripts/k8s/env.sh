@@ -20,6 +20,10 @@ KETCDPORT=12379 KETCDPEER=12380 KKUBELETPORT=20250 KKUBELETHEALTHZ=20248 KSCHEDP
 # per-pod process limit, set in the kubelet's config: Kubernetes has no per-container pids limit,
 # and the sandbox contract needs one (the server's limits check reads it back from inside a pod).
 KPODPIDS=${KPODPIDS:-128}
+# the process limit of gVisor sandboxes (RuntimeClass gvisor): RLIMIT_NPROC in the runsc runtime's
+# base spec (up.sh), as low as it is so that gVisor's own host tasks for that many guest processes
+# (~40 + 2 each) stay within KPODPIDS. The gVisor selftest runs with --pids $KGVISORPIDS.
+KGVISORPIDS=${KGVISORPIDS:-32}
 # ctr on the cluster's own containerd (never dockerd's), as an array: "${KCTR[@]}" ARGS, also
 # after timeout or nice.
 KCTR=(ctr -a "$KSTATE/containerd.sock" -n k8s.io)

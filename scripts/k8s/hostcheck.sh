@@ -27,7 +27,7 @@ check)
   [ -n "$m" ] && { echo "mounts left:"; echo "$m"; fail=1; }
   p=$(pgrep -a -f -- "$KCACHE/bin/|$KSTATE/" || true)
   [ -n "$p" ] && { echo "processes left:"; echo "$p"; fail=1; }
-  for f in "$KSTATE/run" "$KSTATE/kubelet" "$KSTATE/etcd-data" "$KSTATE/containerd.sock"; do
+  for f in "$KSTATE/run" "$KSTATE/kubelet" "$KSTATE/etcd-data" "$KSTATE/containerd.sock" "$KSTATE/gvisor/root"; do
     [ -e "$f" ] && { echo "runtime state left: $f"; fail=1; }
   done
   [ "$fail" = 0 ] && echo "host as it was: no process, mount, cgroup, sysctl, iptables chain or runtime file of the cluster left"

@@ -78,8 +78,13 @@ fi
 
 bash "$here/build.sh"
 B=$KCACHE/bin
+# gVisor: runsc and its containerd shim at the pinned version, built once (scripts/gvisor-build.sh);
+# the shim patched not to lower its oom_score_adj where no process may (no CAP_SYS_RESOURCE).
+gvshim=shim-nooomadj
+if (( (0x$(awk '/^CapBnd/ {print $2}' /proc/self/status) >> 24) & 1 )); then gvshim=shim; fi
+GV=$(bash "$here/../gvisor-build.sh" "--$gvshim")
 
-mkdir -p "$KSTATE"/{etc,logs,run,pki,cni/bin,cni/net.d,etcd-data,kubelet,podlogs,sysctl-shadow,images}
+mkdir -p "$KSTATE"/{etc,logs,run,pki,cni/bin,cni/net.d,etcd-data,kubelet,podlogs,sysctl-shadow,images,gvisor/bin,gvisor/root}
 cd "$KSTATE"
 
 # ------------------------------------------------------------------ PKI (kept between bring-ups)
@@ -174,13 +179,48 @@ oom_score = 0
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
           BinaryName = "/usr/sbin/runc"
+      # gVisor (RuntimeClass gvisor, handler runsc): the shim containerd-shim-runsc-v1 is found on
+      # containerd's PATH ($KSTATE/gvisor/bin); its options file says which runsc and how.
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
+        runtime_type = "io.containerd.runsc.v1"
+        # RLIMIT_NPROC: under gVisor the program's tasks are not host tasks, so podPidsLimit
+        # does not limit them; gVisor's kernel counts RLIMIT_NPROC per sandbox (as on Docker).
+        base_runtime_spec = "$KSTATE/etc/runsc-spec.json"
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc.options]
+          TypeUrl = "io.containerd.runsc.v1.options"
+          ConfigPath = "$KSTATE/etc/runsc.toml"
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "$KSTATE/cni/bin"
       conf_dir = "$KSTATE/cni/net.d"
       max_conf_num = 1
 EOF
+# runsc's options, those scripts/runsc.sh gives it on dockerd where they apply:
+#   network none: the sandbox's only network is gVisor's own loopback (the pod's netns, which
+#     holds only lo here, is not used at all);
+#   oci-seccomp: the pod's seccomp profile also filters the program's system calls inside gVisor;
+#   root: runsc's state under $KSTATE, not its default /run/containerd/runsc.
+cat > etc/runsc.toml <<EOF
+binary_name = "$KSTATE/gvisor/bin/runsc"
+root = "$KSTATE/gvisor/root"
+[runsc_config]
+  network = "none"
+  oci-seccomp = "true"
+EOF
+# The base OCI spec of runsc's containers: containerd's default plus RLIMIT_NPROC = $KGVISORPIDS.
+# Kubernetes cannot set an rlimit per pod; the node does. podPidsLimit ($KPODPIDS host tasks per
+# pod) must leave room for gVisor's own: ~40 at rest plus 1-2 per guest process.
+"${KCTR[@]}" oci spec | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+n = int(sys.argv[1])
+s["process"]["rlimits"] = [r for r in s["process"].get("rlimits", []) if r["type"] != "RLIMIT_NPROC"] + [{"type": "RLIMIT_NPROC", "hard": n, "soft": n}]
+json.dump(s, sys.stdout, indent=1)' "$KGVISORPIDS" > etc/runsc-spec.json
+# gVisor's shim, adapted to this containerd (1.6) and this VM (scripts/k8s/runsc-shim.sh).
+install -m 0755 "$here/runsc-shim.sh" gvisor/bin/containerd-shim-runsc-v1
+ln -sf "$GV/$gvshim" gvisor/bin/containerd-shim-runsc-v1.bin
+ln -sf "$GV/runsc" gvisor/bin/runsc
 kts "starting containerd"
-nohup containerd --config etc/containerd.toml > logs/containerd.log 2>&1 &
+PATH=$KSTATE/gvisor/bin:$PATH nohup containerd --config etc/containerd.toml > logs/containerd.log 2>&1 &
 echo $! > run/containerd.pid
 kwaitfor 20 test -S "$KSTATE/containerd.sock"   # (ctr waits ~10 s when the socket is missing)
 kwaitfor 20 "${KCTR[@]}" version
@@ -299,4 +339,6 @@ kwaitfor 120 node_ready
 # No controller-manager: lift the taint its node-lifecycle controller would lift.
 kc taint nodes "$KNODE" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 bash "$here/kns.sh" default >/dev/null
+# The RuntimeClass for gVisor sandboxes (mcp-exec --runtime gvisor), the one deploy/kubernetes ships.
+kc apply -f "$here/../../deploy/kubernetes/gvisor/runtimeclass.yaml" >/dev/null
 kts "cluster up: export KUBECONFIG=$KUBECONFIG_ADMIN"
