@@ -46,6 +46,15 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAndReap(t, l)
+	startPool(t, l, func(context.Context) { assertNoContainers(t, cli, l.opts.Instance) })
+	return l
+}
+
+// checkAndReap checks l's engine (skipped outside CI, failed in it, when none answers)
+// and, like the server at start, removes what an earlier, interrupted run of the test left.
+func checkAndReap(t testing.TB, l *Launcher) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := l.Check(ctx); err != nil {
@@ -54,12 +63,9 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 		}
 		t.Fatalf("engine check: %v", err)
 	}
-	// Like the server at start: what an earlier, interrupted run of this test left.
 	if _, err := l.Reap(ctx); err != nil {
 		t.Fatalf("reaping leftovers: %v", err)
 	}
-	startPool(t, l, func(context.Context) { assertNoContainers(t, cli, l.opts.Instance) })
-	return l
 }
 
 // startPool starts l's pool and, at the end of the test, closes l and calls left

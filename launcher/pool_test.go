@@ -86,26 +86,10 @@ func TestPoolClaimsRefill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAndReap(t, l)
+	startPool(t, l, func(context.Context) { assertNoContainers(t, cli, instance) })
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	if err := l.Check(ctx); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no engine: %v (run scripts/engine.sh and scripts/images.sh)", err)
-		}
-		t.Fatalf("engine check: %v", err)
-	}
-	if _, err := l.Reap(ctx); err != nil {
-		t.Fatal(err)
-	}
-	l.StartPool()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			t.Errorf("closing launcher: %v", err)
-		}
-		assertNoContainers(t, cli, instance)
-	})
 	full := func() {
 		t.Helper()
 		for i := 0; i < 1200 && l.PoolStats().Idle < 1; i++ {
