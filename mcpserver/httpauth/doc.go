@@ -8,9 +8,10 @@
 //   - a static token, sent as "X-MCP-AUTH: <token>" or "Authorization: Bearer
 //     <token>", compared in constant time;
 //   - an OAuth access token (opt-in): a JWT signed by the configured issuer with
-//     an asymmetric key from its JWKS, whose issuer, audience, expiry, not-before
-//     and scopes are checked. The algorithm is pinned to RS/PS/ES/EdDSA; "none"
-//     and HMAC are refused whatever the key set holds.
+//     an asymmetric key from its JWKS, whose type (typ at+jwt, JWT or none),
+//     issuer, audience, expiry, not-before and scopes are checked. The
+//     algorithm is pinned to RS/PS/ES/EdDSA; "none" and HMAC are refused
+//     whatever the key set holds.
 //
 // Invariants:
 //
@@ -25,4 +26,10 @@
 //   - Two credentials in one request must agree: an X-MCP-AUTH and a Bearer
 //     token that differ, or a header given twice, is a 401.
 //   - Tokens never reach a log or an error message.
+//   - Keys come only from the configured issuer's origin: a fetch follows no
+//     redirect to another scheme, host or port. No lock is held across a fetch,
+//     so a slow issuer delays only tokens whose key is not known yet; such
+//     fetches are shared and start at most once per MinRefreshInterval. Keys
+//     not confirmed by a successful fetch for MaxKeyAge are not used (every
+//     JWT is refused until a fetch succeeds).
 package httpauth

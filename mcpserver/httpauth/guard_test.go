@@ -378,6 +378,7 @@ func TestKeyRotation(t *testing.T) {
 	if p := send(t, h, bearer(is.sign("k3", "", goodClaims(is.URL, testResource, clock)))); p.status != 200 {
 		t.Fatalf("known key after the refresh interval: HTTP %d, want 200", p.status)
 	}
+	settle(g.oauth) // that refresh runs in the background
 	if got := is.fetches.Load(); got != 3 {
 		t.Errorf("%d JWKS fetches after the refresh interval, want 3", got)
 	}
@@ -388,6 +389,7 @@ func TestKeyRotation(t *testing.T) {
 	if p := send(t, h, bearer(is.sign("k3", "", goodClaims(is.URL, testResource, clock)))); p.status != 200 {
 		t.Errorf("known key while the issuer is down: HTTP %d, want 200", p.status)
 	}
+	settle(g.oauth)
 }
 
 func TestMetadata(t *testing.T) {

@@ -25,7 +25,8 @@ type testIssuer struct {
 	srv     *httptest.Server
 	URL     string
 	fetches atomic.Int64
-	down    atomic.Bool // answer 503 to everything
+	down    atomic.Bool                   // answer 503 to everything
+	hold    atomic.Pointer[chan struct{}] // when set, a JWKS fetch waits for it to close
 
 	mu   sync.Mutex
 	keys map[string]jose.JSONWebKey // kid -> private key
@@ -46,8 +47,14 @@ func newTestIssuer(t *testing.T) *testIssuer {
 			"code_challenge_methods_supported": []string{"S256"},
 		})
 	})
+	mux.HandleFunc("/jwks-moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/jwks", http.StatusFound)
+	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.fetches.Add(1)
+		if c := is.hold.Load(); c != nil {
+			<-*c
+		}
 		is.mu.Lock()
 		defer is.mu.Unlock()
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: is.pub})

@@ -42,11 +42,18 @@ type OAuthOptions struct {
 	// (on the next verification). Zero means 15 minutes.
 	RefreshInterval time.Duration
 	// MinRefreshInterval rate-limits the fetches that a token with an unknown
-	// key id triggers (a key rotation): at most one per interval. Zero means 30 s.
+	// key id triggers (a key rotation): at most one per interval, however many
+	// different unknown key ids arrive. Zero means 30 s.
 	MinRefreshInterval time.Duration
+	// MaxKeyAge is how long keys stay usable after the last fetch that
+	// succeeded: past it, while refreshes keep failing, every JWT is refused
+	// (fail closed), so that a key the issuer withdrew is not trusted for ever
+	// by a server that cannot reach it. Zero means 1 hour.
+	MaxKeyAge time.Duration
 	// Leeway is the clock skew allowed on exp, nbf and iat. Zero means 30 s.
 	Leeway time.Duration
-	// HTTPClient fetches metadata and keys. nil means a client with a 10 s timeout.
+	// HTTPClient fetches metadata and keys. nil means a client with a 10 s
+	// timeout. Whichever client, its redirects are restricted (sameOrigin).
 	HTTPClient *http.Client
 }
 
@@ -85,14 +92,26 @@ func (c *claims) scopes() []string {
 }
 
 // verifier checks JWT access tokens against the issuer's keys.
+//
+// No lock is held while the issuer is asked for keys: a fetch runs on its own
+// (one at a time, shared by every verification that needs it), so a slow
+// issuer stalls only the tokens whose key is not known yet, never those
+// verified with keys at hand.
 type verifier struct {
 	opts OAuthOptions
 	log  zerolog.Logger
 	now  func() time.Time // tests move the clock
 
-	mu      sync.Mutex // held across a fetch, so that concurrent misses fetch once
+	mu      sync.Mutex // guards the fields below; never held across a fetch
 	keys    map[string]jose.JSONWebKey
-	fetched time.Time // last fetch attempt, success or not
+	fetched time.Time  // last fetch started, success or not
+	loaded  time.Time  // last fetch that succeeded
+	flight  *fetchCall // the fetch under way, or nil
+}
+
+// fetchCall is one fetch of the key set, shared by whoever waits for it.
+type fetchCall struct {
+	done chan struct{} // closed when the fetch has ended
 }
 
 // newVerifier resolves the JWKS URL (discovery) and fetches the keys once, so
@@ -120,9 +139,15 @@ func newVerifier(ctx context.Context, o OAuthOptions, log zerolog.Logger) (*veri
 	if o.Leeway <= 0 {
 		o.Leeway = 30 * time.Second
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	if o.MaxKeyAge <= 0 {
+		o.MaxKeyAge = time.Hour
 	}
+	hc := http.Client{Timeout: 10 * time.Second}
+	if o.HTTPClient != nil {
+		hc = *o.HTTPClient
+	}
+	hc.CheckRedirect = sameOrigin
+	o.HTTPClient = &hc
 	if o.JWKSURL == "" {
 		u, err := discoverJWKS(ctx, o.HTTPClient, o.Issuer)
 		if err != nil {
@@ -134,10 +159,31 @@ func newVerifier(ctx context.Context, o OAuthOptions, log zerolog.Logger) (*veri
 		return nil, fmt.Errorf("JWKS URL: %w", err)
 	}
 	v := &verifier{opts: o, log: log, now: time.Now}
-	if err := v.fetch(ctx); err != nil {
+	keys, err := v.get(ctx)
+	if err != nil {
 		return nil, err
 	}
+	v.keys, v.fetched, v.loaded = keys, v.now(), v.now()
 	return v, nil
+}
+
+// maxRedirects bounds the redirects a metadata or key fetch follows.
+const maxRedirects = 3
+
+// sameOrigin is the redirect policy of every fetch from the issuer: a redirect
+// is followed only to the same scheme, host and port. Keys reached through a
+// redirect to plain http could be forged on the way, and one to another host
+// would let an open redirector on the issuer's host (common on login servers)
+// choose the keys that sign tokens.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	switch {
+	case len(via) >= maxRedirects:
+		return fmt.Errorf("more than %d redirects from %s", maxRedirects, first.Redacted())
+	case req.URL.Scheme != first.Scheme || req.URL.Host != first.Host:
+		return fmt.Errorf("refusing the redirect from %s to %s: another scheme or host", first.Redacted(), req.URL.Redacted())
+	}
+	return nil
 }
 
 // checkURL accepts https URLs, and http ones on a loopback address (tests,
@@ -219,14 +265,12 @@ func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
 	return nil
 }
 
-// fetch replaces the key set. Only public signing keys are kept: a symmetric
-// or private key, or one marked for encryption, is dropped. On failure the old
-// keys stay.
-func (v *verifier) fetch(ctx context.Context) error {
-	v.fetched = v.now()
+// get fetches the key set. Only public signing keys are kept: a symmetric or
+// private key, or one marked for encryption, is dropped.
+func (v *verifier) get(ctx context.Context) (map[string]jose.JSONWebKey, error) {
 	var set jose.JSONWebKeySet
 	if err := getJSON(ctx, v.opts.HTTPClient, v.opts.JWKSURL, &set); err != nil {
-		return fmt.Errorf("fetching the issuer's keys: %w", err)
+		return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
 	}
 	keys := make(map[string]jose.JSONWebKey, len(set.Keys))
 	for _, k := range set.Keys {
@@ -236,28 +280,72 @@ func (v *verifier) fetch(ctx context.Context) error {
 		keys[k.KeyID] = k
 	}
 	if len(keys) == 0 {
-		return fmt.Errorf("fetching the issuer's keys: %s holds no public signing key", v.opts.JWKSURL)
+		return nil, fmt.Errorf("fetching the issuer's keys: %s holds no public signing key", v.opts.JWKSURL)
 	}
-	v.keys = keys
-	v.log.Debug().Int("keys", len(keys)).Msg("oauth: fetched the issuer's keys")
-	return nil
+	return keys, nil
 }
 
-// key returns the key for kid, fetching the set again when it is older than
-// RefreshInterval, or when kid is unknown and the last fetch is older than
-// MinRefreshInterval (a rotation).
+// startFetch returns the fetch under way, or starts one. It runs detached
+// from any caller's context (it is shared; getJSON bounds it to 10 s), and
+// replaces the keys only when it succeeds. v.mu must be held.
+func (v *verifier) startFetch(ctx context.Context) *fetchCall {
+	if v.flight != nil {
+		return v.flight
+	}
+	fc := &fetchCall{done: make(chan struct{})}
+	v.flight, v.fetched = fc, v.now()
+	go func() {
+		defer close(fc.done)
+		keys, err := v.get(context.WithoutCancel(ctx))
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.flight = nil
+		if err != nil {
+			v.log.Warn().Err(err).Time("keys_fetched", v.loaded).Msg("oauth: refreshing the issuer's keys failed; keeping the keys fetched before until they are too old")
+			return
+		}
+		v.keys, v.loaded = keys, v.now()
+		v.log.Debug().Int("keys", len(keys)).Msg("oauth: fetched the issuer's keys")
+	}()
+	return fc
+}
+
+// key returns the key for kid. A set older than RefreshInterval is fetched
+// again in the background, the verification going on with the keys at hand.
+// An unknown kid (a rotation) waits for a fetch, at most one started per
+// MinRefreshInterval, so that a flood of made-up key ids cannot hammer the
+// issuer. Keys whose last successful fetch is older than MaxKeyAge are not
+// used: the verification waits for a fetch as for an unknown kid, and fails
+// if it fails.
 func (v *verifier) key(ctx context.Context, kid string) (jose.JSONWebKey, bool) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	age := v.now().Sub(v.fetched)
+	now := v.now()
+	age := now.Sub(v.fetched)
+	fresh := now.Sub(v.loaded) < v.opts.MaxKeyAge
 	k, ok := v.lookup(kid)
-	if age >= v.opts.RefreshInterval || (!ok && age >= v.opts.MinRefreshInterval) {
-		if err := v.fetch(ctx); err != nil {
-			v.log.Warn().Err(err).Msg("oauth: keeping the keys fetched before")
-		}
-		k, ok = v.lookup(kid)
+	ok = ok && fresh
+	var fc *fetchCall
+	switch {
+	case !ok && (age >= v.opts.MinRefreshInterval || v.flight != nil):
+		fc = v.startFetch(ctx)
+	case ok && age >= v.opts.RefreshInterval:
+		v.startFetch(ctx) // not waited for
 	}
-	return k, ok
+	v.mu.Unlock()
+	if fc == nil {
+		return k, ok
+	}
+	select {
+	case <-fc.done:
+	case <-ctx.Done():
+		return jose.JSONWebKey{}, false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.now().Sub(v.loaded) >= v.opts.MaxKeyAge {
+		return jose.JSONWebKey{}, false
+	}
+	return v.lookup(kid)
 }
 
 // lookup finds kid; a token without a kid is accepted only while the issuer
@@ -270,6 +358,27 @@ func (v *verifier) lookup(kid string) (jose.JSONWebKey, bool) {
 	}
 	k, ok := v.keys[kid]
 	return k, ok && kid != ""
+}
+
+// typeAccepted says whether a token's typ header is one an access token may
+// carry: "at+jwt" (RFC 9068 §2.1) or the generic "JWT" (RFC 7519 §5.1, what
+// many issuers still send), each with or without the "application/" prefix
+// and in any case (RFC 7515 §4.1.9). A token without typ is accepted too:
+// the header is optional in RFC 7515, and widely used issuers (Amazon Cognito,
+// Okta's custom authorization servers) send access tokens without it. Any
+// other type (an ID token marked as such, a logout or DPoP proof, a security
+// event) is refused, so a JWT made for another purpose cannot pass as access.
+func typeAccepted(typ any) bool {
+	if typ == nil {
+		return true
+	}
+	s, ok := typ.(string)
+	if !ok {
+		return false
+	}
+	s = strings.ToLower(s)
+	s = strings.TrimPrefix(s, "application/")
+	return s == "at+jwt" || s == "jwt"
 }
 
 // verify checks raw and returns its claims. Its errors wrap errRefused or
@@ -286,6 +395,9 @@ func (v *verifier) verify(ctx context.Context, raw string) (*claims, error) {
 		return nil, fmt.Errorf("%w: %d signatures", errRefused, len(tok.Headers))
 	}
 	h := tok.Headers[0]
+	if !typeAccepted(h.ExtraHeaders[jose.HeaderType]) {
+		return nil, fmt.Errorf("%w: typ %v is not an access token's", errRefused, h.ExtraHeaders[jose.HeaderType])
+	}
 	k, ok := v.key(ctx, h.KeyID)
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown key id %q", errRefused, h.KeyID)
