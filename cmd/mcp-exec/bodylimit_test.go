@@ -116,7 +116,7 @@ func TestLimitBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := guard.Wrap(limitBody(limit, newBodyBudget(2*limit), inner))
+	h := guard.Wrap(limitBody(testLimits(limit, 8, time.Minute), inner))
 
 	do := func(token string, size int64, declared bool) (int, int64) {
 		t.Helper()
@@ -176,8 +176,8 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestBodyBudget: large bodies beyond the budget wait for one in flight to finish,
-// small ones never wait, and a wait that ends gives back what it took.
+// TestBodyBudget: bodies beyond the budget, even the smallest, wait for one in
+// flight to finish, and a wait that ends gives back what it took.
 func TestBodyBudget(t *testing.T) {
 	const limit = 4 << 20
 	b := newBodyBudget(2 * limit)
@@ -187,7 +187,7 @@ func TestBodyBudget(t *testing.T) {
 		t.Fatal("two bodies at the limit did not fit a budget of two")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	_, ok := b.acquire(ctx, smallBody+1)
+	_, ok := b.acquire(ctx, 1)
 	cancel()
 	if ok {
 		t.Fatal("a third large body got in while the budget was full")

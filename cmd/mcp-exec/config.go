@@ -74,6 +74,8 @@ type Config struct {
 	MaxQueue              int           // --max-queue MCP_EXEC_MAX_QUEUE
 	MetricsAddr           string        // --metrics-addr MCP_EXEC_METRICS_ADDR: "" = /metrics on the http/sse listener; "off"; or host:port of its own
 	Stateless             bool          // --stateless MCP_EXEC_STATELESS: streamable HTTP without sessions, for replicas behind a load balancer
+	HTTPMaxRequests       int           // --http-max-requests MCP_EXEC_HTTP_MAX_REQUESTS: requests (streams included) in flight at once on http/sse
+	HTTPBodyTimeout       time.Duration // --http-body-timeout-s MCP_EXEC_HTTP_BODY_TIMEOUT_S: to receive a whole request body
 	ShutdownGrace         time.Duration // --shutdown-grace-s MCP_EXEC_SHUTDOWN_GRACE_S: how long in-flight execs may finish after SIGTERM
 	EngineWait            time.Duration // --engine-wait-s MCP_EXEC_ENGINE_WAIT_S: how long a call waits for an engine that went away
 	AllowUnenforcedLimits bool          // --allow-unenforced-limits MCP_EXEC_ALLOW_UNENFORCED_LIMITS: serve even if the engine ignores a limit
@@ -265,6 +267,13 @@ func cfgTable(c *Config) []cfgField {
 			}},
 		{"stateless", "MCP_EXEC_STATELESS", "false", "streamable HTTP without sessions, so replicas need no affinity behind a load balancer (http only)",
 			(*cfgBool)(&c.Stateless), nil},
+		{"http-max-requests", "MCP_EXEC_HTTP_MAX_REQUESTS", "256", "http/sse: requests in flight at once, open streams included; beyond, 503 with Retry-After",
+			(*cfgInt)(&c.HTTPMaxRequests), func() string { return cfgIntRange(c.HTTPMaxRequests, 1, 100000) }},
+		{"http-body-timeout-s", "MCP_EXEC_HTTP_BODY_TIMEOUT_S", "60", "http/sse: seconds a request body may take to arrive whole; slower, 408 and the connection closed",
+			(*cfgSeconds)(&c.HTTPBodyTimeout),
+			func() string {
+				return cmp.Or(cfgAtLeastOneSecond(c.HTTPBodyTimeout), cfgSecondsUpTo(c.HTTPBodyTimeout, time.Hour))
+			}},
 		{"shutdown-grace-s", "MCP_EXEC_SHUTDOWN_GRACE_S", "30", "seconds in-flight execs may take to finish after SIGTERM/SIGINT before their sandboxes are killed",
 			(*cfgSeconds)(&c.ShutdownGrace), func() string { return cfgSecondsUpTo(c.ShutdownGrace, cfgMaxTimeoutCap) }},
 		{"engine-wait-s", "MCP_EXEC_ENGINE_WAIT_S", "60", "seconds a call waits for an engine that went away (a restart) before it fails, at most its own timeout; 0: it fails at once",

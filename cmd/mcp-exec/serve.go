@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,8 +35,9 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		Python:              cfg.Python,
 		Logger:              log,
 	})
+	ready := readyHandler(l) // one, so that both listeners share its cache
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
-		if err := serveMetrics(ctx, cfg.MetricsAddr, m, l, log); err != nil {
+		if err := serveMetrics(ctx, cfg.MetricsAddr, m, ready, log); err != nil {
 			return err
 		}
 	}
@@ -45,19 +47,19 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		}
 		return serveStdio(ctx, cfg, srv, l, log)
 	}
-	return serveHTTP(ctx, cfg, srv, l, m, log)
+	return serveHTTP(ctx, cfg, srv, l, m, ready, log)
 }
 
 // serveMetrics gives /metrics, /healthz and /readyz a listener of their own, for
 // stdio deployments or to keep them off the MCP port.
-func serveMetrics(ctx context.Context, addr string, m *metrics, l *launcher.Launcher, log zerolog.Logger) error {
+func serveMetrics(ctx context.Context, addr string, m *metrics, ready http.Handler, log zerolog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s (--metrics-addr, MCP_EXEC_METRICS_ADDR): %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.handler())
-	addHealth(mux, l)
+	addHealth(mux, ready)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	context.AfterFunc(ctx, func() { hs.Close() })
@@ -65,9 +67,9 @@ func serveMetrics(ctx context.Context, addr string, m *metrics, l *launcher.Laun
 	return nil
 }
 
-func addHealth(mux *http.ServeMux, l *launcher.Launcher) {
+func addHealth(mux *http.ServeMux, ready http.Handler) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("/readyz", readyHandler(l))
+	mux.Handle("/readyz", ready)
 }
 
 // serveStdio serves until the client closes stdin or a signal arrives. On a signal
@@ -107,20 +109,20 @@ func drain(cfg Config, l *launcher.Launcher, log zerolog.Logger) {
 	}
 }
 
-func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
+func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, ready http.Handler, log zerolog.Logger) error {
 	guard, err := newGuard(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	getServer := func(*http.Request) *mcp.Server { return srv }
-	bodyLimit := requestLimit(cfg)
-	budget := newBodyBudget(budgetFactor * bodyLimit)
+	lim := newHTTPLimits(cfg)
+	bodyLimit := lim.max
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit(bodyLimit))
 	}
 	// Authentication first, so that a request without credentials is refused before
 	// its body is read or its size looked at; then the body limit.
-	door := func(h http.Handler) http.Handler { return guard.Wrap(limitBody(bodyLimit, budget, h)) }
+	door := func(h http.Handler) http.Handler { return guard.Wrap(limitBody(lim, h)) }
 	mux := http.NewServeMux()
 	var path string
 	switch cfg.Transport {
@@ -137,7 +139,7 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	for _, p := range guard.MetadataPaths() {
 		mux.Handle(p, guard.MetadataHandler())
 	}
-	addHealth(mux, l)
+	addHealth(mux, ready)
 	if cfg.MetricsAddr == "" {
 		mux.Handle("/metrics", m.handler())
 	}
@@ -158,7 +160,8 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	}
 	log.Info().Str("transport", cfg.Transport).Str("addr", ln.Addr().String()).Str("path", path).
 		Bool("auth", cfg.TokenSet()).Bool("oauth", cfg.OAuthIssuer != "").Bool("stateless", cfg.Stateless).
-		Int64("max_request_bytes", bodyLimit).Int64("memory_limit_bytes", debug.SetMemoryLimit(-1)).Msg("serving")
+		Int64("max_request_bytes", bodyLimit).Int64("memory_limit_bytes", debug.SetMemoryLimit(-1)).
+		Int("max_requests", cap(lim.slots)).Dur("body_timeout", lim.bodyTimeout).Msg("serving")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -179,20 +182,73 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	return nil
 }
 
-// readyHandler answers 200 when the engine answers, the image is present and the warm
-// pool (if any) has a sandbox ready; 503 otherwise, with a reason that reveals nothing
-// about the deployment.
-func readyHandler(l *launcher.Launcher) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if reason := notReady(r.Context(), l); reason != "" {
-			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+// readiness is what /readyz asks (a *launcher.Launcher).
+type readiness interface {
+	Check(ctx context.Context) error
+	PoolStats() launcher.PoolStats
 }
 
-func notReady(ctx context.Context, l *launcher.Launcher) string {
+// readyTTL is how long /readyz reuses an answer. The endpoint is unauthenticated;
+// without the cache a flood of hits would be a flood of engine calls.
+const readyTTL = time.Second
+
+// readyHandler answers 200 when the engine answers, the image is present and the warm
+// pool (if any) has a sandbox ready; 503 otherwise, with a reason that reveals nothing
+// about the deployment. It asks at most once per readyTTL; hits that arrive while it
+// asks wait for that answer.
+func readyHandler(l readiness) *readyCache {
+	return &readyCache{check: func(ctx context.Context) string { return notReady(ctx, l) }, now: time.Now}
+}
+
+// readyCache is the last readiness answer, and the check under way.
+type readyCache struct {
+	check func(context.Context) string
+	now   func() time.Time
+
+	mu     sync.Mutex
+	at     time.Time // when reason was found; zero: never
+	reason string
+	flight chan struct{} // closed when the check under way ends; nil: none
+}
+
+func (c *readyCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if reason := c.get(r.Context()); reason != "" {
+		http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+func (c *readyCache) get(ctx context.Context) string {
+	c.mu.Lock()
+	if !c.at.IsZero() && c.now().Sub(c.at) < readyTTL {
+		defer c.mu.Unlock()
+		return c.reason
+	}
+	f := c.flight
+	if f == nil {
+		f = make(chan struct{})
+		c.flight = f
+		go func() {
+			defer close(f)
+			reason := c.check(context.WithoutCancel(ctx)) // shared: no caller may cancel it; notReady bounds it
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.reason, c.at, c.flight = reason, c.now(), nil
+		}()
+	}
+	c.mu.Unlock()
+	select {
+	case <-f:
+	case <-ctx.Done():
+		return "check timed out"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
+
+func notReady(ctx context.Context, l readiness) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	switch err := l.Check(ctx); {
