@@ -21,11 +21,18 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/nodump"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 func main() {
+	// Non-dumpable already (the package's init, before this package's own): every
+	// subcommand's environment and memory are closed to same-user processes.
+	if nodump.Err != nil {
+		fmt.Fprintf(os.Stderr, "mcp-exec: making the process non-dumpable (prctl PR_SET_DUMPABLE): %v\n", nodump.Err)
+		os.Exit(1)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
