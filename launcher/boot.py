@@ -375,6 +375,15 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
     global seal
     import _signal
 
+    # No core dumps, soft and hard, before the child forks (it inherits them): a host
+    # core_pattern that pipes to a collector would write the program's memory to the
+    # host's disk. Docker's ulimit says the same; on Kubernetes this is the only one.
+    import resource
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (OSError, ValueError) as e:
+        fatal("setrlimit(RLIMIT_CORE, 0) failed: %s" % e)
+
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     ready_r, ready_w = os.pipe()

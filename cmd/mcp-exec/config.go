@@ -2,6 +2,8 @@ package main
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,6 +51,7 @@ type Config struct {
 	Python                string        // --python MCP_EXEC_PYTHON: interpreter inside the image
 	AuthToken             Secret        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never printed
 	AuthTokenFile         string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
+	AuthTokenSHA256       string        // --auth-token-sha256 MCP_EXEC_AUTH_TOKEN_SHA256: hex SHA-256 of the token
 	OAuthIssuer           string        // --oauth-issuer MCP_EXEC_OAUTH_ISSUER: "" = OAuth off
 	OAuthResource         string        // --oauth-resource MCP_EXEC_OAUTH_RESOURCE: the public URL of the MCP endpoint
 	OAuthAudience         string        // --oauth-audience MCP_EXEC_OAUTH_AUDIENCE: "" = OAuthResource
@@ -170,6 +173,20 @@ func cfgTable(c *Config) []cfgField {
 			}},
 		{"auth-token-file", "MCP_EXEC_AUTH_TOKEN_FILE", "", "file holding the bearer token http/sse clients must send (trailing newline trimmed)",
 			(*cfgString)(&c.AuthTokenFile), nil},
+		{"auth-token-sha256", "MCP_EXEC_AUTH_TOKEN_SHA256", "", "hex SHA-256 of the bearer token http/sse clients must send, instead of the token (the server then never holds it: the way in standalone mode)",
+			(*cfgString)(&c.AuthTokenSHA256),
+			func() string {
+				if c.AuthTokenSHA256 == "" {
+					return ""
+				}
+				if b, err := hex.DecodeString(c.AuthTokenSHA256); err != nil || len(b) != sha256.Size {
+					return fmt.Sprintf("must be %d hex digits (printf %%s \"$TOKEN\" | sha256sum), got %d characters", 2*sha256.Size, len(c.AuthTokenSHA256))
+				}
+				if c.AuthToken.Set() || c.AuthTokenFile != "" {
+					return fmt.Sprintf("and %s or %s are both set; use one", cfgAuthTokenEnv, cfgName("auth-token-file"))
+				}
+				return ""
+			}},
 		{"oauth-issuer", "MCP_EXEC_OAUTH_ISSUER", "", "OAuth: accept JWT access tokens from this issuer (https; http only on loopback); empty: OAuth off",
 			(*cfgString)(&c.OAuthIssuer), nil},
 		{"oauth-resource", "MCP_EXEC_OAUTH_RESOURCE", "", "OAuth: this server's public MCP URL, e.g. https://mcp.example.com/mcp (the resource in its metadata)",
@@ -475,6 +492,14 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %s", cfgName(f.flag), msg))
 		}
 	}
+	// With the process backend every program runs as the server's user, and the
+	// container's environment reaches every process started in it besides the
+	// server (the image's healthcheck, docker exec, kubectl exec), dumpable ones
+	// among them: a token there is the programs' (issue 20).
+	if c.Backend == "process" && c.AuthToken.Set() && c.AuthTokenFile == "" {
+		errs = append(errs, fmt.Errorf("%s is refused with the process backend (standalone mode): programs run as the server's user and can read the container's environment in any process that inherits it (the healthcheck, docker exec, kubectl exec); set %s to the token's SHA-256 instead (the server never holds the token), or pass the token in a file the server can remove, %s",
+			cfgAuthTokenEnv, cfgName("auth-token-sha256"), cfgName("auth-token-file")))
+	}
 	// The token: its value never goes into a message.
 	if strings.ContainsFunc(c.AuthToken.Reveal(), func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
@@ -486,10 +511,19 @@ func (c Config) Validate() error {
 }
 
 // TokenSet reports whether an auth token is configured.
-func (c Config) TokenSet() bool { return c.AuthToken.Set() }
+func (c Config) TokenSet() bool { return c.AuthToken.Set() || c.AuthTokenSHA256 != "" }
 
 // AuthOn reports whether http/sse requests must carry a credential.
-func (c Config) AuthOn() bool { return c.AuthToken.Set() || c.OAuthIssuer != "" }
+func (c Config) AuthOn() bool { return c.TokenSet() || c.OAuthIssuer != "" }
+
+// TokenSum is the token's SHA-256 from AuthTokenSHA256, nil when it is not set.
+func (c Config) TokenSum() []byte {
+	b, err := hex.DecodeString(c.AuthTokenSHA256)
+	if err != nil || len(b) != sha256.Size {
+		return nil
+	}
+	return b
+}
 
 // Scopes splits OAuthScopes at commas and spaces.
 func (c Config) Scopes() []string {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -801,5 +803,42 @@ func TestLoadProcessBackendDefaults(t *testing.T) {
 				t.Errorf("got max-concurrent %d pool-size %d, want %d %d", got.MaxConcurrent, got.PoolSize, tc.wantConc, tc.pool)
 			}
 		})
+	}
+}
+
+// TestProcessBackendRefusesTokenInEnvironment (issue 20, item 3): with the process
+// backend the token in the environment is refused, naming both ways that work; its
+// SHA-256 is accepted (and only a well-formed one, alone); other backends still take
+// the variable.
+func TestProcessBackendRefusesTokenInEnvironment(t *testing.T) {
+	tok := "0123456789abcdef0123456789abcdef"
+	_, err := cfgLoad(nil, map[string]string{"MCP_EXEC_BACKEND": "process", "MCP_EXEC_AUTH_TOKEN": tok})
+	if err == nil {
+		t.Fatal("process backend with MCP_EXEC_AUTH_TOKEN: no error")
+	}
+	for _, want := range []string{"MCP_EXEC_AUTH_TOKEN is refused with the process backend", "--auth-token-sha256 (MCP_EXEC_AUTH_TOKEN_SHA256)", "--auth-token-file (MCP_EXEC_AUTH_TOKEN_FILE)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), tok) {
+		t.Errorf("the error shows the token: %v", err)
+	}
+	sum := sha256.Sum256([]byte(tok))
+	c, err := cfgLoad(nil, map[string]string{"MCP_EXEC_BACKEND": "process", "MCP_EXEC_AUTH_TOKEN_SHA256": hex.EncodeToString(sum[:])})
+	if err != nil || !c.AuthOn() || !c.TokenSet() || !bytes.Equal(c.TokenSum(), sum[:]) || c.AuthToken.Set() {
+		t.Fatalf("process backend with the SHA-256: %v (AuthOn %v, TokenSum %x)", err, c.AuthOn(), c.TokenSum())
+	}
+	if _, err := cfgLoad(nil, map[string]string{"MCP_EXEC_AUTH_TOKEN": tok}); err != nil {
+		t.Errorf("docker backend with MCP_EXEC_AUTH_TOKEN: %v", err)
+	}
+	for _, bad := range []map[string]string{
+		{"MCP_EXEC_AUTH_TOKEN_SHA256": "abc"},
+		{"MCP_EXEC_AUTH_TOKEN_SHA256": strings.Repeat("zz", 32)},
+		{"MCP_EXEC_AUTH_TOKEN_SHA256": hex.EncodeToString(sum[:]), "MCP_EXEC_AUTH_TOKEN": tok},
+	} {
+		if _, err := cfgLoad(nil, bad); err == nil || !strings.Contains(err.Error(), "--auth-token-sha256 (MCP_EXEC_AUTH_TOKEN_SHA256)") {
+			t.Errorf("%v: got %v, want an error naming --auth-token-sha256", bad, err)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // neither a token nor an OAuth issuer is set. With an issuer it fetches the
 // issuer's keys now, so a wrong issuer stops the start.
 func newGuard(ctx context.Context, cfg Config, log zerolog.Logger) (*httpauth.Guard, error) {
-	o := httpauth.Options{Token: cfg.AuthToken.Reveal(), Logger: log}
+	o := httpauth.Options{Token: cfg.AuthToken.Reveal(), TokenSHA256: cfg.TokenSum(), Logger: log}
 	if cfg.OAuthIssuer != "" {
 		o.OAuth = &httpauth.OAuthOptions{
 			Issuer:   cfg.OAuthIssuer,

@@ -21,11 +21,18 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/nodump"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
 func main() {
+	// Non-dumpable already (the package's init, before this package's own): every
+	// subcommand's environment and memory are closed to same-user processes.
+	if nodump.Err != nil {
+		fmt.Fprintf(os.Stderr, "mcp-exec: making the process non-dumpable (prctl PR_SET_DUMPABLE): %v\n", nodump.Err)
+		os.Exit(1)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -67,6 +74,7 @@ type cmdEnv struct {
 type subcommand struct {
 	name, help string
 	noConfig   bool                              // runs without flags or configuration
+	noToken    bool                              // never reads the auth token (variable or file)
 	flags      func(fs *flag.FlagSet, e *cmdEnv) // its own flags, besides the configuration's
 	run        func(e *cmdEnv) int
 }
@@ -81,7 +89,8 @@ var subcommands = []subcommand{
 		run: runCmd},
 	{name: "selftest", help: "run the built-in sandbox probes against the configured engine and image; non-zero exit on any failure", run: selftestCmd},
 	{name: "healthcheck", help: "exit 0 if the server is ready: /readyz for http and sse, the engine and image for stdio",
-		run: func(e *cmdEnv) int { return healthcheck(e.ctx, e.cfg, e.stderr) }},
+		noToken: true, // /readyz answers without it; in standalone mode the server has removed its file
+		run:     func(e *cmdEnv) int { return healthcheck(e.ctx, e.cfg, e.stderr) }},
 	{name: "seccomp-profile", help: "print the sandboxes' seccomp profile resolved for no capabilities (OCI JSON), to install on Kubernetes nodes for --kube-seccomp-profile; --gvisor: the one for a gVisor RuntimeClass (clone3 allowed)", noConfig: true,
 		run: seccompProfileCmd},
 	{name: "version", help: "print the version and build information", noConfig: true,
@@ -106,6 +115,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if cmd.noConfig {
 		e.args = args
 		return cmd.run(e)
+	}
+	if cmd.noToken {
+		env := getenv
+		getenv = func(k string) string {
+			if k == cfgAuthTokenEnv || k == "MCP_EXEC_AUTH_TOKEN_FILE" {
+				return ""
+			}
+			return env(k)
+		}
 	}
 	fs := flag.NewFlagSet("mcp-exec "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

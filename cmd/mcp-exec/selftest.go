@@ -229,6 +229,7 @@ var perExec = map[string]string{
 	"daemon_not_persisted":              "per exec: every process left behind is killed before the next run's code",
 	"environment_isolated":              "per exec: a fixed environment, nothing of the server's",
 	"fds_only_std":                      "per exec: three pipes, every other descriptor close-on-exec",
+	"core_dumps_disabled":               "per exec: the run's wrapper and its bootstrap set RLIMIT_CORE 0, soft and hard",
 	"bootstrap_unreachable":             "per exec: the bootstrap and the server are non-dumpable",
 	"memory_limit_kills_program":        "per exec by RLIMIT_DATA, per container by the cgroup",
 	"memory_oom_reported_for_child":     "per container: the cgroup's OOM kill (runs get oom_score_adj 1000)",

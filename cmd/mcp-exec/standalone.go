@@ -107,9 +107,10 @@ func networkNote(network bool) string {
 
 // dropTokenFile removes the token file once it has been read (Load read it), and
 // refuses to start if it is still readable: a program runs as the server's user and
-// could read it. A file on a writable tmpfs can be removed; a read-only mount (a
-// Kubernetes secret volume) cannot: pass the token in MCP_EXEC_AUTH_TOKEN there (the
-// server's environment is closed to programs: it is non-dumpable).
+// could read it. A file on a writable tmpfs can be removed; a bind mount (a compose
+// secret) or a read-only mount (a Kubernetes secret volume) cannot: pass the token's
+// SHA-256 there, which gives programs nothing (MCP_EXEC_AUTH_TOKEN is refused in this
+// mode, Config.Validate).
 func dropTokenFile(path string) error {
 	if path == "" {
 		return nil
@@ -118,7 +119,7 @@ func dropTokenFile(path string) error {
 	f, err := os.Open(path)
 	if err == nil {
 		f.Close()
-		return fmt.Errorf("refusing to start the process backend (standalone mode): the token file %s is still readable after start-up (removing it: %v), and programs run as the server's user: put it where the server can remove it (a writable tmpfs), or pass the token in %s, which programs cannot read", path, rmErr, cfgAuthTokenEnv)
+		return fmt.Errorf("refusing to start the process backend (standalone mode): the token file %s is still readable after start-up (removing it: %v), and programs run as the server's user: put it where the server can remove it (a writable tmpfs), or set %s to the token's SHA-256 instead, which gives programs nothing", path, rmErr, cfgName("auth-token-sha256"))
 	}
 	if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("checking the token file %s: %w", path, err)

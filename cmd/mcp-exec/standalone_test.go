@@ -345,7 +345,7 @@ print("procs", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.ge
 // kernel, SIGTERM kills the run instead of the server. The next run works.
 func TestStandaloneServerProtected(t *testing.T) {
 	token := e2eRandom()
-	s := saSession(t, saImage(t), "-e", "MCP_EXEC_AUTH_TOKEN="+token)
+	s := saSession(t, saImage(t), "-e", "MCP_EXEC_AUTH_TOKEN_SHA256="+tokenSHA256(token))
 	r := saExec(t, s, `
 import ctypes, glob, os, signal
 libc = ctypes.CDLL(None, use_errno=True)
@@ -491,7 +491,7 @@ func TestStandaloneE2E(t *testing.T) {
 		name := saName(t)
 		args := append([]string{"run", "-d", "--name", name}, replaced(saLocked, "--network", net)...)
 		args = append(args, "--ip", "10.213.78.10", "-e", "MCP_EXEC_TRANSPORT=http",
-			"-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true", "-e", "MCP_EXEC_AUTH_TOKEN="+token, img)
+			"-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true", "-e", "MCP_EXEC_AUTH_TOKEN_SHA256="+tokenSHA256(token), img)
 		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
 			t.Fatalf("starting: %v: %s", err, out)
 		}
@@ -531,7 +531,7 @@ func TestStandaloneRestarts(t *testing.T) {
 	name := saName(t)
 	args := append([]string{"run", "-d", "--restart", "unless-stopped", "--name", name}, replaced(saLocked, "--network", net)...)
 	args = append(args, "--ip", "10.213.79.10", "-e", "MCP_EXEC_TRANSPORT=http",
-		"-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true", "-e", "MCP_EXEC_AUTH_TOKEN="+token, img)
+		"-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true", "-e", "MCP_EXEC_AUTH_TOKEN_SHA256="+tokenSHA256(token), img)
 	if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
 		t.Fatalf("starting: %v: %s", err, out)
 	}

@@ -69,6 +69,12 @@ func ContainerSpec(s backend.Spec, seccompOption string) (*container.Config, *co
 			MemorySwap: s.Memory, // equal to Memory: no swap
 			NanoCPUs:   nanoCPUs(s.CPUs),
 			PidsLimit:  &pids,
+			// No core dumps, soft and hard (a program cannot raise it): the engine
+			// passes on its own RLIMIT_CORE, often unlimited, and a host core_pattern
+			// that pipes to a collector (systemd-coredump honours the limit) would
+			// write the program's memory, the caller's data, to the host's disk. The
+			// bootstrap sets it too.
+			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
 		},
 	}
 	if backend.GVisor(s.Runtime) {
@@ -79,7 +85,7 @@ func ContainerSpec(s backend.Spec, seccompOption string) (*container.Config, *co
 		// count every sandbox's uid 65532 together), and the host's pids cgroup is a
 		// backstop sized for gVisor's overhead: past it a spawn fails with ENOMEM, and
 		// with the old ptrace platform the whole sandbox dies.
-		host.Ulimits = []*container.Ulimit{{Name: "nproc", Soft: s.Pids, Hard: s.Pids}}
+		host.Ulimits = append(host.Ulimits, &container.Ulimit{Name: "nproc", Soft: s.Pids, Hard: s.Pids})
 		hostPids := backend.GVisorHostPids(s.Pids)
 		host.Resources.PidsLimit = &hostPids
 	}

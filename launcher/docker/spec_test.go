@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -77,6 +78,11 @@ func specTmpfsFlags(t *testing.T, opts string) []string {
 // options are, and the limits that derive from them.
 func assertSpecHardened(t *testing.T, o Options, cfg *container.Config, host *container.HostConfig, lim specLimits) {
 	t.Helper()
+
+	// No core dumps, soft and hard (issue 20, item 8).
+	if !slices.ContainsFunc(host.Ulimits, func(u *container.Ulimit) bool { return *u == (container.Ulimit{Name: "core"}) }) {
+		t.Errorf("Ulimits: got %s, want core=0:0 among them", ulimits(host.Ulimits))
+	}
 
 	// Network.
 	if host.NetworkMode != "none" {
@@ -421,6 +427,7 @@ func TestHardeningSpecExact(t *testing.T) {
 			MemorySwap: 256 * MiB,
 			NanoCPUs:   1e9,
 			PidsLimit:  &pids,
+			Ulimits:    []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
 		},
 	}
 	cfg, host := specOf(Options{}, specTestProfile)
@@ -480,8 +487,9 @@ func TestHardeningSpecGVisor(t *testing.T) {
 			t.Fatalf("%s: GVisor() = false, want true", rt)
 		}
 		_, host := specOf(o, specTestProfile)
-		if len(host.Ulimits) != 1 || host.Ulimits[0].Name != "nproc" || host.Ulimits[0].Soft != 100 || host.Ulimits[0].Hard != 100 {
-			t.Errorf("%s: Ulimits %+v, want nproc=100:100", rt, host.Ulimits)
+		if len(host.Ulimits) != 2 || *host.Ulimits[0] != (container.Ulimit{Name: "core"}) ||
+			*host.Ulimits[1] != (container.Ulimit{Name: "nproc", Soft: 100, Hard: 100}) {
+			t.Errorf("%s: Ulimits %s, want core=0:0 nproc=100:100", rt, ulimits(host.Ulimits))
 		}
 		if host.PidsLimit == nil || *host.PidsLimit != backend.GVisorHostPids(100) || backend.GVisorHostPids(100) <= 100 {
 			t.Errorf("%s: PidsLimit %v, want %d (above Pids)", rt, host.PidsLimit, backend.GVisorHostPids(100))
@@ -491,8 +499,16 @@ func TestHardeningSpecGVisor(t *testing.T) {
 		o := specCustomOptions()
 		o.Runtime, o.Pids = rt, 100
 		_, host := specOf(o, specTestProfile)
-		if o.GVisor() || len(host.Ulimits) != 0 || host.PidsLimit == nil || *host.PidsLimit != 100 {
-			t.Errorf("%q: GVisor %v, Ulimits %+v, PidsLimit %v, want false, none, 100", rt, o.GVisor(), host.Ulimits, host.PidsLimit)
+		if o.GVisor() || len(host.Ulimits) != 1 || *host.Ulimits[0] != (container.Ulimit{Name: "core"}) || host.PidsLimit == nil || *host.PidsLimit != 100 {
+			t.Errorf("%q: GVisor %v, Ulimits %s, PidsLimit %v, want false, core=0:0, 100", rt, o.GVisor(), ulimits(host.Ulimits), host.PidsLimit)
 		}
 	}
+}
+
+func ulimits(us []*container.Ulimit) string {
+	var b strings.Builder
+	for _, u := range us {
+		fmt.Fprintf(&b, "%s=%d:%d ", u.Name, u.Soft, u.Hard)
+	}
+	return strings.TrimSpace(b.String())
 }

@@ -205,6 +205,7 @@ func All(o Params) []Probe {
 		mk("seccomp_denies_dangerous_syscalls",
 			"io_uring, userfaultfd, namespaces, mounts, keyrings, bpf, perf, ptrace, modules, kexec and friends are denied with the profile's errno",
 			pySyscalls, nil),
+		coreDumpsProbe(mk),
 		mk("proc_sys_read_only",
 			"kernel tunables under /proc/sys (and /proc/sysrq-trigger, /sys) cannot be written",
 			pyProcSys, nil),

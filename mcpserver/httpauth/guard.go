@@ -2,6 +2,7 @@ package httpauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -26,6 +27,10 @@ const MetadataPath = "/.well-known/oauth-protected-resource"
 type Options struct {
 	// Token is the static token; "" means none.
 	Token string
+	// TokenSHA256 is the SHA-256 of a static token, for a server that must not hold
+	// the token itself (where what it holds is readable, the digest gives nothing
+	// away: a token of 32 random bytes has no feasible preimage); nil means none.
+	TokenSHA256 []byte
 	// OAuth turns on JWT access tokens; nil means off.
 	OAuth *OAuthOptions
 	// Logger gets debug lines on refusals (never the token) and key fetches.
@@ -41,6 +46,7 @@ type Options struct {
 // streamable handler, which binds sessions to the user.
 type Guard struct {
 	token     []byte
+	tokenSum  []byte // SHA-256 of a static token
 	oauth     *verifier
 	challenge string // the WWW-Authenticate parameters after "Bearer"
 	log       zerolog.Logger
@@ -50,10 +56,13 @@ type Guard struct {
 // there is nothing to guard). With OAuth it discovers and fetches the issuer's
 // keys before returning, so a wrong issuer fails here.
 func New(ctx context.Context, o Options) (*Guard, error) {
-	if o.Token == "" && o.OAuth == nil {
+	if o.Token == "" && o.TokenSHA256 == nil && o.OAuth == nil {
 		return nil, nil
 	}
-	g := &Guard{log: o.Logger}
+	if o.TokenSHA256 != nil && len(o.TokenSHA256) != sha256.Size {
+		return nil, fmt.Errorf("the token's SHA-256 is %d bytes, want %d", len(o.TokenSHA256), sha256.Size)
+	}
+	g := &Guard{log: o.Logger, tokenSum: o.TokenSHA256}
 	if o.Token != "" {
 		g.token = []byte(o.Token)
 	}
@@ -150,6 +159,11 @@ func (g *Guard) admit(r *http.Request) (*auth.TokenInfo, int, string) {
 	}
 	if g.token != nil && subtle.ConstantTimeCompare([]byte(tok), g.token) == 1 {
 		return nil, 0, ""
+	}
+	if g.tokenSum != nil {
+		if sum := sha256.Sum256([]byte(tok)); subtle.ConstantTimeCompare(sum[:], g.tokenSum) == 1 {
+			return nil, 0, ""
+		}
 	}
 	if g.oauth == nil || !bearer {
 		return nil, http.StatusUnauthorized, "wrong token"
