@@ -134,8 +134,9 @@ func TestStandaloneRefusesPoolAndConcurrency(t *testing.T) {
 	}
 }
 
-// saOutrun leaves behind, in a new session, two guardians that ignore SIGCHLD and loop
-// kill(-1, SIGCONT) while their children keep forking (issue 20 item 4: they outran
+// saOutrun leaves behind, in a new session, four guardians that ignore SIGCHLD and loop
+// kill(-1, SIGCONT) while forking, each going on as its own child, so with a new pid
+// every turn (issue 20 item 4: two such outran
 // the tree kill, which stopped a pid once and gave up after 1000 rounds before its
 // SIGKILL), and an injector that opens fd 0 of every new process it finds (the next
 // sandbox's bootstrap, waiting for its code) for writing and queues a code header and
@@ -150,15 +151,16 @@ def guardian():
         except OSError:
             pass
         try:
-            if os.fork() == 0:
-                os._exit(0)
+            if os.fork() != 0:
+                os._exit(0)  # the child carries on: a new pid every turn
         except OSError:
             time.sleep(0.001)
 def injector():
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    payload = b"print('HIJACKED')\n"
+    # Run as soon as it is read, it waits for the real call and prints it.
+    payload = b"import os\nprint('HIJACKED; the real call was:', os.read(0, 4096))\n"
     frame = b"MCPEXEC2 %d 0\n" % len(payload) + payload
-    seen, held = set(os.listdir("/proc")), []
+    seen, held = set(), []
     while True:
         try:
             os.kill(-1, signal.SIGCONT)
@@ -179,7 +181,7 @@ def injector():
                 os.close(fd)
 if os.fork() == 0:
     os.setsid()
-    for f in (guardian, guardian, injector):
+    for f in (guardian, guardian, guardian, guardian, injector):
         if os.fork() == 0:
             for fd in (0, 1, 2):
                 os.close(fd)
@@ -192,18 +194,20 @@ print("left behind", flush=True)
 
 // TestStandaloneOutrunAndHijack: issue 20 items 2 and 4, with the pool size and
 // concurrency the process backend allows (0 and 1, the defaults). A run leaves the
-// guardians and the injector of saOutrun behind; none survives the call, the next
+// guardians and the injector of saOutrun behind (twice); none survives the call, the next
 // caller's code runs as sent (nothing injected, nothing read from its stdin), and the
 // call after sees no process but the server, its bootstrap and itself. Before the
 // fix the survivors outlived the call and the next caller got HIJACKED.
 func TestStandaloneOutrunAndHijack(t *testing.T) {
 	s := saSession(t, saImage(t))
-	first := saExec(t, s, saOutrun, 20)
-	saLine(t, first, "left behind")
-	for i := 0; i < 3; i++ {
-		second := saExec(t, s, `print("B: secret data 12345")`, 20)
-		if second.Stdout != "B: secret data 12345\n" || second.ExitCode != 0 {
-			t.Fatalf("call %d after the attack: got %+v, want the caller's own output", i+1, second)
+	for round := 1; round <= 2; round++ {
+		first := saExec(t, s, saOutrun, 20)
+		saLine(t, first, "left behind")
+		for i := 0; i < 3; i++ {
+			second := saExec(t, s, `print("B: secret data 12345")`, 20)
+			if second.Stdout != "B: secret data 12345\n" || second.ExitCode != 0 {
+				t.Fatalf("attack %d, call %d after it: got %+v, want the caller's own output", round, i+1, second)
+			}
 		}
 	}
 	third := saExec(t, s, `

@@ -42,13 +42,10 @@ const killAllRounds = 5
 func (b *Backend) killAll() error {
 	for round := 0; round < killAllRounds; round++ {
 		b.mu.Lock() // held across every fork, and no sweep takes the helper for a stray
-		cmd := exec.Command("/proc/self/exe")
-		cmd.Args = wrapperArgs("killall", Limits{}, nil)
-		cmd.Env = []string{"PATH=/usr/bin:/bin"}
-		out, err := cmd.CombinedOutput()
+		err := runKillHelper()
 		b.mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("running the kill helper: %w (%s)", err, strings.TrimSpace(string(out)))
+			return err
 		}
 		b.sweep()
 		if len(b.leftovers(0)) == 0 {
@@ -60,6 +57,26 @@ func (b *Backend) killAll() error {
 		return nil
 	}
 	return fmt.Errorf("processes %v are still alive after %d rounds of kill(-1, SIGKILL)", left, killAllRounds)
+}
+
+// runKillHelper runs the helper that sends kill(-1, SIGKILL); mu must be held (a
+// sweep would take the helper for a stray).
+func runKillHelper() error {
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = wrapperArgs("killall", Limits{}, nil)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("running the kill helper: %w (%s)", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// idleKillsAll reports (mu held) whether the sweep may kill strays with kill(-1):
+// Serial, PID 1 and not root, and no run's bootstrap alive, so that every process
+// of the user below the server is a stray.
+func (b *Backend) idleKillsAll() bool {
+	return b.opts.Serial && len(b.live) == 0 && os.Getpid() == 1 && os.Getuid() != 0 && os.Geteuid() != 0
 }
 
 // leftovers are the live processes below the server (a run's processes can be

@@ -690,9 +690,17 @@ func (b *Backend) sweep() int {
 		if len(strays) == 0 {
 			break
 		}
-		for _, pid := range strays {
-			n, _ := killTree(pid, true)
-			total += n
+		if b.idleKillsAll() {
+			// No run is alive: every stray at once, however it forks (killall.go).
+			if err := runKillHelper(); err != nil {
+				b.opts.Log.Warn().Err(err).Msg("sweep: killing strays")
+			}
+			total += len(strays)
+		} else {
+			for _, pid := range strays {
+				n, _ := killTree(pid, true)
+				total += n
+			}
 		}
 		for _, pid := range strays {
 			var ws unix.WaitStatus
