@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +19,9 @@ import (
 // refuses to start unless the container is locked down, then runs each exec as a
 // child process. Its errors name the missing lock and the flag that provides it.
 func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics, verify bool) (*launcher.Launcher, func(), error) {
+	if err := checkAlone(cfg); err != nil {
+		return nil, nil, err
+	}
 	// First of all, before anything can run: leftovers come back to the server, and
 	// its memory, environment and descriptors are closed to same-user processes.
 	if err := process.MakeSubreaper(); err != nil {
@@ -54,6 +56,7 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 	be := process.New(process.Options{
 		Scratch: "/tmp",
 		Wipe:    true,
+		Serial:  true,
 		Python:  cfg.Python,
 		Limits: process.Limits{
 			CPUSeconds: int64((cfg.MaxTimeout + 5*time.Second) / time.Second),
@@ -86,8 +89,12 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 		// run is under way may come from the program: the runs are killed (their
 		// callers get a result) and the server stays; the orchestrator, if it was the
 		// sender, kills the container at the end of its grace period.
-		if n := be.KillActive(); n > 0 {
-			log.Warn().Str("signal", sig.String()).Int("runs_killed", n).Msg("a stop signal arrived while runs were under way (a program may have sent it): killed the runs, not stopping; send it again once idle to stop")
+		// The per-run seccomp filter denies programs every way to signal the server
+		// it knows of (launcher/process/signalguard.go); this is what remains should
+		// one be found: a signal while a run has processes, or within quietAfter of
+		// the last one's end (its sender may have just exited), is not obeyed.
+		if n := be.KillActive(); n > 0 || !be.Quiet(quietAfter) {
+			log.Warn().Str("signal", sig.String()).Int("runs_killed", n).Msg("a stop signal arrived while a run had processes, or just after (a program may have sent it): killed the runs, not stopping; send it again once idle to stop")
 			return false
 		}
 		return true
@@ -127,23 +134,55 @@ func dropTokenFile(path string) error {
 	return nil
 }
 
-// ignoreSignals handles the signals a program could send the server (it runs as the
-// same user) that would otherwise end it: as PID 1 of its container, a signal with a
-// handler is delivered and one without is dropped, so SIGKILL and SIGSTOP from a
-// program never arrive, and these are logged and ignored. SIGTERM and SIGINT stop
-// the server gracefully (the orchestrator needs them): a program can send them too,
-// and the restart policy brings the server back (docs/standalone.md).
-func ignoreSignals(ctx context.Context, log zerolog.Logger) {
-	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case s := <-ch:
-				log.Warn().Str("signal", strings.ToUpper(s.String())).Msg("ignored a signal (programs run as the server's user)")
-			}
+// quietAfter is how long after the last run's processes are gone a SIGTERM or SIGINT
+// still counts as possibly a program's.
+const quietAfter = 2 * time.Second
+
+// ignoreSignals ignores every signal but those the server needs: SIGTERM and SIGINT
+// (the orchestrator's stop, handled in main and by stopOnSignal), SIGCHLD (the runs'
+// ends: ignoring it would reap them behind os/exec's back), SIGURG (the Go runtime's
+// preemption), and SIGKILL and SIGSTOP (which cannot be ignored, and which the kernel
+// does not deliver to PID 1 from inside its namespace). As PID 1, a signal it ignores
+// (SIG_IGN) is dropped by the kernel, from inside the container or outside; for the
+// synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP) the Go runtime
+// keeps its handler and drops them when sent by kill or tgkill, and the per-run
+// seccomp filter denies the calls that could send them with another si_code
+// (launcher/process/signalguard.go). Before this, a program's os.kill(1, SIGABRT)
+// ended the server with a stack dump.
+func ignoreSignals(context.Context, zerolog.Logger) {
+	keep := map[syscall.Signal]bool{
+		syscall.SIGTERM: true, syscall.SIGINT: true, syscall.SIGCHLD: true, syscall.SIGURG: true,
+		syscall.SIGKILL: true, syscall.SIGSTOP: true,
+	}
+	var sigs []os.Signal
+	for s := syscall.Signal(1); s <= 64; s++ {
+		if !keep[s] {
+			sigs = append(sigs, s)
 		}
-	}()
+	}
+	signal.Ignore(sigs...)
+}
+
+// checkAlone refuses what the process backend cannot make safe: a server that is not
+// PID 1 of its PID namespace (then the kernel's shield of init against its namespace's
+// signals is not there, nor is every leftover of a run reparented to it, and the
+// kill helper's kill(-1) would reach processes that are not the runs'), and a warm
+// pool or more than one run at a time (runs share one user, and nothing separates
+// them: one could open another's stdin through /proc/<pid>/fd/0 and inject or read
+// its code, or read its directory).
+func checkAlone(cfg Config) error {
+	var errs []error
+	if pid := os.Getpid(); pid != 1 {
+		errs = append(errs, fmt.Errorf("the server is pid %d, not PID 1 of its PID namespace: programs could signal it, their leftovers would not come back to it, and it could not kill them all at once; run the image as the container's own process (docker run without --init; Kubernetes without shareProcessNamespace)", pid))
+	}
+	if cfg.PoolSize > 0 {
+		errs = append(errs, fmt.Errorf("%s is %d: a warm sandbox would wait for the next caller's code while another caller's program runs as the same user, which could open its stdin (/proc/<pid>/fd/0) and inject or read that code; the process backend starts no sandbox ahead of its call: set it to 0 (scale with replicas)", cfgName("pool-size"), cfg.PoolSize))
+	}
+	if cfg.MaxConcurrent > 1 {
+		errs = append(errs, fmt.Errorf("%s is %d: concurrent runs share one user and nothing separates them (one could read the other's stdin, directory or memory); the process backend runs one at a time: set it to 1 (scale with replicas)", cfgName("max-concurrent"), cfg.MaxConcurrent))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("refusing to start the process backend (standalone mode):\n%w", err)
+	}
+	return nil
 }

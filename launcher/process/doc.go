@@ -19,9 +19,23 @@
 //     of launcher/syscalls with EPERM (io_uring, ptrace, process_vm_readv/writev,
 //     pidfd_getfd: what the container backends remove from their profile) and kills
 //     the process on a call of a foreign ABI (i386, x32, arm32), whatever profile the
-//     container's runtime applies. The start-up check proves it from a child.
-//   - Kill stops and then kills every descendant of the run (found in /proc), round
-//     after round until none is left. The server is itself a child subreaper (and PID 1
+//     container's runtime applies. The start-up check proves it from a child. The
+//     same filter carries the signal guard (signalguard.go): kill, tgkill,
+//     rt_tgsigqueueinfo and pidfd_open aimed at the server (pid 1, its pid, process
+//     group and threads), tkill, rt_sigqueueinfo and pidfd_send_signal at all, fcntl
+//     F_SETOWN/F_SETOWN_EX/F_SETSIG, and prlimit64 on another process are EPERM. The
+//     wrapper starts a session of its own (no controlling terminal, no way into the
+//     server's process group).
+//   - With Options.Serial (the standalone mode), at most one run has processes: a
+//     run's sandbox is started only once every earlier run is removed, and Kill ends
+//     a run with one kill(-1, SIGKILL) from a helper (this binary re-executed), which
+//     the kernel delivers to every process of the user but the sender and init in one
+//     pass, so no fork or SIGCONT can outrun it. A run's code is not written while any
+//     process of another run is left below the server; Remove fails (and the run
+//     stays, so the next call fails cleanly) while one is.
+//   - Otherwise Kill stops and then kills every descendant of the run (found in
+//     /proc), round after round, stopping again what was continued, and sends SIGKILL
+//     to every process it saw however the rounds end. The server is itself a child subreaper (and PID 1
 //     of the container): a process orphaned above the run's bootstrap (the program
 //     killed its own bootstrap) is reparented to the server, and any child of the server
 //     that is not a run's live bootstrap is, by that rule, a leftover of a run that has
@@ -34,9 +48,11 @@
 //
 // What only holds per container (the engine backends give it per exec): the network
 // namespace, the runtime's own seccomp profile (the per-run filter adds to it), the
-// memory, pids and CPU cgroup limits, the filesystem view. Concurrent
-// runs (MaxConcurrent > 1) share the user and can see each other; runs are serialized
-// by default. The program can signal the server: as PID 1 of its container the server
-// receives only the signals it handles (SIGKILL and SIGSTOP from inside the container
-// are dropped by the kernel), but SIGTERM ends it, and the orchestrator restarts it.
+// memory, pids and CPU cgroup limits, the filesystem view. Concurrent runs, or a warm
+// sandbox beside a run, would share the user and could reach each other (a run could
+// open the other's stdin through /proc/<pid>/fd/0): the standalone mode refuses a pool
+// or concurrency above 1 and sets Serial. The server ignores every signal it need not
+// handle (as PID 1, an ignored signal is dropped by the kernel), and the signal guard
+// keeps programs from sending it the rest (SIGTERM, SIGINT) or a fault signal with a
+// forged si_code.
 package process

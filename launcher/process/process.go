@@ -41,6 +41,16 @@ type Options struct {
 	SweepEvery time.Duration
 	// Python is the interpreter ImageID checks for; "" is "python3".
 	Python string
+	// Serial: at most one run has processes at a time, and no process of an ended run
+	// is left when the next one starts. Start waits until every other started run is
+	// removed (no sandbox for the next call exists while a run's processes do: they
+	// share a user, and one could open the other's stdin through /proc), and Kill
+	// ends the run with one kill(-1, SIGKILL) from a helper, which no fork can outrun.
+	// Only for a server that is PID 1 of its PID namespace and not root (kill(-1)
+	// spares the sender and init, and reaches every process of the user); otherwise
+	// Kill falls back to the tree kill. The standalone mode sets it and refuses a pool
+	// or concurrency above 1.
+	Serial bool
 	Log    zerolog.Logger
 }
 
@@ -59,6 +69,9 @@ type Backend struct {
 	seq    int
 
 	removed *sync.Cond // on mu: broadcast whenever a run is removed
+	// gone is when the last run that had processes was removed (every process of it
+	// gone); zero before the first.
+	gone time.Time
 
 	stop chan struct{}
 	done chan struct{}
@@ -297,8 +310,55 @@ func (b *Backend) activate(r *run) error {
 		}
 		b.removed.Wait()
 	}
+	if b.opts.Serial && r.cmd != nil {
+		// No process but this run's may exist when its code is written.
+		if left := b.leftovers(r.cmd.Process.Pid); len(left) > 0 {
+			return fmt.Errorf("processes %v of an ended run are still there: not delivering the code", left)
+		}
+	}
 	r.active = true
 	return nil
+}
+
+// waitAlone waits (mu held) until r is the only run that has been started and not
+// removed, for at most removalWait.
+func (b *Backend) waitAlone(r *run) error {
+	timer := time.AfterFunc(removalWait, func() {
+		b.mu.Lock()
+		b.removed.Broadcast()
+		b.mu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(removalWait)
+	for {
+		busy := false
+		for _, o := range b.runs {
+			if o != r && o.cmd != nil {
+				busy = true
+			}
+		}
+		if !busy {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("a previous run is still being removed after 60 s: not starting the next sandbox beside its processes")
+		}
+		b.removed.Wait()
+	}
+}
+
+// Quiet reports whether no run has processes and the last one that had was removed
+// at least d ago: a signal that arrives then cannot come from a program (none is
+// left, nor was one a moment ago).
+func (b *Backend) Quiet(d time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.runs {
+		if r.cmd != nil {
+			return false
+		}
+	}
+	return b.gone.IsZero() || time.Since(b.gone) >= d
 }
 
 // endedOthers reports whether a run other than r has ended (or was never started)
@@ -365,14 +425,22 @@ func (b *Backend) Start(_ context.Context, id string, stdout, stderr io.Writer) 
 		Stdin:  inR,
 		Stdout: outW,
 		Stderr: errW,
-		// Its own process group, so that a terminal's ^C to the server's group never
-		// reaches a run. No Pdeathsig: it fires when the forking OS thread exits, not
-		// the server; the server is its container's PID 1, whose end ends every run.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// A session of its own (so a process group of its own), so that a terminal's
+		// ^C to the server's group never reaches a run, and a program can neither join
+		// the server's process group (setpgid does not cross sessions) to signal it
+		// with kill(0, ...) nor reach a controlling terminal. No Pdeathsig: it fires
+		// when the forking OS thread exits, not the server; the server is its
+		// container's PID 1, whose end ends every run.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	b.mu.Lock()
-	r.ooms = oomKills()
-	err = cmd.Start()
+	if b.opts.Serial {
+		err = b.waitAlone(r)
+	}
+	if err == nil {
+		r.ooms = oomKills()
+		err = cmd.Start()
+	}
 	if err == nil {
 		r.cmd = cmd
 		b.live[cmd.Process.Pid] = true
@@ -422,7 +490,8 @@ func (b *Backend) Start(_ context.Context, id string, stdout, stderr io.Writer) 
 }
 
 // Kill stops and kills the run's bootstrap and every process below it, then sweeps
-// what was reparented to the server on the way.
+// what was reparented to the server on the way. With Serial (and when the server is
+// PID 1), it kills every process of the user but the server instead (killAll).
 func (b *Backend) Kill(_ context.Context, id string) error {
 	r, err := b.get(id)
 	if err != nil {
@@ -431,15 +500,23 @@ func (b *Backend) Kill(_ context.Context, id string) error {
 	if r.cmd == nil {
 		return nil
 	}
+	if b.killsAll() {
+		// The only run with processes: every process of the user but the server is
+		// one of its, or a leftover of it.
+		if err := b.killAll(); err != nil {
+			return fmt.Errorf("killing run %s: %w", id, err)
+		}
+		return nil
+	}
 	select {
 	case <-r.exited:
 	default:
-		if _, err := killTree(r.cmd.Process.Pid, true); err != nil {
-			return fmt.Errorf("killing run %s: %w", id, err)
+		if _, err = killTree(r.cmd.Process.Pid, true); err != nil {
+			err = fmt.Errorf("killing run %s: %w", id, err)
 		}
 	}
 	b.sweep()
-	return nil
+	return err
 }
 
 // Inspect waits (until ctx ends) for the run's bootstrap to be reaped and reports
@@ -486,12 +563,22 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 		// Below the reaped bootstrap nothing can remain (it was a subreaper, and its
 		// orphans went to the server): sweep them.
 		b.sweep()
+		if b.opts.Serial {
+			// The run stays (and the next one waits for it, then fails) while any
+			// process of it is left.
+			if left := b.leftovers(0); len(left) > 0 {
+				return errors.Join(append(errs, fmt.Errorf("removing run %s: %d of its processes are still there after being killed (pids %v)", id, len(left), left))...)
+			}
+		}
 	}
 	if err := removeTree(r.dir); err != nil {
 		errs = append(errs, err)
 	}
 	b.mu.Lock()
 	delete(b.runs, id)
+	if r.cmd != nil {
+		b.gone = time.Now()
+	}
 	b.mu.Unlock()
 	if b.opts.Wipe {
 		if err := b.wipe(); err != nil {
@@ -603,9 +690,17 @@ func (b *Backend) sweep() int {
 		if len(strays) == 0 {
 			break
 		}
-		for _, pid := range strays {
-			n, _ := killTree(pid, true)
-			total += n
+		if b.idleKillsAll() {
+			// No run is alive: every stray at once, however it forks (killall.go).
+			if err := runKillHelper(); err != nil {
+				b.opts.Log.Warn().Err(err).Msg("sweep: killing strays")
+			}
+			total += len(strays)
+		} else {
+			for _, pid := range strays {
+				n, _ := killTree(pid, true)
+				total += n
+			}
 		}
 		for _, pid := range strays {
 			var ws unix.WaitStatus

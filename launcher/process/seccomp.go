@@ -90,6 +90,14 @@ func installFilter() error {
 	if err != nil {
 		return err
 	}
+	// The signal guard (signalguard.go): a block of its own before the final allow.
+	guard, err := guardProgram(runtime.GOARCH, serverTargets())
+	if err == nil {
+		prog, err = spliceGuard(prog, guard)
+	}
+	if err != nil {
+		return err
+	}
 	raw, err := bpf.Assemble(prog)
 	if err != nil {
 		return fmt.Errorf("assembling the seccomp filter: %w", err)

@@ -2,7 +2,7 @@ package process
 
 import (
 	"bytes"
-	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"syscall"
@@ -85,17 +85,26 @@ func alive(p proc) bool { return p.state != 'Z' && p.state != 'X' }
 
 // killTree stops, then kills, root (when withRoot) and every process below it. A
 // stopped process cannot fork, so the processes are stopped round after round until a
-// scan finds none running that was not already stopped; then all of them are killed.
-// A process forked between a scan and its parent's stop is found by the next scan
-// (below its parent, or, if that has died, below the nearest subreaper, which is root
-// or the caller). It returns how many processes it killed.
+// scan finds every one of them stopped; then all of them are killed. A process forked
+// between a scan and its parent's stop is found by the next scan (below its parent,
+// or, if that has died, below the nearest subreaper, which is root or the caller). A
+// process that was continued (a program may send SIGCONT to its own) is stopped again
+// at the next scan. However the rounds end, even after too many of them, every
+// process ever seen is sent SIGKILL before it returns. It returns how many processes
+// it killed.
+//
+// It is not atomic: a tree that keeps continuing and forking may still leave a
+// process it has not seen (the caller sweeps again). Where no other run can be
+// hurt, Kill uses kill(-1, SIGKILL) instead (killall.go), which is.
 func killTree(root int, withRoot bool) (int, error) {
-	stopped := map[int]bool{}
+	seen := map[int]bool{}
 	var last []proc
+	var err error
 	for round := 0; ; round++ {
-		procs, err := readProcs()
-		if err != nil {
-			return 0, err
+		procs, rerr := readProcs()
+		if rerr != nil {
+			err = rerr
+			break
 		}
 		set := descendants(procs, root)
 		if withRoot {
@@ -106,19 +115,23 @@ func killTree(root int, withRoot bool) (int, error) {
 			}
 		}
 		last = set
-		fresh := 0
+		running := 0
 		for _, p := range set {
-			if alive(p) && !stopped[p.pid] {
-				fresh++
-				stopped[p.pid] = true
+			if !alive(p) {
+				continue
+			}
+			seen[p.pid] = true
+			if p.state != 'T' && p.state != 't' {
+				running++
 				_ = syscall.Kill(p.pid, syscall.SIGSTOP)
 			}
 		}
-		if fresh == 0 {
+		if running == 0 {
 			break
 		}
-		if round > 1000 {
-			return 0, errors.New("processes kept appearing after 1000 rounds of stopping them")
+		if round >= maxStopRounds {
+			err = fmt.Errorf("processes kept running after %d rounds of stopping them (killed every one seen)", maxStopRounds)
+			break
 		}
 	}
 	n := 0
@@ -127,13 +140,16 @@ func killTree(root int, withRoot bool) (int, error) {
 			n++
 		}
 	}
-	// Kill every process stopped on the way, not only those of the last scan: one that
+	// Kill every process seen on the way, not only those of the last scan: one that
 	// moved (reparented) stays stopped otherwise.
-	for pid := range stopped {
+	for pid := range seen {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return n, nil
+	return n, err
 }
+
+// maxStopRounds bounds killTree's rounds.
+const maxStopRounds = 1000
 
 // waitGone waits until none of pids is alive any more (zombies count as gone), for at
 // most d. It reports whether they all went.

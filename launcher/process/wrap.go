@@ -70,6 +70,8 @@ func init() {
 			os.Exit(egressChild(os.Args[7:]))
 		case "seccomp":
 			os.Exit(seccompProbe())
+		case "killall":
+			os.Exit(killAllHelper())
 		default:
 			err = fmt.Errorf("unknown mode %q", mode)
 		}
