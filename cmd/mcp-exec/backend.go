@@ -48,12 +48,13 @@ func openBackend(cfg Config, log zerolog.Logger) (*sandboxBackend, error) {
 // openKube makes the Kubernetes backend: in a pod with its ServiceAccount, else from a
 // kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) and --kube-context.
 func openKube(cfg Config, log zerolog.Logger) (*sandboxBackend, error) {
-	rc, ns, err := kube.ClientConfig(cfg.Kubeconfig, cfg.KubeContext)
+	rc, podNS, err := kube.ClientConfig(cfg.Kubeconfig, cfg.KubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
 	}
-	if cfg.KubeNamespace != "" {
-		ns = cfg.KubeNamespace
+	ns := cfg.KubeNamespace
+	if err := kube.CheckNamespace(ns, podNS); err != nil {
+		return nil, fmt.Errorf("--kube-namespace (MCP_EXEC_KUBE_NAMESPACE): %w", err)
 	}
 	// Validate has parsed these already.
 	sel, _ := kube.ParseLabels(cfg.KubeNodeSelector)
@@ -61,6 +62,7 @@ func openKube(cfg Config, log zerolog.Logger) (*sandboxBackend, error) {
 	tol, _ := kube.ParseTolerations(cfg.KubeTolerations)
 	be, err := kube.New(rc, kube.Options{
 		Namespace:      ns,
+		UserNamespace:  cfg.KubeUserNamespace,
 		PullPolicy:     corev1.PullPolicy(cfg.KubePullPolicy),
 		NodeSelector:   sel,
 		Tolerations:    tol,

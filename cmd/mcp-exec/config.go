@@ -67,7 +67,8 @@ type Config struct {
 	Runtime               string        // --runtime MCP_EXEC_RUNTIME; "" = the engine's default (kubernetes: the RuntimeClass)
 	Kubeconfig            string        // --kubeconfig MCP_EXEC_KUBECONFIG; "" = in a pod its ServiceAccount, else KUBECONFIG or ~/.kube/config
 	KubeContext           string        // --kube-context MCP_EXEC_KUBE_CONTEXT; "" = the kubeconfig's current context
-	KubeNamespace         string        // --kube-namespace MCP_EXEC_KUBE_NAMESPACE; "" = the pod's own, or the context's
+	KubeNamespace         string        // --kube-namespace MCP_EXEC_KUBE_NAMESPACE: the sandboxes' own (kube.DefaultNamespace)
+	KubeUserNamespace     bool          // --kube-user-namespace MCP_EXEC_KUBE_USER_NAMESPACE: hostUsers false
 	KubeNodeSelector      string        // --kube-node-selector MCP_EXEC_KUBE_NODE_SELECTOR: k=v,...
 	KubeTolerations       string        // --kube-tolerations MCP_EXEC_KUBE_TOLERATIONS: key[=value][:Effect],...
 	KubePullPolicy        string        // --kube-image-pull-policy MCP_EXEC_KUBE_IMAGE_PULL_POLICY
@@ -260,8 +261,15 @@ func cfgTable(c *Config) []cfgField {
 			(*cfgString)(&c.Kubeconfig), nil},
 		{"kube-context", "MCP_EXEC_KUBE_CONTEXT", "", "kubernetes: kubeconfig context; empty: its current context",
 			(*cfgString)(&c.KubeContext), nil},
-		{"kube-namespace", "MCP_EXEC_KUBE_NAMESPACE", "", "kubernetes: namespace of the sandbox pods; empty: the server pod's own, or the context's",
-			(*cfgString)(&c.KubeNamespace), nil},
+		{"kube-namespace", "MCP_EXEC_KUBE_NAMESPACE", kube.DefaultNamespace, "kubernetes: namespace of the sandbox pods, a namespace of their own: never the server pod's (refused), which holds its token Secret",
+			(*cfgString)(&c.KubeNamespace), func() string {
+				if c.Backend != "kubernetes" {
+					return ""
+				}
+				return cfgErrText(0, kube.CheckNamespace(c.KubeNamespace, ""))
+			}},
+		{"kube-user-namespace", "MCP_EXEC_KUBE_USER_NAMESPACE", "false", "kubernetes: run each sandbox pod in a user namespace of its own (hostUsers: false); every node that runs sandboxes must support it",
+			(*cfgBool)(&c.KubeUserNamespace), nil},
 		{"kube-node-selector", "MCP_EXEC_KUBE_NODE_SELECTOR", "", "kubernetes: node labels the sandbox pods require, k=v,k2=v2",
 			(*cfgString)(&c.KubeNodeSelector), func() string { return cfgErrText(kube.ParseLabels(c.KubeNodeSelector)) }},
 		{"kube-tolerations", "MCP_EXEC_KUBE_TOLERATIONS", "", "kubernetes: taints the sandbox pods tolerate, key[=value][:Effect],...",

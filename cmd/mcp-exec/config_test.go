@@ -49,6 +49,7 @@ func cfgWantDefaults() Config {
 		Transport:      "stdio",
 		Backend:        "docker",
 		KubePullPolicy: "IfNotPresent",
+		KubeNamespace:  "mcp-exec-sandbox",
 		Addr:           ":8080",
 		DefaultTimeout: 30 * time.Second,
 		MaxTimeout:     300 * time.Second,
@@ -129,6 +130,7 @@ func TestLoadEnv(t *testing.T) {
 		Transport:      "http",
 		Backend:        "docker",
 		KubePullPolicy: "IfNotPresent",
+		KubeNamespace:  "mcp-exec-sandbox",
 		Addr:           "127.0.0.1:9000",
 		DefaultTimeout: 10 * time.Second,
 		MaxTimeout:     60 * time.Second,
@@ -767,6 +769,8 @@ func TestValidateKubernetesSettings(t *testing.T) {
 		{map[string]string{"MCP_EXEC_KUBE_NODE_SELECTOR": "pool"}, "--kube-node-selector (MCP_EXEC_KUBE_NODE_SELECTOR)"},
 		{map[string]string{"MCP_EXEC_KUBE_POD_LABELS": "a=b c"}, "--kube-pod-labels (MCP_EXEC_KUBE_POD_LABELS)"},
 		{map[string]string{"MCP_EXEC_KUBE_TOLERATIONS": "k:Sometimes"}, "--kube-tolerations (MCP_EXEC_KUBE_TOLERATIONS)"},
+		{map[string]string{"MCP_EXEC_BACKEND": "kubernetes", "MCP_EXEC_KUBE_NAMESPACE": "Sandbox_1"}, "--kube-namespace (MCP_EXEC_KUBE_NAMESPACE) sandbox namespace \"Sandbox_1\""},
+		{map[string]string{"MCP_EXEC_KUBE_USER_NAMESPACE": "maybe"}, `MCP_EXEC_KUBE_USER_NAMESPACE="maybe" is invalid (flag --kube-user-namespace)`},
 	} {
 		_, err := cfgLoad(nil, tt.env)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -776,6 +780,13 @@ func TestValidateKubernetesSettings(t *testing.T) {
 	c, err := cfgLoad([]string{"--backend", "kubernetes", "--kube-namespace", "sbx", "--kube-tolerations", "sandbox=gvisor:NoSchedule"}, nil)
 	if err != nil || c.Backend != "kubernetes" || c.KubeNamespace != "sbx" {
 		t.Errorf("got %+v, %v; want the kubernetes backend in namespace sbx", c, err)
+	}
+	if _, err := cfgLoad([]string{"--backend", "kubernetes", "--kube-namespace", ""}, nil); err == nil || !strings.Contains(err.Error(), "--kube-namespace (MCP_EXEC_KUBE_NAMESPACE)") {
+		t.Errorf("an empty --kube-namespace: got %v, want an error naming it", err)
+	}
+	// The default is deploy/kubernetes' sandbox namespace, never the server's own.
+	if c, err := cfgLoad([]string{"--backend", "kubernetes"}, nil); err != nil || c.KubeNamespace != "mcp-exec-sandbox" || c.KubeUserNamespace {
+		t.Errorf("defaults: got namespace %q, user namespace %v, %v; want mcp-exec-sandbox, false", c.KubeNamespace, c.KubeUserNamespace, err)
 	}
 }
 

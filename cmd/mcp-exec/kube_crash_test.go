@@ -41,7 +41,7 @@ func TestKubeRestartReapsOrphans(t *testing.T) {
 			utilnet.CloseIdleConnectionsFor(tr)
 		}
 	})
-	const ns = "mcp-exec"
+	const ns = kube.DefaultNamespace // deploy/kubernetes' sandbox namespace
 	bin := e2eBuild(t)
 	instance := "test-crash-reap-kube"
 

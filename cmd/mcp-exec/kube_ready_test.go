@@ -18,7 +18,7 @@ import (
 // answer makes /readyz 503 "engine unreachable" (naming nothing of the deployment), and a
 // call an infrastructure error that names the API server.
 func TestReadyzKubernetesUnreachable(t *testing.T) {
-	be, err := kube.New(&rest.Config{Host: "https://127.0.0.1:1"}, kube.Options{Namespace: "mcp-exec"}, zerolog.Nop())
+	be, err := kube.New(&rest.Config{Host: "https://127.0.0.1:1"}, kube.Options{Namespace: kube.DefaultNamespace}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

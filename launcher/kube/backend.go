@@ -90,7 +90,7 @@ func (b *Backend) ImageID(ctx context.Context, image string) (string, error) {
 	return image, nil
 }
 
-// Name identifies the cluster, e.g. "Kubernetes v1.34.4 at https://127.0.0.1:16443, namespace mcp-exec".
+// Name identifies the cluster, e.g. "Kubernetes v1.34.4 at https://127.0.0.1:16443, namespace mcp-exec-sandbox".
 func (b *Backend) Name(ctx context.Context) (string, error) {
 	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {

@@ -14,8 +14,12 @@ import (
 // it after bringing the cluster up, so there a missing cluster fails).
 const envKubeconfig = "MCP_EXEC_TEST_KUBECONFIG"
 
-// testNamespace is the namespace of deploy/kubernetes, where the tests run their sandboxes.
-const testNamespace = "mcp-exec"
+// The namespaces of deploy/kubernetes: the server's (its ServiceAccount, its token Secret), and
+// the sandboxes', where the tests run their pods (the backend's default).
+const (
+	serverNamespace  = "mcp-exec"
+	sandboxNamespace = DefaultNamespace
+)
 
 // adminConfig returns the test cluster's admin configuration, or skips the test.
 func adminConfig(t testing.TB) *rest.Config {
@@ -38,10 +42,13 @@ func adminConfig(t testing.TB) *rest.Config {
 	return cfg
 }
 
+// serviceAccount is the server's ServiceAccount, as the API server names its user.
+const serviceAccount = "system:serviceaccount:" + serverNamespace + ":mcp-exec"
+
 // asServiceAccount returns cfg impersonating the server's ServiceAccount, so that every request
 // made with it is authorized by the Role of deploy/kubernetes and nothing else.
 func asServiceAccount(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
-	c.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + testNamespace + ":mcp-exec"}
+	c.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount}
 	return c
 }

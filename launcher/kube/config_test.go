@@ -31,17 +31,18 @@ func TestClientConfig(t *testing.T) {
 	if err := os.WriteFile(path, []byte(twoContexts), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct{ ctx, host, ns string }{
-		{"", "https://a.example:6443", "team-a"},
-		{"ctx-b", "https://b.example:6443", "default"},
+	tests := []struct{ ctx, host string }{
+		{"", "https://a.example:6443"},
+		{"ctx-b", "https://b.example:6443"},
 	}
 	for _, tt := range tests {
-		cfg, ns, err := ClientConfig(path, tt.ctx)
+		// Outside a pod there is no server namespace: the context's (team-a) is not one.
+		cfg, podNS, err := ClientConfig(path, tt.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Host != tt.host || ns != tt.ns {
-			t.Errorf("context %q: got %s %s, want %s %s", tt.ctx, cfg.Host, ns, tt.host, tt.ns)
+		if cfg.Host != tt.host || podNS != "" {
+			t.Errorf("context %q: got %s %q, want %s and no pod namespace", tt.ctx, cfg.Host, podNS, tt.host)
 		}
 	}
 	// KUBECONFIG is read when no file is named.
@@ -51,5 +52,22 @@ func TestClientConfig(t *testing.T) {
 	}
 	if _, _, err := ClientConfig(path, "nope"); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
 		t.Errorf("unknown context: got %v, want an error naming the kubeconfig", err)
+	}
+}
+
+// TestCheckNamespace: the sandboxes never share the server pod's namespace (its Secrets), and the
+// name must be one Kubernetes takes.
+func TestCheckNamespace(t *testing.T) {
+	for _, tt := range []struct{ sandbox, pod, want string }{
+		{"mcp-exec-sandbox", "mcp-exec", ""},
+		{"mcp-exec-sandbox", "", ""},
+		{"mcp-exec", "mcp-exec", "is the server pod's own namespace"},
+		{"", "", "sandbox namespace \"\""},
+		{"Sandbox", "", "RFC 1123"},
+	} {
+		err := CheckNamespace(tt.sandbox, tt.pod)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("CheckNamespace(%q, %q): got %v, want %q", tt.sandbox, tt.pod, err, tt.want)
+		}
 	}
 }

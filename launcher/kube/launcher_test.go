@@ -70,7 +70,7 @@ func testLauncherWith(t *testing.T, kopts Options, opts launcher.Options) (*laun
 
 func instancePods(t testing.TB, admin kubernetes.Interface, instance string) []string {
 	t.Helper()
-	list, err := admin.CoreV1().Pods(testNamespace).List(context.Background(),
+	list, err := admin.CoreV1().Pods(sandboxNamespace).List(context.Background(),
 		metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + instance})
 	if err != nil {
 		t.Fatal(err)
@@ -208,10 +208,10 @@ func TestLauncherPodDeletedMidExec(t *testing.T) {
 						now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
 						var err error
 						if how == "evict" {
-							err = admin.CoreV1().Pods(testNamespace).EvictV1(context.Background(), &policyv1.Eviction{
-								ObjectMeta: metav1.ObjectMeta{Name: pods[0], Namespace: testNamespace}, DeleteOptions: &now})
+							err = admin.CoreV1().Pods(sandboxNamespace).EvictV1(context.Background(), &policyv1.Eviction{
+								ObjectMeta: metav1.ObjectMeta{Name: pods[0], Namespace: sandboxNamespace}, DeleteOptions: &now})
 						} else {
-							err = admin.CoreV1().Pods(testNamespace).Delete(context.Background(), pods[0], now)
+							err = admin.CoreV1().Pods(sandboxNamespace).Delete(context.Background(), pods[0], now)
 						}
 						if err != nil {
 							t.Errorf("%s pod %s: %v", how, pods[0], err)
@@ -273,7 +273,7 @@ func TestLauncherReap(t *testing.T) {
 func TestLauncherUnreachable(t *testing.T) {
 	cfg := adminConfig(t)
 	cfg.Host = "https://127.0.0.1:1"
-	be, err := New(cfg, Options{Namespace: testNamespace}, zerolog.Nop())
+	be, err := New(cfg, Options{Namespace: sandboxNamespace}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

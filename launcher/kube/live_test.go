@@ -28,7 +28,7 @@ func liveBackend(t *testing.T, opts Options) (*Backend, kubernetes.Interface) {
 
 func newLiveBackend(t testing.TB, cfg *rest.Config, opts Options) (*Backend, kubernetes.Interface) {
 	if opts.Namespace == "" {
-		opts.Namespace = testNamespace
+		opts.Namespace = sandboxNamespace
 	}
 	if opts.PullPolicy == "" {
 		opts.PullPolicy = corev1.PullNever // nothing can be pulled on the test cluster
@@ -137,7 +137,7 @@ sys.exit(7)`
 	}
 
 	// The stored pod is the one PodSpec made (defaulting adds fields, never weakens these).
-	pod, err := admin.CoreV1().Pods(testNamespace).Get(t.Context(), id, metav1.GetOptions{})
+	pod, err := admin.CoreV1().Pods(sandboxNamespace).Get(t.Context(), id, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestLiveDeletedFromOutside(t *testing.T) {
 		t.Fatalf("the program did not start: output %q", out.String())
 	}
 	deleted := time.Now()
-	if err := admin.CoreV1().Pods(testNamespace).Delete(t.Context(), id, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+	if err := admin.CoreV1().Pods(sandboxNamespace).Delete(t.Context(), id, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -255,7 +255,7 @@ func TestLiveImageMissing(t *testing.T) {
 func TestLiveUnreachable(t *testing.T) {
 	cfg := adminConfig(t)
 	cfg.Host = "https://127.0.0.1:1"
-	b, err := New(cfg, Options{Namespace: testNamespace}, zerolog.Nop())
+	b, err := New(cfg, Options{Namespace: sandboxNamespace}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestLiveCreateNotCancelled(t *testing.T) {
 	if err := b.Remove(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	l, err := admin.CoreV1().Pods(testNamespace).List(t.Context(), metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + spec.Labels[backend.LabelInstance]})
+	l, err := admin.CoreV1().Pods(sandboxNamespace).List(t.Context(), metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + spec.Labels[backend.LabelInstance]})
 	if err != nil || len(l.Items) != 0 {
 		t.Errorf("pods left: %v, %v", l, err)
 	}

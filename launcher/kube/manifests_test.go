@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	authv1 "k8s.io/api/authorization/v1"
@@ -103,13 +104,14 @@ func applyManifest(t testing.TB, cfg *rest.Config, u *unstructured.Unstructured,
 	return err
 }
 
-// applyBase applies, for real, what the other tests need: the namespace (and the ServiceAccount
-// "default" that pod admission needs and no controller creates on the test cluster), the
-// server's ServiceAccount, the Role and its binding, and the NetworkPolicy.
+// applyBase applies, for real, what the other tests need: the namespaces (and in each the
+// ServiceAccount "default" that pod admission needs and no controller creates on the test
+// cluster), the server's ServiceAccount, the Role and its binding, the admission policy and its
+// binding, and the NetworkPolicy; then it waits until the policy is enforced.
 func applyBase(t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	ms := readManifests(t)
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "networkpolicy.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admission.yaml", "networkpolicy.yaml"} {
 		for _, u := range ms[f] {
 			if err := applyManifest(t, cfg, u, false); err != nil {
 				t.Fatalf("applying %s %s from %s: %v", u.GetKind(), u.GetName(), f, err)
@@ -117,10 +119,44 @@ func applyBase(t testing.TB, cfg *rest.Config) {
 		}
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if _, err := cs.CoreV1().ServiceAccounts(testNamespace).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating the ServiceAccount default: %v", err)
+	for _, ns := range []string{serverNamespace, sandboxNamespace} {
+		ensureDefaultServiceAccount(t, cs, ns)
 	}
+	awaitPolicy(t, cs, sandboxNamespace)
+}
+
+// ensureDefaultServiceAccount creates the ServiceAccount default of ns, which pod admission needs.
+func ensureDefaultServiceAccount(t testing.TB, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the ServiceAccount default in %s: %v", ns, err)
+	}
+}
+
+// policyName is the ValidatingAdmissionPolicy of deploy/kubernetes/admission.yaml; the API
+// server names it in every refusal.
+const policyName = "mcp-exec-sandbox-pods"
+
+// refusedByPolicy reports whether err is the admission policy's refusal.
+func refusedByPolicy(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policyName+"'")
+}
+
+// awaitPolicy waits until the API server enforces the admission policy in ns (it takes the policy
+// and its binding from its informers, a moment after they are made): an unlabelled pod is refused.
+func awaitPolicy(t testing.TB, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	pod := PodSpec(testSpec(), Options{Namespace: ns})
+	pod.Labels = nil
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		_, err = cs.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if refusedByPolicy(err) {
+			return
+		}
+	}
+	t.Fatalf("the admission policy %s is not enforced in %s after 30 s: an unlabelled pod got %v", policyName, ns, err)
 }
 
 // TestManifestsDryRun applies every object of deploy/kubernetes with a server-side dry run:
@@ -140,25 +176,28 @@ func TestManifestsDryRun(t *testing.T) {
 		}
 	}
 	sort.Strings(kinds)
-	want := []string{"Deployment", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount"}
+	want := []string{"Deployment", "Namespace", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("manifest kinds (-want +got):\n%s", diff)
 	}
 }
 
-// TestManifestsPodSecurity proves that the namespace's Pod Security label is enforced by the API
-// server: a pod that is not "restricted" is refused in it.
+// TestManifestsPodSecurity proves that both namespaces' Pod Security label is enforced by the API
+// server: a pod that is not "restricted" is refused in each.
 func TestManifestsPodSecurity(t *testing.T) {
 	cfg := adminConfig(t)
 	applyBase(t, cfg)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "not-restricted"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mcp-exec/python-sandbox:v1"}}},
-	}
-	_, err := cs.CoreV1().Pods(testNamespace).Create(t.Context(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "restricted") {
-		t.Fatalf("creating an unhardened pod in %s: got %v, want a Pod Security (restricted) refusal", testNamespace, err)
+	for _, ns := range []string{serverNamespace, sandboxNamespace} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "not-restricted"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "mcp-exec/python-sandbox:v1"}}},
+		}
+		_, err := cs.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "restricted") {
+			t.Errorf("creating an unhardened pod in %s: got %v, want a Pod Security (restricted) refusal", ns, err)
+		}
 	}
 }
 
@@ -175,7 +214,8 @@ func (a access) String() string {
 }
 
 // can asks the API server whether the server's ServiceAccount may do a (a SubjectAccessReview,
-// what `kubectl auth can-i --as=system:serviceaccount:mcp-exec:mcp-exec` asks).
+// what `kubectl auth can-i --as=system:serviceaccount:mcp-exec:mcp-exec` asks). The account is of
+// the server's namespace, whichever namespace it acts in.
 func can(t *testing.T, cs kubernetes.Interface, a access) bool {
 	t.Helper()
 	group := ""
@@ -183,8 +223,8 @@ func can(t *testing.T, cs kubernetes.Interface, a access) bool {
 		group = "apps"
 	}
 	sar := &authv1.SubjectAccessReview{Spec: authv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + testNamespace + ":mcp-exec",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + testNamespace, "system:authenticated"},
+		User:   serviceAccount,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + serverNamespace, "system:authenticated"},
 		ResourceAttributes: &authv1.ResourceAttributes{
 			Namespace: a.ns, Verb: a.verb, Group: group, Resource: a.resource, Subresource: a.sub,
 		},
@@ -197,14 +237,15 @@ func can(t *testing.T, cs kubernetes.Interface, a access) bool {
 }
 
 // TestManifestsRBAC proves the Role allows what the backend does and nothing more: each request
-// the backend makes is allowed, a list of tempting others is denied, and the ServiceAccount's
-// complete set of resource rules in the namespace is exactly the Role's plus the self-review
-// rules every authenticated user has.
+// the backend makes is allowed in the sandbox namespace, a list of tempting others is denied
+// there and everything is denied in the server's namespace (which holds the token Secret), and
+// the ServiceAccount's complete set of resource rules is exactly the Role's plus the self-review
+// rules every authenticated user has in the sandbox namespace, and those alone in the server's.
 func TestManifestsRBAC(t *testing.T) {
 	cfg := adminConfig(t)
 	applyBase(t, cfg)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns := testNamespace
+	ns, own := sandboxNamespace, serverNamespace
 	for _, a := range []access{
 		{ns, "create", "pods", ""}, {ns, "get", "pods", ""}, {ns, "list", "pods", ""},
 		{ns, "watch", "pods", ""}, {ns, "delete", "pods", ""}, {ns, "create", "pods", "attach"},
@@ -213,24 +254,53 @@ func TestManifestsRBAC(t *testing.T) {
 			t.Errorf("the ServiceAccount may not %s; the backend needs it", a)
 		}
 	}
-	for _, a := range []access{
+	denied := []access{
 		{ns, "create", "pods", "exec"}, {ns, "get", "pods", "exec"}, {ns, "get", "pods", "log"},
 		{ns, "create", "pods", "portforward"}, {ns, "update", "pods", ""}, {ns, "patch", "pods", ""},
 		{ns, "update", "pods", "status"}, {ns, "patch", "pods", "ephemeralcontainers"},
 		{ns, "deletecollection", "pods", ""}, {ns, "get", "pods", "attach"},
-		{ns, "get", "secrets", ""}, {ns, "list", "secrets", ""}, {ns, "get", "configmaps", ""},
+		{ns, "get", "secrets", ""}, {ns, "list", "secrets", ""}, {ns, "create", "secrets", ""}, {ns, "get", "configmaps", ""},
 		{ns, "create", "serviceaccounts", "token"}, {ns, "create", "deployments", ""},
 		{ns, "create", "services", ""}, {ns, "update", "roles", ""},
 		{"default", "create", "pods", ""}, {"default", "list", "pods", ""},
 		{"kube-system", "get", "secrets", ""}, {"", "list", "nodes", ""}, {"", "list", "namespaces", ""},
 		{"", "create", "pods", ""}, {"", "list", "pods", ""},
-	} {
+	}
+	// The server's own namespace: not even the pods the backend may make elsewhere.
+	for _, verb := range []string{"create", "get", "list", "watch", "delete"} {
+		denied = append(denied, access{own, verb, "pods", ""}, access{own, verb, "secrets", ""})
+	}
+	denied = append(denied, access{own, "create", "pods", "attach"}, access{own, "create", "pods", "exec"},
+		access{own, "create", "deployments", ""}, access{own, "create", "serviceaccounts", "token"}, access{own, "get", "configmaps", ""})
+	for _, a := range denied {
 		if can(t, cs, a) {
 			t.Errorf("the ServiceAccount may %s; it must not", a)
 		}
 	}
 
-	// Everything it may do in the namespace, as the API server lists it for the ServiceAccount.
+	// Everything it may do in each namespace, as the API server lists it for the ServiceAccount.
+	selfReview := []string{ // system:basic-user, bound to every authenticated user by default
+		"authentication.k8s.io/selfsubjectreviews:create",
+		"authorization.k8s.io/selfsubjectaccessreviews:create",
+		"authorization.k8s.io/selfsubjectrulesreviews:create",
+	}
+	for _, tt := range []struct {
+		ns   string
+		want []string
+	}{
+		{ns, append([]string{"/pods/attach:create", "/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:watch"}, selfReview...)},
+		{own, selfReview},
+	} {
+		if diff := cmp.Diff(tt.want, rulesIn(t, cfg, tt.ns)); diff != "" {
+			t.Errorf("the ServiceAccount's rules in %s (-want +got):\n%s", tt.ns, diff)
+		}
+	}
+}
+
+// rulesIn lists, sorted, every "group/resource:verb" the ServiceAccount may use in ns
+// (SelfSubjectRulesReview, made as the ServiceAccount).
+func rulesIn(t *testing.T, cfg *rest.Config, ns string) []string {
+	t.Helper()
 	sa := kubernetes.NewForConfigOrDie(asServiceAccount(cfg))
 	rr, err := sa.AuthorizationV1().SelfSubjectRulesReviews().Create(t.Context(),
 		&authv1.SelfSubjectRulesReview{Spec: authv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
@@ -248,15 +318,5 @@ func TestManifestsRBAC(t *testing.T) {
 		}
 	}
 	sort.Strings(got)
-	want := []string{
-		"/pods/attach:create",
-		"/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:watch",
-		// system:basic-user, bound to every authenticated user by default
-		"authentication.k8s.io/selfsubjectreviews:create",
-		"authorization.k8s.io/selfsubjectaccessreviews:create",
-		"authorization.k8s.io/selfsubjectrulesreviews:create",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the ServiceAccount's rules in %s (-want +got):\n%s", ns, diff)
-	}
+	return got
 }

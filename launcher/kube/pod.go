@@ -17,8 +17,15 @@ import (
 
 // Options configure the pods a Backend makes. Zero values take the defaults named on each field.
 type Options struct {
-	// Namespace of the sandbox pods; "" is "default".
+	// Namespace of the sandbox pods, a namespace of their own (never the server's, which
+	// holds its Secrets); "" is DefaultNamespace, deploy/kubernetes' sandbox namespace.
 	Namespace string
+	// UserNamespace runs each pod in a user namespace of its own (hostUsers: false): root
+	// in the pod, were it ever reached, is not root on the node. Every node that runs
+	// sandboxes must support it (Kubernetes 1.33+, containerd 2.0+ or CRI-O 1.25+, runc
+	// 1.2+ or crun 1.9+, Linux 6.3+ for tmpfs idmap mounts); the test cluster's containerd
+	// 1.6 does not.
+	UserNamespace bool
 	// PullPolicy of the sandbox image; "" is IfNotPresent.
 	PullPolicy corev1.PullPolicy
 	// NodeSelector and Tolerations place the sandboxes (e.g. on a gVisor node pool).
@@ -40,6 +47,10 @@ type Options struct {
 	// StartTimeout bounds scheduling, image and container start of one pod; 0 is 2 minutes.
 	StartTimeout time.Duration
 }
+
+// DefaultNamespace is the sandbox namespace of deploy/kubernetes (namespace.yaml): pods only,
+// no Secret, and an admission policy that admits only pods shaped like PodSpec's.
+const DefaultNamespace = "mcp-exec-sandbox"
 
 const (
 	containerName           = "sandbox"
@@ -85,7 +96,7 @@ os.execvpe(sys.argv[1], sys.argv[1:] + ['seal-fd=%d' % r], env)`
 
 func (o Options) withDefaults() Options {
 	if o.Namespace == "" {
-		o.Namespace = "default"
+		o.Namespace = DefaultNamespace
 	}
 	if o.PullPolicy == "" {
 		o.PullPolicy = corev1.PullIfNotPresent
@@ -147,6 +158,10 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 	if spec.Runtime != "" {
 		runtimeClass = ptr(spec.Runtime)
 	}
+	var hostUsers *bool // unset: the node's user namespace (the API's default)
+	if o.UserNamespace {
+		hostUsers = ptr(false)
+	}
 	res := corev1.ResourceList{
 		corev1.ResourceMemory:           *resource.NewQuantity(spec.Memory, resource.BinarySI),
 		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(math.Ceil(spec.CPUs*1000)), resource.DecimalSI),
@@ -169,6 +184,7 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 			HostPID:                       false,
 			HostIPC:                       false,
 			ShareProcessNamespace:         ptr(false),
+			HostUsers:                     hostUsers,
 			Hostname:                      spec.Hostname,
 			DNSPolicy:                     corev1.DNSNone,
 			DNSConfig:                     &corev1.PodDNSConfig{Nameservers: []string{noDNS}},

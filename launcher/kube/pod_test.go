@@ -132,8 +132,14 @@ func TestPodSpecOptions(t *testing.T) {
 	if got := *s.RuntimeClassName; got != "gvisor" {
 		t.Errorf("runtimeClassName: got %q, want gvisor", got)
 	}
-	if pod.Namespace != "default" {
-		t.Errorf("namespace: got %q, want default", pod.Namespace)
+	if pod.Namespace != DefaultNamespace {
+		t.Errorf("namespace: got %q, want %s", pod.Namespace, DefaultNamespace)
+	}
+	if s.HostUsers != nil {
+		t.Errorf("hostUsers: got %v, want unset (the node's user namespace) without UserNamespace", *s.HostUsers)
+	}
+	if hu := PodSpec(spec, Options{UserNamespace: true}).Spec.HostUsers; hu == nil || *hu {
+		t.Errorf("hostUsers with UserNamespace: got %v, want false", hu)
 	}
 	if diff := cmp.Diff(map[string]string{"pool": "sandbox"}, s.NodeSelector); diff != "" {
 		t.Errorf("nodeSelector (-want +got):\n%s", diff)

@@ -168,7 +168,7 @@ open(%q + "/m.txt", "w").write("mcp-exec-file-" + s)
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	logs, _ := filepath.Glob(filepath.Join(state, "podlogs", testNamespace+"_"+id+"_*", containerName, "*.log"))
+	logs, _ := filepath.Glob(filepath.Join(state, "podlogs", sandboxNamespace+"_"+id+"_*", containerName, "*.log"))
 	var logged int64
 	for _, l := range logs {
 		if st, err := os.Stat(l); err == nil {

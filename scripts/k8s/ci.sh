@@ -36,15 +36,16 @@ go run ./cmd/mcp-exec seccomp-profile > "$KSTATE/kubelet/seccomp/profiles/mcp-ex
 go run ./cmd/mcp-exec seccomp-profile --gvisor > "$KSTATE/kubelet/seccomp/profiles/mcp-exec-gvisor.json"
 
 # The manifests (server-side dry run, Pod Security, RBAC) and the backend, as the server's
-# ServiceAccount, against the cluster. They apply deploy/kubernetes' namespace, ServiceAccount,
-# Role and NetworkPolicy for real. TestLiveGVisor* run pods of the RuntimeClass gvisor (~15 s).
+# ServiceAccount, against the cluster. They apply deploy/kubernetes' namespaces, ServiceAccount,
+# Role, admission policy and NetworkPolicy for real. TestLiveGVisor* run pods of the RuntimeClass
+# gvisor (~15 s).
 MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
   go test -race -count=1 -p 1 -timeout 20m ./launcher/kube/...
 
 # A server on the Kubernetes backend: every probe of the selftest, under runc and under gVisor
 # (RuntimeClass gvisor; --pids is RLIMIT_NPROC of the runsc runtime's base spec, up.sh; ~45 s),
 # and the TypeScript client's end-to-end test over stdio, HTTP and SSE.
-export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec \
+export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec-sandbox \
   MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
 go run ./cmd/mcp-exec selftest --log-level warn
 MCP_EXEC_RUNTIME=gvisor MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec-gvisor.json MCP_EXEC_PIDS=$KGVISORPIDS \

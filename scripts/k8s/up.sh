@@ -262,7 +262,7 @@ nohup "$B/kube-apiserver" \
   --service-account-key-file="$KSTATE/pki/sa.pub" --service-account-signing-key-file="$KSTATE/pki/sa.key" \
   --service-cluster-ip-range=10.96.0.0/24 \
   --authorization-mode=Node,RBAC \
-  --enable-admission-plugins=NodeRestriction \
+  --enable-admission-plugins=NodeRestriction,PodSecurity,ValidatingAdmissionPolicy \
   --profiling=false > logs/kube-apiserver.log 2>&1 &
 echo $! > run/kube-apiserver.pid
 kwaitfor 120 kc get --raw /readyz
