@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PATH:/usr/local/go/bin
-go build -trimpath -o bin/mcp-exec ./cmd/mcp-exec
+go build -o bin/mcp-exec ./cmd/mcp-exec # no -trimpath: shares the build cache with go test
 if [ ! -d scripts/e2e/node_modules/@modelcontextprotocol/sdk ]; then
   (cd scripts/e2e && npm ci --no-audit --no-fund >&2)
 fi

@@ -54,7 +54,7 @@ const posInt = (name, v, def) => {
 const QUICK = Boolean(opts.quick);
 const ROUNDS = posInt('rounds', opts.rounds, QUICK ? 3 : 30);
 const BURSTS = posInt('bursts', opts.bursts, QUICK ? 1 : 5);
-const WINDOW_S = posInt('window', opts.window, QUICK ? 3 : 15);
+const WINDOW_S = posInt('window', opts.window, QUICK ? 4 : 30);
 const IMAGE = opts.image ?? process.env.MCP_EXEC_IMAGE ?? 'mcp-exec/python-sandbox:v1';
 const HOST_PY = opts['host-python'] ?? '/usr/bin/python3';
 const ALL_SECTIONS = ['latency', 'burst', 'throughput'];
@@ -99,7 +99,23 @@ class Server {
     this.poolSeen = false;
   }
 
+  // open starts the server and connects, trying again (up to 3 times) when the server
+  // exits during its start: under heavy load its start-up limits check can time out.
   async open() {
+    for (let i = 1; ; i++) {
+      try {
+        return await this.openOnce();
+      } catch (err) {
+        if (i === 3) throw err;
+        log(`${this.name}: the server did not start (${err?.message ?? err}); trying again`);
+        report.notes.push(`the ${this.name} server did not start on try ${i} (${err?.message ?? err}; its log is on stderr)`);
+        try { await this.transport.close(); } catch { /* gone already */ }
+        await sleep(2000);
+      }
+    }
+  }
+
+  async openOnce() {
     const env = {
       ...process.env, MCP_EXEC_TRANSPORT: 'stdio', MCP_EXEC_LOG_LEVEL: 'debug', MCP_EXEC_LOG_FORMAT: 'json',
       MCP_EXEC_IMAGE: IMAGE, MCP_EXEC_INSTANCE: `bench-client-${this.name}`, ...this.env,
@@ -107,7 +123,17 @@ class Server {
     this.transport = new StdioClientTransport({ command: opts.cmd, args: [], env, stderr: 'pipe' });
     createInterface({ input: this.transport.stderr }).on('line', line => this.logLine(line));
     this.client = new Client({ name: 'mcp-exec-bench-client', version: '0' });
-    await this.client.connect(this.transport);
+    let closed;
+    const ended = new Promise((_, reject) => { closed = reject; });
+    this.transport.onclose = () => closed(new Error('the server exited'));
+    let timer;
+    const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('connect timed out after 120 s')), 120_000); });
+    try {
+      await Promise.race([this.client.connect(this.transport), ended, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+    ended.catch(() => {}); // a later exit is reported by the calls that fail
     // Time the request leaving the client SDK and the response reaching it.
     const send = this.transport.send.bind(this.transport);
     this.transport.send = (msg, o) => {
