@@ -4,7 +4,7 @@ BIN   := bin/mcp-exec
 IMAGE := $(shell cat images/python-sandbox/TAG)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help serve test build engine image fuzz bench lint clean
+.PHONY: help serve test build engine image fuzz bench bench-client lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ fuzz: ## fuzz the output capture and the frame decoder for FUZZTIME each (defaul
 
 bench: engine image ## measure latency and throughput on the real engine, several minutes (BENCH_ARGS=-quick: a smoke run)
 	@bash cmd/mcp-exec-bench/report.sh $(BENCH_ARGS)
+
+bench-client: engine image ## speed as a client sees it: the built binary over stdio through the TypeScript SDK, ratios vs baselines in one interleaved run, about 5 min (BENCH_ARGS=--quick: a smoke run)
+	@bash cmd/mcp-exec-bench/client.sh $(BENCH_ARGS)
 
 .PHONY: server-image compose-up compose-down compose-test
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)

@@ -49,6 +49,24 @@ type Result struct {
 	// EngineWait is how long the job waited for an engine that had gone away; it is
 	// not part of the timeout either.
 	EngineWait time.Duration
+	// Timing says where the rest of the call's time went (metadata only).
+	Timing Timing
+}
+
+// Timing is where a Run's time went inside the launcher, for debug logs and
+// benchmarks. Together with QueueWait and Duration it accounts for the call.
+type Timing struct {
+	// Warm: the sandbox came from the warm pool (or was a refill the call waited for),
+	// not started for this call.
+	Warm bool
+	// Take is getting a sandbox: taking it from the pool, or creating, attaching and
+	// starting one.
+	Take time.Duration
+	// Create and Start are the backend's create and start (attach included) of a
+	// sandbox started for this call; zero when Warm.
+	Create, Start time.Duration
+	// Deliver is writing the code header, the code and the input files.
+	Deliver time.Duration
 }
 
 // File is an input file for the program.

@@ -196,24 +196,31 @@ func (l *Launcher) Run(ctx context.Context, job Job) (res Result, err error) {
 
 // attempt runs job in one sandbox.
 func (l *Launcher) attempt(ctx context.Context, job Job) (Result, error) {
-	sb, err := l.sandbox(ctx)
+	t0 := time.Now()
+	sb, warm, err := l.sandbox(ctx)
 	if err != nil {
 		return Result{}, err
 	}
+	take := time.Since(t0)
 	defer l.dispose(sb)
 	if l.pool != nil {
 		defer l.pool.busy()()
 	}
-	return sb.exec(ctx, job)
+	res, err := sb.exec(ctx, job)
+	res.Timing = Timing{Warm: warm, Take: take, Deliver: sb.deliverTime}
+	if !warm {
+		res.Timing.Create, res.Timing.Start = sb.createTime, sb.startTime
+	}
+	return res, err
 }
 
-// sandbox returns a warm sandbox from the pool, or a cold one.
-func (l *Launcher) sandbox(ctx context.Context) (*sandbox, error) {
+// sandbox returns a warm sandbox from the pool (warm), or a cold one.
+func (l *Launcher) sandbox(ctx context.Context) (_ *sandbox, warm bool, _ error) {
 	if l.pool == nil {
-		return l.start(ctx)
+		sb, err := l.start(ctx)
+		return sb, false, err
 	}
-	sb, _, err := l.pool.get(ctx)
-	return sb, err
+	return l.pool.get(ctx)
 }
 
 // closedOr reports ErrClosed for a run that ended because the launcher closed.

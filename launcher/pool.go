@@ -134,6 +134,7 @@ func (p *pool) take() *sandbox {
 		sb := p.idle[0]
 		p.idle = p.idle[1:]
 		if sb.alive() {
+			p.logIdle("sandbox taken from the warm pool")
 			return sb
 		}
 		p.l.dispose(sb)
@@ -162,6 +163,13 @@ func (p *pool) adopt(sb *sandbox, refilled bool) {
 		return
 	}
 	p.idle = append(p.idle, sb)
+	p.logIdle("sandbox ready in the warm pool")
+}
+
+// logIdle logs the pool's state at debug level (for benchmarks that wait for a full
+// pool from outside); p.mu is held.
+func (p *pool) logIdle(msg string) {
+	p.l.log.Debug().Int("pool_idle", len(p.idle)).Int("pool_starting", p.starting).Int("pool_size", p.size).Msg(msg)
 }
 
 // broadcast wakes every caller waiting in get; p.mu is held.

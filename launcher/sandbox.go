@@ -26,12 +26,16 @@ type sandbox struct {
 	// streamDone is closed when the attached streams end: the sandbox has exited or
 	// the connection was closed.
 	streamDone <-chan struct{}
+	// How long the backend's create and start took, and the code's delivery (Timing).
+	createTime, startTime, deliverTime time.Duration
 }
 
 // start creates and starts a sandbox with its streams attached.
 func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 	l.watchOrphans()
+	t0 := time.Now()
 	id, err := l.be.Create(ctx, SpecOf(l.opts))
+	created := time.Since(t0)
 	if err != nil {
 		if errors.Is(err, ErrImageMissing) {
 			return nil, fmt.Errorf("creating sandbox: %w", err)
@@ -40,7 +44,7 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 	}
 	l.opts.Metrics.ContainerCreated()
 	l.track(id)
-	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}}
+	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}, createTime: created}
 	defer func() {
 		if err != nil {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -58,7 +62,9 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 	}
 	sb.out = newCapture(l.opts.MaxOutputBytes)
 	sb.dec = newDecoder(sb.out, l.opts.MaxFileBytes)
+	t0 = time.Now()
 	conn, err := l.be.Start(ctx, sb.id, sb.dec, sb.diag)
+	sb.startTime = time.Since(t0)
 	if err != nil {
 		l.opts.Metrics.EngineError()
 		return nil, err
@@ -74,10 +80,12 @@ func (sb *sandbox) alive() bool { return !closed(sb.streamDone) && !sb.dec.finis
 // exec delivers the job and waits for the program's end, the timeout, or ctx.
 func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
 	delivered := make(chan error, 1)
+	t0 := time.Now()
 	go sb.deliver(job, delivered)
 
 	select {
 	case err := <-delivered:
+		sb.deliverTime = time.Since(t0)
 		if err != nil {
 			// The sandbox may have died before reading its code: say why if it did.
 			return Result{}, sb.brokenErr(fmt.Errorf("sending code: %w", err))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,7 +87,9 @@ func TestLogsCarryNoCallerData(t *testing.T) {
 		r.set(c.res, c.err)
 		call(t, t.Context(), cs, c.args)
 	}
-	lines := canaryFreeLines(t, buf.String(), canary, 3, "done, failed, rejected")
+	lines := canaryFreeLines(t, buf.String(), canary, 4, "done, its timing (debug), failed, rejected")
+	timing := lines[1]
+	lines = slices.Delete(lines, 1, 2)
 	done := lines[0]
 	for _, key := range []string{"exec_id", "code_bytes", "stdin_bytes", "timeout_ms", "exit_code", "duration_ms",
 		"stdout_bytes", "stderr_bytes", "truncated", "timed_out", "oom_killed"} {
@@ -108,6 +111,24 @@ func TestLogsCarryNoCallerData(t *testing.T) {
 	}
 	if got, want := lines[2]["field"], "code"; got != want {
 		t.Errorf("rejected line field: got %v, want %v", got, want)
+	}
+	if got, want := timing["message"], "exec timing"; got != want {
+		t.Fatalf("second line: got message %v, want %q", got, want)
+	}
+	if timing["level"] != "debug" || timing["exec_id"] != done["exec_id"] {
+		t.Errorf("timing line %v: want level debug and the exec_id of the call's line", timing)
+	}
+	for _, key := range []string{"t_in_mono_ns", "t_out_mono_ns", "sdk_in_us", "check_us", "run_us", "queue_us",
+		"warm", "take_us", "create_us", "start_us", "deliver_us", "sandbox_us", "result_us", "sdk_out_us"} {
+		if _, ok := timing[key]; !ok {
+			t.Errorf("timing line %v: got no %q, want it", timing, key)
+		}
+	}
+	if got, want := timing["sandbox_us"], 7000.0; got != want {
+		t.Errorf("timing line sandbox_us: got %v, want %v", got, want)
+	}
+	if in, out := timing["t_in_mono_ns"].(float64), timing["t_out_mono_ns"].(float64); !(in > 0 && out >= in) {
+		t.Errorf("timing line instants: got in %v, out %v, want 0 < in <= out", in, out)
 	}
 	ids := map[any]bool{}
 	for _, l := range lines {
@@ -140,7 +161,8 @@ func TestLogsCarryNoFileData(t *testing.T) {
 		t.Fatalf("CallTool: got (%v, %v), want a result", res, err)
 	}
 	call(t, t.Context(), cs, `{"code":"x","files":[{"name":"../`+canary+`","content":"`+canary+`"}]}`)
-	lines := canaryFreeLines(t, buf.String(), canary, 2, "done, rejected")
+	lines := canaryFreeLines(t, buf.String(), canary, 3, "done, its timing (debug), rejected")
+	lines = slices.Delete(lines, 1, 2)
 	for key, want := range map[string]any{"files_in": 1.0, "files_in_bytes": float64(len(canary)), "files_out": 2.0, "progress": true} {
 		if got := lines[0][key]; got != want {
 			t.Errorf("done line %s: got %v, want %v", key, got, want)
@@ -148,5 +170,19 @@ func TestLogsCarryNoFileData(t *testing.T) {
 	}
 	if got, want := lines[1]["field"], "files"; got != want {
 		t.Errorf("rejected line field: got %v, want %v", got, want)
+	}
+}
+
+// TestTimingOnlyAtDebug: the per-call timing line is written at debug level and
+// below only; at info a call logs its one line, as before.
+func TestTimingOnlyAtDebug(t *testing.T) {
+	var buf syncBuffer
+	r := &fakeRunner{}
+	cs := connect(t, t.Context(), r, Options{Logger: zerolog.New(&buf).Level(zerolog.InfoLevel)})
+	r.set(launcher.Result{Duration: time.Millisecond}, nil)
+	call(t, t.Context(), cs, `{"code":"x"}`)
+	lines := logLines(t, buf.String())
+	if len(lines) != 1 || lines[0]["message"] != "exec" {
+		t.Fatalf("log at info: got %v, want the one exec line", lines)
 	}
 }

@@ -109,6 +109,7 @@ func New(r Runner, opts Options) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
 	h := &handler{runner: r, opts: opts, log: opts.Logger}
+	s.AddReceivingMiddleware(h.timingMiddleware)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
 		Description:  description(opts),
@@ -135,6 +136,10 @@ type handler struct {
 // (notifications/cancelled), the SDK cancels ctx and the runner stops the
 // sandbox.
 func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execOutput, error) {
+	ct := timingOf(ctx)
+	if ct != nil {
+		ct.handlerStart = monoNow()
+	}
 	id := newExecID()
 	job, err := newJob(in, h.opts)
 	if err != nil {
@@ -145,7 +150,18 @@ func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInp
 		job.Progress = p.report
 		defer p.stop()
 	}
+	if ct != nil {
+		ct.runStart = monoNow()
+	}
 	res, err := h.runner.Run(ctx, job)
+	if ct != nil {
+		ct.runEnd = monoNow()
+		defer func() {
+			ct.handlerEnd, ct.id, ct.ran = monoNow(), id, err == nil
+			// Only the durations: no caller data.
+			ct.res = launcher.Result{QueueWait: res.QueueWait, Duration: res.Duration, Timing: res.Timing}
+		}()
+	}
 	if err != nil {
 		return nil, execOutput{}, h.runnerFailed(id, job, err)
 	}

@@ -1,0 +1,538 @@
+#!/usr/bin/env node
+// Client-side benchmark of mcp-exec: the built binary driven over stdio by the official
+// TypeScript MCP SDK (an implementation other than the server's), against baselines
+// measured in the same run, interleaved so that the machine's load hits both alike.
+//
+//   node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick]
+//                  [--sections latency,burst,throughput] [--image IMAGE]
+//
+// Prints a markdown report on stdout, progress on stderr. cmd/mcp-exec-bench/client.sh
+// builds the binary and runs this (`make bench-client`); docs/benchmarks.md describes
+// the method and the results.
+//
+// Each server it spawns runs with MCP_EXEC_LOG_LEVEL=debug, whose "exec timing" lines
+// (metadata only: durations, CLOCK_MONOTONIC instants) tell where each call's time went
+// inside the server; the client reads the same clock (process.hrtime), so every
+// millisecond of a call has an owner: the client SDK, the pipe and the server's JSON
+// decoding, the server's SDK, the queue, taking a sandbox (or creating and starting
+// one), delivering the code, the sandbox itself, the result, and the way back.
+//
+// Its containers are labelled dev.mcp-exec.role=sandbox and dev.mcp-exec.instance=
+// bench-client-*; the servers remove theirs as they close, and the baselines' are run
+// with --rm (docker run) or removed by the loop itself (churn).
+
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { createInterface } from 'node:readline';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+import { parseOptions, sdkVersion, usageExit } from './common.mjs';
+
+const USAGE = 'usage: node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick] [--sections latency,burst,throughput] [--image IMAGE] [--host-python PATH]';
+const opts = parseOptions('bench.mjs', USAGE, {
+  cmd: { type: 'string' },
+  rounds: { type: 'string' },
+  bursts: { type: 'string' },
+  window: { type: 'string' },
+  quick: { type: 'boolean' },
+  sections: { type: 'string' },
+  image: { type: 'string' },
+  'host-python': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+});
+const usage = msg => usageExit('bench.mjs', USAGE, msg);
+if (!opts.cmd) usage('--cmd is required (the built mcp-exec binary)');
+const posInt = (name, v, def) => {
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) usage(`--${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  return n;
+};
+const QUICK = Boolean(opts.quick);
+const ROUNDS = posInt('rounds', opts.rounds, QUICK ? 3 : 30);
+const BURSTS = posInt('bursts', opts.bursts, QUICK ? 1 : 5);
+const WINDOW_S = posInt('window', opts.window, QUICK ? 4 : 30);
+const IMAGE = opts.image ?? process.env.MCP_EXEC_IMAGE ?? 'mcp-exec/python-sandbox:v1';
+const HOST_PY = opts['host-python'] ?? '/usr/bin/python3';
+const ALL_SECTIONS = ['latency', 'burst', 'throughput'];
+const SECTIONS = (opts.sections ?? ALL_SECTIONS.join(',')).split(',').map(s => s.trim()).filter(Boolean);
+for (const s of SECTIONS) if (!ALL_SECTIONS.includes(s)) usage(`--sections: unknown section ${JSON.stringify(s)} (have ${ALL_SECTIONS.join(',')})`);
+
+const PRINT = { name: 'print(1)', code: 'print(1)', want: '1\n' };
+const PANDAS = { name: 'pandas', code: 'import pandas as pd; df = pd.DataFrame({"a": range(1000)}); print(df["a"].sum())', want: '499500\n' };
+
+// The seed README's hardening flags for `docker run` (its recommended production line).
+const SEED_FLAGS = ['--network', 'none', '--read-only', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
+  '--user', '65532:65532', '--tmpfs', '/tmp:rw,noexec,nosuid,size=64m', '--memory', '256m', '--pids-limit', '128', '--cpus', '1'];
+
+const log = msg => process.stderr.write(`${new Date().toISOString().slice(11, 19)} bench-client: ${msg}\n`);
+const now = () => Number(process.hrtime.bigint()) / 1e6; // CLOCK_MONOTONIC, ms
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const load1 = () => Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+
+// ---- statistics --------------------------------------------------------------------
+
+function pct(xs, p) {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))]; // nearest rank
+}
+const p50 = xs => pct(xs, 0.5);
+const p90 = xs => pct(xs, 0.9);
+const ms = v => !Number.isFinite(v) ? 'n/a' : v >= 100 ? `${v.toFixed(0)} ms` : v >= 10 ? `${v.toFixed(1)} ms` : `${v.toFixed(2)} ms`;
+const ratio = (a, b) => !(Number.isFinite(a) && Number.isFinite(b) && b > 0) ? 'n/a' : (a / b < 0.1 ? `${(a / b).toFixed(3)}x` : `${(a / b).toFixed(2)}x`);
+
+// ---- a server over stdio, with its debug log read -----------------------------------
+
+class Server {
+  constructor(name, env) {
+    this.name = name;
+    this.env = env;
+    this.timings = []; // "exec timing" lines not yet claimed
+    this.waiters = [];
+    this.starts = 0; // "sandbox started" lines: containers created and started
+    this.pool = { idle: 0, starting: 0, size: Number(env.MCP_EXEC_POOL_SIZE ?? 2) };
+    this.poolSeen = false;
+  }
+
+  // open starts the server and connects, trying again (up to 3 times) when the server
+  // exits during its start: under heavy load its start-up limits check can time out.
+  async open() {
+    for (let i = 1; ; i++) {
+      try {
+        return await this.openOnce();
+      } catch (err) {
+        if (i === 3) throw err;
+        log(`${this.name}: the server did not start (${err?.message ?? err}); trying again`);
+        report.notes.push(`the ${this.name} server did not start on try ${i} (${err?.message ?? err}; its log is on stderr)`);
+        try { await this.transport.close(); } catch { /* gone already */ }
+        await sleep(2000);
+      }
+    }
+  }
+
+  async openOnce() {
+    const env = {
+      ...process.env, MCP_EXEC_TRANSPORT: 'stdio', MCP_EXEC_LOG_LEVEL: 'debug', MCP_EXEC_LOG_FORMAT: 'json',
+      MCP_EXEC_IMAGE: IMAGE, MCP_EXEC_INSTANCE: `bench-client-${this.name}`, ...this.env,
+    };
+    this.transport = new StdioClientTransport({ command: opts.cmd, args: [], env, stderr: 'pipe' });
+    createInterface({ input: this.transport.stderr }).on('line', line => this.logLine(line));
+    this.client = new Client({ name: 'mcp-exec-bench-client', version: '0' });
+    let closed;
+    const ended = new Promise((_, reject) => { closed = reject; });
+    this.transport.onclose = () => closed(new Error('the server exited'));
+    let timer;
+    const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('connect timed out after 120 s')), 120_000); });
+    try {
+      await Promise.race([this.client.connect(this.transport), ended, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+    ended.catch(() => {}); // a later exit is reported by the calls that fail
+    // Time the request leaving the client SDK and the response reaching it.
+    const send = this.transport.send.bind(this.transport);
+    this.transport.send = (msg, o) => {
+      if (msg.method === 'tools/call') this.sentAt = now();
+      return send(msg, o);
+    };
+    const onmessage = this.transport.onmessage;
+    this.transport.onmessage = (msg, extra) => {
+      if (msg.id !== undefined && ('result' in msg || 'error' in msg)) this.recvAt = now();
+      onmessage(msg, extra);
+    };
+    return this;
+  }
+
+  logLine(line) {
+    let m;
+    try {
+      m = JSON.parse(line);
+    } catch {
+      process.stderr.write(`[${this.name}] ${line}\n`);
+      return;
+    }
+    switch (m.message) {
+      case 'exec timing': {
+        const w = this.waiters.shift();
+        if (w) w(m); else this.timings.push(m);
+        break;
+      }
+      case 'sandbox started':
+        this.starts++;
+        break;
+      case 'sandbox ready in the warm pool':
+      case 'sandbox taken from the warm pool':
+        this.pool = { idle: m.pool_idle, starting: m.pool_starting, size: m.pool_size };
+        this.poolSeen = true;
+        break;
+    }
+    if (m.level === 'warn' || m.level === 'error') process.stderr.write(`[${this.name}] ${line}\n`);
+  }
+
+  // nextTiming returns the next "exec timing" line (they come in the calls' order when
+  // calls are sequential), or undefined after 3 s.
+  nextTiming() {
+    if (this.timings.length) return Promise.resolve(this.timings.shift());
+    return new Promise(resolve => {
+      const w = m => { clearTimeout(t); resolve(m); };
+      const t = setTimeout(() => { this.waiters = this.waiters.filter(x => x !== w); resolve(undefined); }, 3000);
+      this.waiters.push(w);
+    });
+  }
+
+  full() { return this.pool.idle >= this.pool.size && this.pool.starting === 0; }
+
+  // waitFull waits until the warm pool is full and no start is under way (max ms).
+  async waitFull(max = 30_000) {
+    const t0 = now();
+    while (!(this.poolSeen && this.full())) {
+      if (now() - t0 > max) return false;
+      await sleep(5);
+    }
+    return true;
+  }
+
+  // waitQuiet waits until the pool is full and no container was started for quietMs.
+  async waitQuiet(quietMs = 1500, max = 60_000) {
+    const t0 = now();
+    let last = this.starts, since = now();
+    for (;;) {
+      await sleep(50);
+      if (this.starts !== last) { last = this.starts; since = now(); }
+      if (this.full() && now() - since >= quietMs) return true;
+      if (now() - t0 > max) return false;
+    }
+  }
+
+  async call(sn) {
+    const t0 = now();
+    const res = await this.client.callTool({ name: 'exec', arguments: { code: sn.code } }, undefined, { timeout: 120_000 });
+    const t1 = now();
+    const out = res.structuredContent ?? {};
+    if (res.isError || out.exit_code !== 0 || out.stdout !== sn.want) {
+      throw new Error(`${this.name} ${sn.name}: isError ${res.isError}, exit ${out.exit_code}, stdout ${JSON.stringify(out.stdout)}, stderr ${JSON.stringify(String(out.stderr ?? '').slice(-300))}`);
+    }
+    return { t0, t1, total: t1 - t0, sentAt: this.sentAt, recvAt: this.recvAt };
+  }
+
+  // timedCall is call plus the server's timing line, as one breakdown.
+  async timedCall(sn) {
+    const c = await this.call(sn);
+    const t = await this.nextTiming();
+    return { ...c, t, parts: t ? breakdown(c, t) : undefined };
+  }
+
+  async close() {
+    try { await this.client.close(); } catch (err) { log(`closing ${this.name}: ${err?.message ?? err}`); }
+  }
+}
+
+// breakdown splits one call (client instants c, server line t) into parts that add up
+// to the call's total, in ms.
+function breakdown(c, t) {
+  const tin = t.t_in_mono_ns / 1e6, tout = t.t_out_mono_ns / 1e6, u = k => (t[k] ?? 0) / 1e3;
+  const run = u('run_us'), queue = u('queue_us'), take = u('take_us'), deliver = u('deliver_us'), sandbox = u('sandbox_us');
+  return {
+    'client SDK, request': c.sentAt - c.t0,
+    'client → server (encode, pipe, decode)': tin - c.sentAt,
+    'server SDK, arguments': u('sdk_in_us'),
+    'checks': u('check_us'),
+    'queue': queue,
+    'pool take / cold start': take,
+    '  of which create': u('create_us'),
+    '  of which attach + start': u('start_us'),
+    'code delivery': deliver,
+    'in sandbox (delivered → exit frame)': sandbox,
+    'launcher, rest': run - queue - take - deliver - sandbox,
+    'result encoding (handler)': u('result_us'),
+    'server SDK, result': u('sdk_out_us'),
+    'server → client (encode, pipe, decode)': c.recvAt - tout,
+    'client SDK, result': c.t1 - c.recvAt,
+  };
+}
+const SUBPARTS = ['  of which create', '  of which attach + start'];
+
+// ---- baselines ---------------------------------------------------------------------
+
+function runProc(cmd, args, stdin, want) {
+  return new Promise((resolve, reject) => {
+    const t0 = now();
+    const p = spawn(cmd, args, { stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    p.stdout.on('data', d => { out += d; });
+    p.stderr.on('data', d => { err += d; });
+    p.on('error', reject);
+    p.on('close', code => {
+      const d = now() - t0;
+      if (code !== 0 || out !== want) reject(new Error(`${cmd} ${args.slice(0, 3).join(' ')}...: exit ${code}, stdout ${JSON.stringify(out)}, stderr ${err.slice(-300)}`));
+      else resolve(d);
+    });
+    if (stdin !== undefined) p.stdin.end(stdin);
+  });
+}
+const hostRun = sn => runProc(HOST_PY, ['-c', sn.code], undefined, sn.want);
+const dockerArgs = ['run', '--rm', '-i', ...SEED_FLAGS, '--label', 'dev.mcp-exec.role=sandbox',
+  '--label', 'dev.mcp-exec.instance=bench-client-docker-run', '--entrypoint', 'python3', IMAGE, '-'];
+const dockerRun = sn => runProc('docker', dockerArgs, sn.code + '\n', sn.want);
+
+// The engine API, for the churn loop: the socket of DOCKER_HOST (unix only) or the default.
+const SOCKET = (process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
+function api(method, path, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request({ socketPath: SOCKET, method, path: '/v1.41' + path, headers: data ? { 'Content-Type': 'application/json' } : {} }, res => {
+      let s = '';
+      res.on('data', d => { s += d; });
+      res.on('end', () => (res.statusCode >= 300 ? reject(new Error(`${method} ${path}: ${res.statusCode} ${s.slice(0, 300)}`)) : resolve(s ? JSON.parse(s) : {})));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+// churnOnce: create + start + wait + remove of a container running `python3 -I -c pass`
+// with the seed's hardening (and no log driver, like the launcher's sandboxes).
+async function churnOnce() {
+  const c = await api('POST', '/containers/create', {
+    Image: IMAGE, Cmd: ['python3', '-I', '-c', 'pass'], User: '65532:65532',
+    Labels: { 'dev.mcp-exec.role': 'sandbox', 'dev.mcp-exec.instance': 'bench-client-churn' },
+    HostConfig: {
+      NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'],
+      Tmpfs: { '/tmp': 'rw,noexec,nosuid,size=64m' }, Memory: 256 << 20, PidsLimit: 128, NanoCpus: 1e9,
+      LogConfig: { Type: 'none' },
+    },
+  });
+  try {
+    await api('POST', `/containers/${c.Id}/start`);
+    const w = await api('POST', `/containers/${c.Id}/wait`);
+    if (w.StatusCode !== 0) throw new Error(`churn container exited ${w.StatusCode}`);
+  } finally {
+    await api('DELETE', `/containers/${c.Id}?force=true`);
+  }
+}
+
+// ---- sections ----------------------------------------------------------------------
+
+const report = { notes: [], loads: {} };
+
+async function latency() {
+  const warm = await new Server('warm', { MCP_EXEC_POOL_SIZE: '2' }).open();
+  const pandas = await new Server('pandas', { MCP_EXEC_POOL_SIZE: '2', MCP_EXEC_PRELOAD: 'numpy,pandas' }).open();
+  const cold = await new Server('cold', { MCP_EXEC_POOL_SIZE: '0' }).open();
+  const rows = {
+    host: [], warm: [], hostPandas: [], warmPandas: [], docker: [], cold: [],
+  };
+  const parts = { warm: [], warmPandas: [], cold: [] };
+  const misses = { warm: 0, warmPandas: 0 };
+  const loads = [];
+  const items = [
+    ['host', () => hostRun(PRINT)],
+    ['warm', () => warm.waitFull().then(() => warm.timedCall(PRINT))],
+    ['hostPandas', () => hostRun(PANDAS)],
+    ['warmPandas', () => pandas.waitFull().then(() => pandas.timedCall(PANDAS))],
+    ['docker', () => dockerRun(PRINT)],
+    ['cold', () => cold.timedCall(PRINT)],
+  ];
+  try {
+    await Promise.all([warm.waitFull(), pandas.waitFull()]);
+    const l0 = loadavg();
+    for (let r = 0; r <= ROUNDS; r++) { // round 0 is a warm-up, not counted
+      loads.push(load1());
+      // Rotate the order each round, so that no item always follows the same one.
+      for (let i = 0; i < items.length; i++) {
+        const [key, f] = items[(i + r) % items.length];
+        const v = await f();
+        if (r === 0) continue;
+        if (typeof v === 'number') {
+          rows[key].push(v);
+        } else {
+          rows[key].push(v.total);
+          if (v.parts) parts[key].push(v.parts);
+          if (key in misses && v.t && !v.t.warm) misses[key]++;
+        }
+        await sleep(100 + Math.random() * 200);
+      }
+      if (r % 5 === 0) log(`latency: round ${r}/${ROUNDS}, load ${loadavg()}`);
+    }
+    report.loads.latency = `${l0} → ${loadavg()} (1-min load during the rounds: ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)})`;
+  } finally {
+    await Promise.all([warm.close(), pandas.close(), cold.close()]);
+  }
+  report.latency = { rows, parts, misses };
+}
+
+async function burst() {
+  const srv = await new Server('burst', {}).open(); // the defaults: pool 2, max-concurrent 2
+  const lat = [], walls = [];
+  let colds = 0, creates = 0, execs = 0, unsettled = 0;
+  const l0 = loadavg();
+  try {
+    for (let b = 0; b < BURSTS; b++) {
+      if (!await srv.waitQuiet()) unsettled++;
+      const s0 = srv.starts;
+      const t0 = now();
+      const got = await Promise.all(Array.from({ length: 10 }, () => srv.call(PRINT)));
+      walls.push(now() - t0);
+      for (const c of got) lat.push(c.total);
+      for (let i = 0; i < got.length; i++) {
+        const t = await srv.nextTiming();
+        if (t && !t.warm) colds++;
+      }
+      if (!await srv.waitQuiet()) unsettled++;
+      creates += srv.starts - s0;
+      execs += got.length;
+      log(`burst ${b + 1}/${BURSTS}: p50 ${ms(p50(got.map(c => c.total)))}, max ${ms(Math.max(...got.map(c => c.total)))}, ${srv.starts - s0} containers started`);
+    }
+  } finally {
+    await srv.close();
+  }
+  if (unsettled) report.notes.push(`burst: the pool was not full and quiet within 60 s ${unsettled} time(s)`);
+  report.burst = { lat, walls, colds, creates, execs, load: `${l0} → ${loadavg()}` };
+}
+
+// sustain runs c workers calling f back to back for the window (after a ramp) and
+// returns the completions per second inside the window.
+async function sustain(c, f, windowS) {
+  const ramp = 2000;
+  const t0 = now(), ws = t0 + ramp, we = ws + windowS * 1000;
+  let n = 0, errs = 0, firstErr;
+  const lat = [];
+  await Promise.all(Array.from({ length: c }, async () => {
+    while (now() < we) {
+      const a = now();
+      try {
+        await f();
+        const b = now();
+        if (b >= ws && b <= we) { n++; lat.push(b - a); }
+      } catch (err) {
+        errs++;
+        firstErr ??= err;
+        await sleep(100);
+      }
+    }
+  }));
+  if (firstErr) report.notes.push(`throughput: ${errs} error(s), the first: ${firstErr.message}`);
+  return { rate: n / windowS, n, p50: p50(lat) };
+}
+
+async function throughput() {
+  report.tput = [];
+  for (const c of [1, 2, 4]) {
+    const srv = await new Server(`tput${c}`, { MCP_EXEC_POOL_SIZE: '2', MCP_EXEC_MAX_CONCURRENT: String(c) }).open();
+    const l0 = loadavg();
+    const acc = { churn: [], srv: [], n: 0, s: 0, lat: [], churnLat: [] };
+    try {
+      await srv.waitFull();
+      // Two windows each, alternating, so that a change of load hits both.
+      for (let k = 0; k < 2; k++) {
+        log(`throughput: ${c} caller(s), churn window ${k + 1}`);
+        const ch = await sustain(c, churnOnce, WINDOW_S / 2);
+        acc.churn.push(ch.rate); acc.churnLat.push(ch.p50);
+        await srv.waitQuiet(500);
+        log(`throughput: ${c} caller(s), mcp-exec window ${k + 1}`);
+        const s0 = srv.starts;
+        const r = await sustain(c, () => srv.call(PRINT), WINDOW_S / 2);
+        acc.s += srv.starts - s0; acc.n += r.n;
+        acc.srv.push(r.rate); acc.lat.push(r.p50);
+        srv.timings.length = 0;
+        await srv.waitQuiet(500);
+      }
+    } finally {
+      await srv.close();
+    }
+    const mean = xs => xs.reduce((a, b) => a + b, 0) / xs.length;
+    report.tput.push({
+      c, churn: mean(acc.churn), srv: mean(acc.srv), createsPerExec: acc.n ? acc.s / acc.n : NaN,
+      lat: mean(acc.lat), churnLat: mean(acc.churnLat), load: `${l0} → ${loadavg()}`,
+    });
+  }
+}
+
+// ---- report ------------------------------------------------------------------------
+
+function print() {
+  const out = [];
+  const w = s => out.push(s);
+  w(`### mcp-exec through the TypeScript SDK over stdio (\`scripts/e2e/bench.mjs\`)`);
+  w('');
+  w(`Run ${report.started} UTC, ${((now() - report.t0) / 1000).toFixed(0)} s; SDK @modelcontextprotocol/sdk ${sdkVersion()}, node ${process.version}; ` +
+    `image ${IMAGE}; host python \`${HOST_PY}\` ${report.hostPy}; ${ROUNDS} rounds, ${BURSTS} bursts, throughput windows 2 × ${WINDOW_S / 2} s.`);
+  w('');
+  if (report.latency) {
+    const { rows, parts, misses } = report.latency;
+    w(`#### Latency, one call at a time, interleaved (load ${report.loads.latency})`);
+    w('');
+    w('| path | n | p50 | p90 | baseline | baseline p50 | baseline p90 | **ratio p50** | ratio p90 |');
+    w('|---|---|---|---|---|---|---|---|---|');
+    const line = (name, a, bname, b) => w(`| ${name} | ${a.length} | ${ms(p50(a))} | ${ms(p90(a))} | ${bname} | ${ms(p50(b))} | ${ms(p90(b))} | **${ratio(p50(a), p50(b))}** | ${ratio(p90(a), p90(b))} |`);
+    line(`warm \`print(1)\`, pool 2 (${misses.warm} of ${rows.warm.length} not from the pool)`, rows.warm, `host \`${HOST_PY} -c\``, rows.host);
+    line(`warm pandas, pool 2, PRELOAD=numpy,pandas (${misses.warmPandas} not from the pool)`, rows.warmPandas, `host \`${HOST_PY} -c\` + pandas`, rows.hostPandas);
+    line('cold `print(1)`, pool 0', rows.cold, '`docker run --rm -i`, seed flags', rows.docker);
+    w('');
+    w('Where the time goes (p50 of each part over the calls; the parts of one call add up to its total, their p50s need not):');
+    w('');
+    w('| part | warm `print(1)` | warm pandas (preload) | cold `print(1)` |');
+    w('|---|---|---|---|');
+    const keys = Object.keys(parts.warm[0] ?? parts.cold[0] ?? {});
+    for (const k of keys) {
+      const col = key => ms(p50(parts[key].map(p => p[k])));
+      w(`| ${SUBPARTS.includes(k) ? '&nbsp;&nbsp;' + k.trim() : k} | ${col('warm')} | ${col('warmPandas')} | ${col('cold')} |`);
+    }
+    const tot = key => ms(p50(parts[key].map(p => Object.entries(p).filter(([k]) => !SUBPARTS.includes(k)).reduce((a, [, v]) => a + v, 0))));
+    w(`| **total (p50 of the sums)** | ${tot('warm')} | ${tot('warmPandas')} | ${tot('cold')} |`);
+    w('');
+  }
+  if (report.burst) {
+    const b = report.burst;
+    const coldP50 = report.latency ? p50(report.latency.rows.cold) : NaN;
+    w(`#### Bursts: 10 calls at once, default pool (2) and --max-concurrent (2) (load ${b.load})`);
+    w('');
+    w('| bursts | calls | p50 | p90 | max | burst wall p50 | cold starts | containers started | **creates/exec** | p90 vs cold p50 |');
+    w('|---|---|---|---|---|---|---|---|---|---|');
+    w(`| ${b.walls.length} | ${b.execs} | ${ms(p50(b.lat))} | ${ms(p90(b.lat))} | ${ms(Math.max(...b.lat))} | ${ms(p50(b.walls))} | ${b.colds} | ${b.creates} | **${(b.creates / b.execs).toFixed(2)}** | ${ratio(p90(b.lat), coldP50)} |`);
+    w('');
+  }
+  if (report.tput) {
+    w('#### Throughput: callers back to back, `print(1)`, pool 2, --max-concurrent = callers, against the churn of a `python3 -I -c pass` container (create, start, wait, remove through the engine API, the seed\'s hardening), alternating windows');
+    w('');
+    w('| callers | mcp-exec execs/s | call p50 | churn containers/s | churn cycle p50 | **ratio** | creates/exec | load |');
+    w('|---|---|---|---|---|---|---|---|');
+    for (const t of report.tput) {
+      w(`| ${t.c} | ${t.srv.toFixed(2)} | ${ms(t.lat)} | ${t.churn.toFixed(2)} | ${ms(t.churnLat)} | **${ratio(t.srv, t.churn)}** | ${t.createsPerExec.toFixed(2)} | ${t.load} |`);
+    }
+    w('');
+  }
+  w(`(b) ran: \`docker ${dockerArgs.join(' ')}\` with the code on stdin.`);
+  for (const n of report.notes) w(`- ${n}`);
+  process.stdout.write(out.join('\n') + '\n');
+}
+
+async function main() {
+  report.t0 = now();
+  report.started = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  try {
+    report.hostPy = readFileSync('/dev/null', 'utf8') + await new Promise(resolve => {
+      const p = spawn(HOST_PY, ['-c', 'import sys; print(sys.version.split()[0], end="")\ntry:\n import pandas; print(", pandas", pandas.__version__, end="")\nexcept ImportError: print(", no pandas", end="")']);
+      let s = ''; p.stdout.on('data', d => { s += d; }); p.on('close', () => resolve(s)); p.on('error', () => resolve('(not found)'));
+    });
+  } catch { report.hostPy = ''; }
+  log(`load ${loadavg()}; sections ${SECTIONS.join(',')}`);
+  let failed;
+  try {
+    if (SECTIONS.includes('latency')) await latency();
+    if (SECTIONS.includes('burst')) await burst();
+    if (SECTIONS.includes('throughput')) await throughput();
+  } catch (err) {
+    failed = err;
+    report.notes.push(`FAILED: ${err?.stack ?? err}`);
+  }
+  print();
+  process.exitCode = failed ? 1 : 0;
+}
+
+main();
