@@ -75,8 +75,9 @@ func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
 	var br *bridge
 	if job.Tools != nil {
 		cctx, cancel := callContext(ctx, job.Timeout)
-		defer cancel() // the exec's end cancels its calls upstream
 		br = newBridge(cctx, job.Tools)
+		defer br.wg.Wait() // every call has ended (and is recorded) when the result returns
+		defer cancel()     // the exec's end cancels its calls upstream
 		sb.dec.calls.Store(br)
 	}
 	delivered := make(chan error, 1)

@@ -66,6 +66,10 @@ type Options struct {
 	// Python is the interpreter's name, used only in the tool description.
 	// "" means "python3".
 	Python string
+	// Upstreams, when set, lets programs call the tools of other MCP servers
+	// (code mode): exec's description gains their index, its result tool_calls,
+	// and a second tool, tools_search, appears. nil: exec alone, as always.
+	Upstreams Upstreams
 	// Logger receives one metadata-only line per call. The zero value logs
 	// nothing (a zero zerolog.Logger has no writer, like zerolog.Nop()).
 	Logger zerolog.Logger
@@ -109,6 +113,10 @@ func New(r Runner, opts Options) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
 	h := &handler{runner: r, opts: opts, log: opts.Logger}
+	if opts.Upstreams != nil {
+		h.addCodeMode(s, opts)
+		return s
+	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
 		Description:  description(opts),
@@ -135,11 +143,19 @@ type handler struct {
 // (notifications/cancelled), the SDK cancels ctx and the runner stops the
 // sandbox.
 func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execOutput, error) {
+	return h.run(ctx, req, in, nil)
+}
+
+// run is exec's body; bind, when set, adds to the job (code mode's tools).
+func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInput, bind func(*launcher.Job)) (*mcp.CallToolResult, execOutput, error) {
 	id := newExecID()
 	job, err := newJob(in, h.opts)
 	if err != nil {
 		h.logRejected(id, in, err)
 		return nil, execOutput{}, err
+	}
+	if bind != nil {
+		bind(&job)
 	}
 	if p := startProgress(ctx, req); p != nil {
 		job.Progress = p.report
