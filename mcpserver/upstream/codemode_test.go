@@ -323,7 +323,7 @@ print(mcptools.search("structured"))
 // upstream sees the cancellation.
 func TestCodeModeTimeout(t *testing.T) {
 	h := newHarness(t, "")
-	out := h.exec(t, "from mcptools import remote\nremote.sleep(ms=60000)\n", 3)
+	out := h.exec(t, "from mcptools import remote\nprint(\"calling\", flush=True)\nremote.sleep(ms=60000)\n", 6)
 	if !out.TimedOut {
 		t.Fatalf("not timed out: %+v", out)
 	}
