@@ -129,6 +129,7 @@ func TestBridgeLimits(t *testing.T) {
 	res, err := l.Run(context.Background(), Job{
 		Code: `import mcptools
 from mcptools import echo
+print("start", flush=True)
 try:
     echo.echo(text="x" * 100000)
 except mcptools.ToolBudgetExceeded as err:
@@ -136,13 +137,13 @@ except mcptools.ToolBudgetExceeded as err:
 print(echo.echo(text="small"))
 echo.wait()
 `,
-		Timeout: 3 * time.Second,
+		Timeout: 8 * time.Second,
 		Tools:   e.tools(1000),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(res.Stdout, "refused: too large\n{'text': 'small'}\n") || !res.TimedOut {
+	if !strings.HasPrefix(res.Stdout, "start\nrefused: too large\n{'text': 'small'}\n") || !res.TimedOut {
 		t.Fatalf("got timed_out %v, stdout %q, stderr %q", res.TimedOut, res.Stdout, res.Stderr)
 	}
 	if len(e.refused) != 1 || e.refused[0] < 100000 {
