@@ -15,6 +15,7 @@
 #                     {"name", "size", "skipped"} then its content (none if skipped)
 #   X  JSON           the program has ended: {"exit": N, "signal": S, "oom": B, "dropped": B}
 #   F  text           the bootstrap itself failed
+#   C  bytes          a chunk of the program's tool calls (code mode; launcher/bridge.go)
 #
 # On Kubernetes the whole stream is sealed with a per-pod key (see SEAL_LABEL), since the
 # node's container log copies it; elsewhere it is plain. Everything the program writes is
@@ -29,7 +30,10 @@
 #
 # The child reads the container's stdin directly: a header line "MCPEXEC2 <n> <m>\n",
 # n bytes of code, m bytes of input files (u32 name length, name, u32 size, bytes;
-# repeated), then the rest of the stream is the program's own stdin. Files in go to
+# repeated), then the rest of the stream is the program's own stdin. With tools the
+# header is "MCPEXEC3 <n> <m> <k> <s>\n": after the files come k bytes of tools (the
+# mcptools module and its catalog) and s bytes of the program's stdin, and the rest of
+# the stream is the server's replies to the program's calls (see _tools). Files in go to
 # the working directory; everything the program writes under OUTDIR comes back in D
 # frames after it ends, and so do matplotlib figures (saved there by plt.show() and at
 # exit).
@@ -48,7 +52,8 @@ def _boot():
     import os, _signal, sys
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
-    ready, outdir, go = int(sys.argv[1]), sys.argv[3], int(sys.argv[4])
+    tools = globals().pop("_tools")
+    ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     _seed(os)
     plots(sys, outdir)
     for name in filter(None, sys.argv[2].split(",")):
@@ -80,10 +85,14 @@ def _boot():
             raise SystemExit("mcp-exec: no code header")
         header += b
     parts = header.split()
-    if len(parts) != 3 or parts[0] != b"MCPEXEC2" or not parts[1].isdigit() or not parts[2].isdigit():
+    if not parts or (len(parts), parts[0]) not in ((3, b"MCPEXEC2"), (5, b"MCPEXEC3")) or not all(p.isdigit() for p in parts[1:]):
         raise SystemExit("mcp-exec: bad code header")
     source = read_exact(int(parts[1])).decode("utf-8", "surrogateescape")
     files(os, read_exact(int(parts[2])))
+    if len(parts) == 5:
+        tools(os, sys, read_exact(int(parts[3])), read_exact(int(parts[4])), calls)
+    else:
+        os.close(calls)  # no tools: nothing may reach the call stream
     os.makedirs(outdir, exist_ok=True)
 
     import linecache
@@ -184,6 +193,29 @@ def _seed(os):
                     g.write(f.read())
             except OSError:
                 pass
+
+def _tools(os, sys, blob, stdin, calls):
+    # Code mode (launcher/bridge.go): the program's stdin is the n bytes that came with
+    # the code, in a memory file at descriptor 0; the rest of the container's stdin
+    # carries only the server's replies, on a descriptor of mcptools' own, so that
+    # neither can be taken for the other. Calls go to the parent on their own pipe,
+    # which it relays as C frames: the program's output can never become a call.
+    reply = os.dup(0)
+    fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    while stdin:
+        stdin = stdin[os.write(fd, stdin):]
+    os.lseek(fd, 0, 0)
+    os.dup2(fd, 0)
+    os.close(fd)
+    n = int.from_bytes(blob[:4], "big")
+    mod = type(sys)("mcptools")
+    mod.__dict__.update(_catalog=blob[4 + n:], _call_fd=calls, _reply_fd=reply)
+    sys.modules["mcptools"] = mod
+    try:
+        exec(compile(blob[4:4 + n].decode(), "<mcptools>", "exec"), mod.__dict__)
+    except BaseException:
+        del sys.modules["mcptools"]
+        raise
 
 def _files(os, blob):
     # The caller's files: u32 name length, name, u32 size, bytes; repeated. Names were
@@ -347,7 +379,7 @@ def fatal(msg):
     os._exit(EXIT_FAILED)
 
 
-def child(main, out_w, err_w, ready_w, go_r, preload, outdir, close):
+def child(main, out_w, err_w, ready_w, go_r, call_w, preload, outdir, close):
     # In the forked child: stdout and stderr become the pipes to the parent, the
     # parent's ends and names go, and CHILD runs in a __main__ as clean as a new
     # interpreter's (the same dunder names: both are `python3 -c`).
@@ -361,7 +393,7 @@ def child(main, out_w, err_w, ready_w, go_r, preload, outdir, close):
         _os.close(err_w)
         home = _os.environ.get("HOME", "/tmp")  # /tmp in a container, a run's own directory in a process
         _os.chdir(home if _os.path.isdir(home) else "/")
-        _sys.argv = ["-c", str(ready_w), preload, outdir, str(go_r)]
+        _sys.argv = ["-c", str(ready_w), preload, outdir, str(go_r), str(call_w)]
         for k in [k for k in main if not (k.startswith("__") and k.endswith("__"))]:
             del main[k]
     except BaseException as e:
@@ -388,11 +420,12 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
     err_r, err_w = os.pipe()
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
+    call_r, call_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        child(sys.modules["__main__"].__dict__, out_w, err_w, ready_w, go_r, preload, outdir,
-              (out_r, err_r, ready_r, go_w) + ((seal_fd,) if seal_fd is not None else ()))
-    for fd in (out_w, err_w, ready_w, go_r):
+        child(sys.modules["__main__"].__dict__, out_w, err_w, ready_w, go_r, call_w, preload, outdir,
+              (out_r, err_r, ready_r, go_w, call_r) + ((seal_fd,) if seal_fd is not None else ()))
+    for fd in (out_w, err_w, ready_w, go_r, call_w):
         os.close(fd)
     # The key, after the fork (see SEAL_LABEL) and before anything is written to fd 1.
     if seal_fd is not None:
@@ -424,7 +457,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
     import time
     ooms = oom_kills()
 
-    kinds = {out_r: b"O", err_r: b"E"}
+    kinds = {out_r: b"O", err_r: b"E", call_r: b"C"}
     for fd in kinds:
         os.set_blocking(fd, False)
     try:
@@ -446,6 +479,9 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
             return True
         if not data:
             return False
+        if fd == call_r:  # tool calls: not output, bounded by the server
+            write_all(1, frame(b"C", data))
+            return True
         room = max_output + 1 - sent  # one byte past the cap tells the server it was hit
         if room < len(data):
             dropped = True
@@ -455,7 +491,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
             write_all(1, frame(kinds[fd], data))
         return True
 
-    open_fds = [out_r, err_r, ready_r]
+    open_fds = [out_r, err_r, ready_r, call_r]
     status = None
     while status is None:
         watch = open_fds + ([exited] if exited is not None else [])

@@ -45,7 +45,9 @@
 //     program can neither signal nor trace (under gVisor, which delivers SIGKILL and
 //     SIGSTOP to a namespace's init, it can end or stall its own run that way, nothing
 //     more); the program's output reaches the server only wrapped in frames, so the
-//     program cannot forge an exit status. The server still enforces the output cap
+//     program cannot forge an exit status, and its output never becomes a tool call
+//     (bridge.go: calls come from a pipe of their own that the bootstrap relays, and
+//     Tools.Serve checks every call). The server still enforces the output cap
 //     and the timeout itself.
 //   - Under gVisor (Options.GVisor) the same contract holds by gVisor's means: the
 //     process limit is RLIMIT_NPROC inside gVisor's kernel with the host's pids cgroup
@@ -57,7 +59,9 @@
 //	Backend.Create → Backend.Start (streams attached before anything runs, so no
 //	output is lost) → the bootstrap's ready frame (a warm pool keeps sandboxes here)
 //	→ write "MCPEXEC2 <code bytes> <files bytes>\n", the code and the input files,
-//	start the timeout → write stdin, half-close → read frames until the exit frame
+//	start the timeout → write stdin, half-close (with Job.Tools: the MCPEXEC3
+//	header, the tools and stdin with the code, then reply frames to the program's
+//	calls until its end; bridge.go) → read frames until the exit frame
 //	(result), the timeout (Backend.Kill: every process of the program dies with the
 //	sandbox), the stream's end without an exit frame (Backend.Inspect says how it
 //	ended) or the caller's cancellation → Backend.Remove in the background.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Frame kinds written by the bootstrap (boot.py) on the container's stdout.
@@ -15,6 +16,7 @@ const (
 	frameExit   = 'X'
 	frameFatal  = 'F'
 	frameFile   = 'D'
+	frameCall   = 'C' // a chunk of the program's tool calls (bridge.go)
 )
 
 // maxControlFrame bounds the frames the decoder buffers (R, X, F); output frames are
@@ -36,6 +38,8 @@ type decoder struct {
 	out     *capture
 	maxFile int          // largest file content a D frame may carry
 	files   []OutputFile // from D frames; read only after done
+	// calls receives C frames; nil (no tools for this exec) drops them.
+	calls atomic.Pointer[bridge]
 
 	hdr     [5]byte
 	hdrLen  int
@@ -95,7 +99,7 @@ func (d *decoder) startFrame() {
 	d.kind = d.hdr[0]
 	d.remain = binary.BigEndian.Uint32(d.hdr[1:])
 	switch d.kind {
-	case frameStdout, frameStderr:
+	case frameStdout, frameStderr, frameCall:
 	case frameReady, frameExit, frameFatal:
 		if d.remain > maxControlFrame {
 			d.finish(nil, "", fmt.Errorf("control frame %q of %d bytes", d.kind, d.remain))
@@ -119,6 +123,10 @@ func (d *decoder) payload(p []byte) {
 	switch d.kind {
 	case frameStdout, frameStderr:
 		d.out.add(d.kind == frameStderr, p)
+	case frameCall:
+		if b := d.calls.Load(); b != nil {
+			b.add(p)
+		}
 	default:
 		d.control = append(d.control, p...)
 	}
@@ -143,6 +151,7 @@ func (d *decoder) endFrame() {
 			msg = "(no message)" // an empty fatal frame must still end the run as a failure
 		}
 		d.finish(nil, msg, nil)
+	case frameCall:
 	case frameFile:
 		f, err := decodeFile(body)
 		if err != nil {

@@ -23,6 +23,10 @@ type Job struct {
 	// Progress, when set, is called about once a second while the program runs, from
 	// another goroutine.
 	Progress func(Progress)
+	// Tools, when set, lets the program call tools through the mcptools module
+	// (bridge.go); their time counts against Timeout. nil: no module, and the
+	// stream protocol is the one without tools.
+	Tools *Tools
 
 	// internal marks the launcher's own checks, which are not counted as executions.
 	internal bool

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,9 +78,17 @@ func (sb *sandbox) alive() bool { return !closed(sb.streamDone) && !sb.dec.finis
 
 // exec delivers the job and waits for the program's end, the timeout, or ctx.
 func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
+	var br *bridge
+	if job.Tools != nil {
+		cctx, cancel := callContext(ctx, job.Timeout)
+		br = newBridge(cctx, job.Tools)
+		defer br.wg.Wait() // every call has ended (and is recorded) when the result returns
+		defer cancel()     // the exec's end cancels its calls upstream
+		sb.dec.calls.Store(br)
+	}
 	delivered := make(chan error, 1)
 	t0 := time.Now()
-	go sb.deliver(job, delivered)
+	go sb.deliver(job, br, delivered)
 
 	select {
 	case err := <-delivered:
@@ -146,23 +153,35 @@ func (sb *sandbox) wait(ctx context.Context, began time.Time, timeout, tick <-ch
 // half-closes the stream so that the program sees end of file. A program need not read
 // its stdin, so the result never waits for this goroutine; closing the connection
 // (dispose) ends it.
-func (sb *sandbox) deliver(job Job, delivered chan<- error) {
+//
+// With tools (br not nil) the stream stays open after stdin for the replies to the
+// program's calls, until the program ends.
+func (sb *sandbox) deliver(job Job, br *bridge, delivered chan<- error) {
 	w := sb.conn
 	files := encodeFiles(job.Files)
-	header := "MCPEXEC2 " + strconv.Itoa(len(job.Code)) + " " + strconv.Itoa(len(files)) + "\n"
-	if _, err := io.WriteString(w, header+job.Code); err != nil {
+	var tools []byte
+	if br != nil {
+		tools = toolsBlob(job.Tools)
+	}
+	if _, err := io.WriteString(w, header(job, files, tools)+job.Code); err != nil {
 		delivered <- err
 		return
 	}
-	if _, err := w.Write(files); err != nil {
-		delivered <- err
-		return
+	for _, b := range [][]byte{files, tools} {
+		if _, err := w.Write(b); err != nil {
+			delivered <- err
+			return
+		}
 	}
 	delivered <- nil
 	if job.Stdin != "" {
 		if _, err := io.WriteString(w, job.Stdin); err != nil {
 			return
 		}
+	}
+	if br != nil {
+		br.writeReplies(w, sb.dec.done, sb.conn.CloseWrite)
+		return
 	}
 	_ = sb.conn.CloseWrite()
 }

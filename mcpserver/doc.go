@@ -2,6 +2,12 @@
 // "exec", which runs caller-supplied Python in a throwaway sandbox and returns
 // its stdout, stderr and exit code.
 //
+// With Options.Upstreams (code mode), programs may call the allowed tools of other
+// MCP servers through the sandbox's stream (package upstream); exec's description
+// then carries their index, its result a tool_calls list (metadata only), and a
+// second, read-only tool, tools_search, returns their Python signatures. The tool
+// list is fixed for a given configuration either way.
+//
 // Every call ends in one of three channels, and they are never mixed:
 //
 //   - Program failure is a normal result. A non-zero exit code, a timeout or an

@@ -66,6 +66,10 @@ type Options struct {
 	// Python is the interpreter's name, used only in the tool description.
 	// "" means "python3".
 	Python string
+	// Upstreams, when set, lets programs call the tools of other MCP servers
+	// (code mode): exec's description gains their index, its result tool_calls,
+	// and a second tool, tools_search, appears. nil: exec alone, as always.
+	Upstreams Upstreams
 	// Logger receives one metadata-only line per call. The zero value logs
 	// nothing (a zero zerolog.Logger has no writer, like zerolog.Nop()).
 	Logger zerolog.Logger
@@ -110,6 +114,10 @@ func New(r Runner, opts Options) *mcp.Server {
 	})
 	h := &handler{runner: r, opts: opts, log: opts.Logger}
 	s.AddReceivingMiddleware(h.timingMiddleware)
+	if opts.Upstreams != nil {
+		h.addCodeMode(s, opts)
+		return s
+	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
 		Description:  description(opts),
@@ -136,6 +144,11 @@ type handler struct {
 // (notifications/cancelled), the SDK cancels ctx and the runner stops the
 // sandbox.
 func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execOutput, error) {
+	return h.run(ctx, req, in, nil)
+}
+
+// run is exec's body; bind, when set, adds to the job (code mode's tools).
+func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInput, bind func(*launcher.Job)) (*mcp.CallToolResult, execOutput, error) {
 	ct := timingOf(ctx)
 	if ct != nil {
 		ct.handlerStart = monoNow()
@@ -145,6 +158,9 @@ func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInp
 	if err != nil {
 		h.logRejected(id, in, err)
 		return nil, execOutput{}, err
+	}
+	if bind != nil {
+		bind(&job)
 	}
 	if p := startProgress(ctx, req); p != nil {
 		job.Progress = p.report

@@ -59,6 +59,8 @@ go test -race -count=1 -p 1 -timeout 30m ./...
 
 step "launcher suite again, with a warm pool"
 MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m ./launcher/...
+# Code mode through the server with a warm pool (the cold run is in ./... above): ~65 s.
+MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 10m ./mcpserver/upstream
 
 step "engine restart under load (a private dockerd the test stops and starts; never the shared one)"
 # ~85 s on a fresh machine (start 34 s, loading the sandbox image into it; test 47 s;

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
+
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -49,6 +51,7 @@ type Config struct {
 	MaxFileBytes          int64         // --max-file-bytes MCP_EXEC_MAX_FILE_BYTES: one file, in or out
 	MaxFilesBytes         int64         // --max-files-bytes MCP_EXEC_MAX_FILES_BYTES: all files of a call, in or out
 	Python                string        // --python MCP_EXEC_PYTHON: interpreter inside the image
+	Upstreams             string        // --upstreams MCP_EXEC_UPSTREAMS: code mode's upstreams file; "" = off
 	AuthToken             Secret        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never printed
 	AuthTokenFile         string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
 	AuthTokenSHA256       string        // --auth-token-sha256 MCP_EXEC_AUTH_TOKEN_SHA256: hex SHA-256 of the token
@@ -235,6 +238,13 @@ func cfgTable(c *Config) []cfgField {
 			}},
 		{"python", "MCP_EXEC_PYTHON", "python3", "Python interpreter inside the image",
 			(*cfgString)(&c.Python), func() string { return cfgUnless(c.Python != "", "must not be empty") }},
+		{"upstreams", "MCP_EXEC_UPSTREAMS", "", "code mode: JSON file of upstream MCP servers (mcpServers) whose allowed tools programs may call; empty: off",
+			(*cfgString)(&c.Upstreams), func() string {
+				if _, err := upstream.Load(c.Upstreams); c.Upstreams != "" && err != nil {
+					return err.Error()
+				}
+				return ""
+			}},
 		{"memory", "MCP_EXEC_MEMORY", "256m", "memory limit per sandbox (e.g. 256m, 1g, or bytes)",
 			(*cfgSize)(&c.Memory), func() string { return cfgSizeRange(c.Memory, cfgMinMemory, math.MaxInt64) }},
 		{"pids", "MCP_EXEC_PIDS", "128", "process limit per sandbox",

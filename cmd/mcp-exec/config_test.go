@@ -853,3 +853,19 @@ func TestProcessBackendRefusesTokenInEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadBadUpstreams: a bad upstreams file is a start-up error naming the flag, the
+// variable, the server and the field.
+func TestLoadBadUpstreams(t *testing.T) {
+	cfgStubHostname(t)
+	file := filepath.Join(t.TempDir(), "upstreams.json")
+	if err := os.WriteFile(file, []byte(`{"mcpServers": {"gh": {"url": "https://h/mcp"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cfgLoad(nil, map[string]string{"MCP_EXEC_UPSTREAMS": file})
+	for _, want := range []string{"--upstreams", "MCP_EXEC_UPSTREAMS", `server "gh": tools: required`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load: got %v, want an error naming %s", err, want)
+		}
+	}
+}

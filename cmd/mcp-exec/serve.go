@@ -17,10 +17,22 @@ import (
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
+	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
 func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
+	var ups mcpserver.Upstreams
+	if cfg.Upstreams != "" {
+		ucfg, err := upstream.Load(cfg.Upstreams)
+		if err != nil {
+			return fmt.Errorf("--upstreams (MCP_EXEC_UPSTREAMS): %w", err)
+		}
+		um := upstream.New(ucfg, version, log)
+		um.Start(ctx, 10*time.Second) // the tool description lists the tools of those up by then
+		ups, upstreams = um, um
+	}
 	srv := mcpserver.New(l, mcpserver.Options{
+		Upstreams:           ups,
 		Version:             version,
 		MaxCodeBytes:        int(cfg.MaxCodeBytes),
 		MaxStdinBytes:       int(cfg.MaxStdinBytes),
@@ -71,6 +83,9 @@ func addHealth(mux *http.ServeMux, ready http.Handler) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.Handle("/readyz", ready)
 }
+
+// upstreams is code mode's manager, for /readyz; nil without --upstreams.
+var upstreams *upstream.Manager
 
 // serveStdio serves until the client closes stdin or a signal arrives. On a signal
 // the execs in flight get the grace period to finish before the session ends.
@@ -217,6 +232,16 @@ func (c *readyCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ready")
+	// Upstreams are reported, never failing readiness: the sandbox works without them.
+	if upstreams != nil {
+		for _, st := range upstreams.Status() {
+			state := "connected"
+			if !st.Connected {
+				state = "unavailable"
+			}
+			fmt.Fprintf(w, "upstream %s: %s, %d tools\n", st.Name, state, st.Tools)
+		}
+	}
 }
 
 func (c *readyCache) get(ctx context.Context) string {

@@ -1,0 +1,391 @@
+package upstream_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/mcpserver"
+	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
+)
+
+// The canary is sent as an argument and comes back in results: it must never be in
+// the server's logs.
+const canary = "CANARY-7f3a9c"
+
+// TestMain serves the test upstream over stdio when the test binary is re-executed as
+// an upstream (MCP_EXEC_TEST_UPSTREAM=stdio).
+func TestMain(m *testing.M) {
+	if os.Getenv("MCP_EXEC_TEST_UPSTREAM") == "stdio" {
+		err := testUpstream(nil).Run(context.Background(), &mcp.StdioTransport{})
+		if err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// recorder notes what the HTTP upstream saw.
+type recorder struct {
+	mu       sync.Mutex
+	canceled int
+	auth     string
+}
+
+type textIn struct {
+	Text string `json:"text" jsonschema:"the text"`
+}
+type sleepIn struct {
+	MS int `json:"ms" jsonschema:"milliseconds"`
+}
+type none struct{}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// testUpstream is an MCP server with tools that echo, return 2 MB, sleep (recording
+// their cancellation), fail, return structured content and an image, die, and one
+// ("hidden") that no allowlist names.
+func testUpstream(rec *recorder) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "v0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."}, func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+		if rec != nil {
+			rec.mu.Lock()
+			rec.auth = req.Extra.Header.Get("Authorization")
+			rec.mu.Unlock()
+		}
+		return text(in.Text), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Return 2 MB of text."}, func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+		return text(strings.Repeat("x", 2<<20)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep ms milliseconds."}, func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-time.After(time.Duration(in.MS) * time.Millisecond):
+			return text("slept"), nil, nil
+		case <-ctx.Done():
+			if rec != nil {
+				rec.mu.Lock()
+				rec.canceled++
+				rec.mu.Unlock()
+			}
+			return nil, nil, ctx.Err()
+		}
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fail with isError."}, func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed: " + in.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "structured", Description: "Return structured content."}, func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, map[string]any, error) {
+		return nil, map[string]any{"n": 42, "text": in.Text}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Return an image."}, func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte("\x89PNG fake"), MIMEType: "image/png"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "End the upstream's process mid-call (stdio)."}, func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+		if rec == nil {
+			os.Exit(3)
+		}
+		return text("not over stdio"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hidden", Description: "Not allowed."}, func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+		return text("must not be reached"), nil, nil
+	})
+	return s
+}
+
+// harness is a server in code mode over a real launcher, with a stdio upstream
+// ("local", the test binary) and an HTTP one ("remote", httptest on 127.0.0.1).
+type harness struct {
+	cs   *mcp.ClientSession
+	rec  *recorder
+	m    *upstream.Manager
+	logs *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newHarness(t *testing.T, limits string) *harness {
+	t.Helper()
+	h := &harness{rec: &recorder{}, logs: &syncBuffer{}}
+	log := zerolog.New(h.logs).Level(zerolog.DebugLevel)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testUpstream(h.rec) }, nil))
+	hs.Listener = ln
+	hs.Start()
+	t.Cleanup(hs.Close)
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_UPSTREAM_TOKEN", "Bearer s3cret-token")
+	file := fmt.Sprintf(`{"mcpServers": {
+  "local": {"command": %q, "args": ["-test.run=^$"], "env": {"MCP_EXEC_TEST_UPSTREAM": "stdio"},
+            "tools": ["echo", "fail", "structured", "image", "die", "big"]},
+  "remote": {"url": %q, "headers": {"Authorization": "${env:TEST_UPSTREAM_TOKEN}"}, "tools": ["echo", "sleep", "s*"]}
+ }%s}`, exe, hs.URL, limits)
+	cfg, err := upstream.Parse([]byte(file), upstream.Resolver{LookupEnv: os.LookupEnv, ReadFile: os.ReadFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h.m = upstream.New(cfg, "test", log)
+	upstream.SetBackoff(h.m, 100*time.Millisecond, time.Second)
+	h.m.Start(ctx, 20*time.Second)
+	for _, st := range h.m.Status() {
+		if !st.Connected {
+			t.Fatalf("upstream %s not connected: %s", st.Name, st.Error)
+		}
+	}
+
+	l := testLauncher(t, log)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := mcpserver.New(l, mcpserver.Options{Upstreams: h.m, Logger: log}).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cs, err = mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.cs.Close()
+		ss.Wait()
+		if strings.Contains(h.logs.String(), canary) || strings.Contains(h.logs.String(), "s3cret") {
+			t.Errorf("the logs carry a canary or a secret:\n%s", h.logs.String())
+		}
+	})
+	return h
+}
+
+func testLauncher(t *testing.T, log zerolog.Logger) *launcher.Launcher {
+	t.Helper()
+	cli, err := engine.NewClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	be, err := docker.New(cli, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, _ := strconv.Atoi(os.Getenv("MCP_EXEC_TEST_POOL_SIZE"))
+	l, err := launcher.New(be, launcher.Options{Image: os.Getenv("MCP_EXEC_IMAGE"), Instance: "test-codemode",
+		PoolSize: pool, MaxConcurrent: 4, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := l.Check(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no engine in CI: %v", err)
+		}
+		t.Skipf("no engine: %v", err)
+	}
+	_, _ = l.Reap(ctx)
+	l.StartPool()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = l.Close(ctx)
+	})
+	return l
+}
+
+type execResult struct {
+	Stdout    string                `json:"stdout"`
+	Stderr    string                `json:"stderr"`
+	ExitCode  int                   `json:"exit_code"`
+	TimedOut  bool                  `json:"timed_out"`
+	ToolCalls []upstream.CallRecord `json:"tool_calls"`
+}
+
+func (h *harness) exec(t *testing.T, code string, timeout int) execResult {
+	t.Helper()
+	args, _ := json.Marshal(map[string]any{"code": code, "timeout_s": timeout})
+	res, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("exec: tool error %v", res.Content[0].(*mcp.TextContent).Text)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out execResult
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func statuses(calls []upstream.CallRecord) string {
+	var s []string
+	for _, c := range calls {
+		s = append(s, c.Server+"."+c.Tool+":"+c.Status)
+	}
+	return strings.Join(s, " ")
+}
+
+// TestCodeMode: from Python, over stdio and HTTP: results of every shape, isError as
+// ToolError, a tool outside the allowlist denied (never reaching the upstream),
+// oversized arguments refused, the budget spent, a header secret resolved, and
+// tool_calls metadata in the result with nothing of the arguments in the logs.
+func TestCodeMode(t *testing.T) {
+	h := newHarness(t, `, "limits": {"max_calls": 7, "max_arg_bytes": 10000}`)
+	code := `import mcptools
+from mcptools import local, remote
+print(local.echo(text="` + canary + `"))
+print(remote.echo(text="over http"))
+print(local.structured(text="s"))
+img = local.image()
+print(type(img).__name__, img.mime_type, img.data)
+print(len(local.big()))
+try:
+    local.fail(text="` + canary + `")
+except mcptools.ToolError as e:
+    print("ToolError:", type(e).__name__, str(e) == "it failed: ` + canary + `")
+try:
+    mcptools._call("remote", "hidden", {})
+except mcptools.ToolDenied as e:
+    print("denied:", e)
+try:
+    local.echo(text="y" * 20000)
+except mcptools.ToolBudgetExceeded as e:
+    print("too large:", e)
+print(remote.sleep(ms=1))
+try:
+    print(remote.sleep(ms=1))
+except mcptools.ToolBudgetExceeded as e:
+    print("budget:", e)
+print(mcptools.search("structured"))
+`
+	out := h.exec(t, code, 60)
+	for _, want := range []string{
+		canary + "\n", "over http\n", "{'n': 42, 'text': 's'}\n", "Image image/png b'\\x89PNG fake'\n", "2097152\n",
+		"ToolError: ToolError True\n", "denied: remote.hidden is not an allowed tool",
+		"too large: the call is 20062 bytes; the limit is 10000 bytes of arguments", "slept\n", "budget: this run has made its 7 calls",
+		"local.structured(*, text)",
+	} {
+		if !strings.Contains(out.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s\nstderr: %s", want, out.Stdout, out.Stderr)
+		}
+	}
+	want := "local.echo:ok remote.echo:ok local.structured:ok local.image:ok local.big:ok local.fail:tool_error " +
+		"remote.hidden:denied .:too_large remote.sleep:ok remote.sleep:budget"
+	if got := statuses(out.ToolCalls); got != want {
+		t.Errorf("tool_calls:\n got %s\nwant %s", got, want)
+	}
+	if h.rec.auth != "Bearer s3cret-token" {
+		t.Errorf("the HTTP upstream saw Authorization %q", h.rec.auth)
+	}
+}
+
+// TestCodeModeTimeout: the exec's timeout cancels the call in flight, and the
+// upstream sees the cancellation.
+func TestCodeModeTimeout(t *testing.T) {
+	h := newHarness(t, "")
+	out := h.exec(t, "from mcptools import remote\nprint(\"calling\", flush=True)\nremote.sleep(ms=60000)\n", 6)
+	if !out.TimedOut {
+		t.Fatalf("not timed out: %+v", out)
+	}
+	if got := statuses(out.ToolCalls); got != "remote.sleep:timeout" && got != "remote.sleep:canceled" {
+		t.Errorf("tool_calls: %s", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.rec.mu.Lock()
+		n := h.rec.canceled
+		h.rec.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream saw %d cancellations, want 1", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCodeModeConcurrent: two execs at once each get their own results.
+func TestCodeModeConcurrent(t *testing.T) {
+	h := newHarness(t, "")
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code := fmt.Sprintf("import mcptools\nfrom mcptools import local, remote\nr = mcptools.gather(*[(lambda j=j: (local if j %% 2 else remote).echo(text='%d-%%d' %% j)) for j in range(30)])\nprint(r == ['%d-%%d' %% j for j in range(30)])\n", i, i)
+			out := h.exec(t, code, 60)
+			if out.Stdout != "True\n" || len(out.ToolCalls) != 30 {
+				t.Errorf("exec %d: stdout %q, stderr %q, %d calls", i, out.Stdout, out.Stderr, len(out.ToolCalls))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestCodeModeUpstreamDies: an upstream that dies mid-call gives ToolUnavailable, and
+// the server reconnects.
+func TestCodeModeUpstreamDies(t *testing.T) {
+	h := newHarness(t, "")
+	out := h.exec(t, `import mcptools
+from mcptools import local
+try:
+    local.die()
+except mcptools.ToolUnavailable as e:
+    print("unavailable:", e)
+`, 60)
+	if !strings.Contains(out.Stdout, `unavailable: upstream "local" is unavailable`) {
+		t.Fatalf("stdout %q, stderr %q", out.Stdout, out.Stderr)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !h.m.Status()[0].Connected {
+		if time.Now().After(deadline) {
+			t.Fatalf("not reconnected: %+v", h.m.Status())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out = h.exec(t, "from mcptools import local\nprint(local.echo(text='back'))\n", 60)
+	if out.Stdout != "back\n" {
+		t.Fatalf("after reconnecting: stdout %q, stderr %q", out.Stdout, out.Stderr)
+	}
+}

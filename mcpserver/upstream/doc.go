@@ -1,0 +1,19 @@
+// Package upstream is code mode's server side: the upstreams file (Load, Parse), one
+// go-sdk client session per upstream MCP server (Manager), and the bridge of one exec
+// (Exec), whose Tools the launcher carries to the sandbox's mcptools module.
+//
+// Invariants:
+//
+//   - A program reaches only the tools the file's allowlist names for a configured
+//     server; any other call is refused before an upstream sees it. There is no
+//     allow-all default.
+//   - Each exec has a budget (calls, bytes of one call's arguments, bytes of all its
+//     results) and each call a deadline, the smaller of the call timeout and what is
+//     left of the exec's; the exec's end cancels every call in flight upstream.
+//   - Secrets (env and header values, resolved from ${env:NAME} or ${file:/path}) stay
+//     in the server: never in the sandbox, the logs, an error or a status. Stdio
+//     upstreams run as children with PATH and their own env only.
+//   - An upstream that is down does not stop the server: its calls fail as
+//     unavailable while the Manager reconnects with backoff.
+//   - CallRecord, the logs and Status carry metadata only, never arguments or results.
+package upstream

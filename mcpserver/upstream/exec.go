@@ -1,0 +1,140 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// Exec is the bridge of one exec: its catalog, its budget, and the record of its
+// calls. Its Tools go into the launcher's Job.
+type Exec struct {
+	m   *Manager
+	lim Limits
+
+	mu      sync.Mutex
+	calls   int
+	results int // result bytes so far
+	records []CallRecord
+}
+
+// CallRecord is one call's metadata, for the result and the logs: never its
+// arguments or its result.
+type CallRecord struct {
+	Server      string `json:"server" jsonschema:"The upstream server."`
+	Tool        string `json:"tool" jsonschema:"The tool."`
+	DurationMS  int64  `json:"duration_ms" jsonschema:"How long the call took, in milliseconds."`
+	Status      string `json:"status" jsonschema:"ok, tool_error, denied, budget, too_large, timeout, unavailable, invalid or canceled."`
+	ArgBytes    int    `json:"arg_bytes" jsonschema:"Size of the call's JSON arguments."`
+	ResultBytes int    `json:"result_bytes" jsonschema:"Size of the result's JSON."`
+}
+
+// NewExec starts the bridge of one exec.
+func (m *Manager) NewExec() *Exec { return &Exec{m: m, lim: m.cfg.Limits} }
+
+// Tools is the exec's part of the launcher's Job.
+func (e *Exec) Tools() *launcher.Tools {
+	return &launcher.Tools{Catalog: e.m.catalog(), MaxRequest: e.lim.MaxArgBytes + 4096, Serve: e.serve}
+}
+
+// Calls returns the record of the exec's calls so far, in the order they ended.
+func (e *Exec) Calls() []CallRecord {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]CallRecord{}, e.records...)
+}
+
+type request struct {
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+type replyError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+func (e *Exec) serve(ctx context.Context, body []byte, size int) []byte {
+	began := time.Now()
+	rec := CallRecord{ArgBytes: size}
+	reply, status := e.handle(ctx, body, size, &rec)
+	rec.Status, rec.DurationMS = status, time.Since(began).Milliseconds()
+	e.mu.Lock()
+	e.records = append(e.records, rec)
+	e.mu.Unlock()
+	return reply
+}
+
+func fail(kind, format string, a ...any) ([]byte, string) {
+	b, _ := json.Marshal(map[string]replyError{"error": {Kind: kind, Message: fmt.Sprintf(format, a...)}})
+	return b, kind
+}
+
+func (e *Exec) handle(ctx context.Context, body []byte, size int, rec *CallRecord) ([]byte, string) {
+	if body == nil {
+		return fail("too_large", "the call is %d bytes; the limit is %d bytes of arguments (limits.max_arg_bytes in the upstreams file)", size, e.lim.MaxArgBytes)
+	}
+	var req request
+	if err := json.Unmarshal(body, &req); err != nil {
+		return fail("invalid", "the call is not valid JSON")
+	}
+	rec.Server, rec.Tool, rec.ArgBytes = req.Server, req.Tool, len(req.Arguments)
+	if len(req.Arguments) > e.lim.MaxArgBytes {
+		return fail("too_large", "the arguments are %d bytes; the limit is %d (limits.max_arg_bytes in the upstreams file)", len(req.Arguments), e.lim.MaxArgBytes)
+	}
+	c := e.m.conn(req.Server)
+	if c == nil || !c.srv.Allowed(req.Tool) {
+		return fail("denied", "%s.%s is not an allowed tool (the upstreams file lists what programs may call)", req.Server, req.Tool)
+	}
+	e.mu.Lock()
+	over := e.calls >= e.lim.MaxCalls
+	if !over {
+		e.calls++
+	}
+	e.mu.Unlock()
+	if over {
+		return fail("budget", "this run has made its %d calls (limits.max_calls in the upstreams file)", e.lim.MaxCalls)
+	}
+	var args any = map[string]any{}
+	if len(req.Arguments) > 0 && string(req.Arguments) != "null" {
+		args = req.Arguments
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.lim.CallTimeout)
+	defer cancel()
+	res, err := e.m.call(cctx, c, req.Tool, args)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrUnavailable):
+		return fail("unavailable", "upstream %q is unavailable: %v", req.Server, errors.Unwrap(err))
+	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fail("canceled", "the run ended")
+	case cctx.Err() != nil:
+		return fail("timeout", "%s.%s did not answer in time (limits.call_timeout_s is %s, or the run had less left)", req.Server, req.Tool, e.lim.CallTimeout)
+	default:
+		return fail("tool", "%s.%s: %v", req.Server, req.Tool, err)
+	}
+	out, err := json.Marshal(map[string]any{"result": res})
+	if err != nil {
+		return fail("tool", "%s.%s: encoding the result: %v", req.Server, req.Tool, err)
+	}
+	rec.ResultBytes = len(out)
+	e.mu.Lock()
+	over = e.results+len(out) > e.lim.MaxResultBytes
+	if !over {
+		e.results += len(out)
+	}
+	e.mu.Unlock()
+	if over {
+		return fail("budget", "the result is %d bytes, more than this run has left of its %d (limits.max_result_bytes in the upstreams file)", len(out), e.lim.MaxResultBytes)
+	}
+	if res.IsError {
+		return out, "tool_error"
+	}
+	return out, "ok"
+}
