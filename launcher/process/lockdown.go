@@ -98,6 +98,9 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	if status["NoNewPrivs"] != "1" {
 		miss("no-new-privileges", "NoNewPrivs is %q, want 1; docker run --security-opt no-new-privileges (Kubernetes: allowPrivilegeEscalation false)", status["NoNewPrivs"])
 	}
+	if v := status["Seccomp"]; v != "2" {
+		miss("runtime seccomp profile", "Seccomp is %q in /proc/self/status, want 2 (a filter of the container's runtime): the server runs unconfined, and the per-run filter is all that stands between a program and the kernel's namespace, keyring, userfaultfd, perf and bpf calls; drop --security-opt seccomp=unconfined (Docker and Podman apply their default profile; Kubernetes: securityContext.seccompProfile.type RuntimeDefault, since the kubelet's default is Unconfined)", v)
+	}
 	var fs unix.Statfs_t
 	if err := unix.Statfs("/", &fs); err != nil {
 		return st, fmt.Errorf("statfs /: %w", err)
@@ -127,7 +130,7 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	seen, err := checkSeccomp(ctx, l.seccompArg0)
 	st.Seccomp = seen
 	if err != nil {
-		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev and pidfd_getfd before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), a runtime profile that allows seccomp(2) and prctl(PR_SET_NO_NEW_PRIVS) (Docker's, containerd's and Podman's defaults do), and amd64 or arm64", err)
+		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, namespaces, keyrings, userfaultfd, perf_event_open and bpf before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), a runtime profile that allows seccomp(2) and prctl(PR_SET_NO_NEW_PRIVS) (Docker's, containerd's and Podman's defaults do), and amd64 or arm64", err)
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {
