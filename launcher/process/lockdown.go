@@ -120,7 +120,11 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 		if len(refused) > 0 {
 			miss("no writable mount outside the wipe", "%s: what a run writes there, the next run would read (only /tmp and /dev/shm are wiped); mount it read-only (docker run -v SRC:DST:ro, Kubernetes: readOnly true) or leave it out", strings.Join(refused, "; "))
 		}
-		setCovered(cov)
+		if os.Getuid() != 0 {
+			// Root is refused above; as root (the package's tests on a host) every
+			// empty file mount would count as covered, and no wipe may touch the host's.
+			setCovered(cov)
+		}
 		for _, c := range cov {
 			st.Notes = append(st.Notes, "mounts: "+c+" is a writable empty file (Kubernetes: the termination log): every wipe truncates it")
 		}
