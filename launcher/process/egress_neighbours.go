@@ -16,7 +16,8 @@ import (
 // egress child tries the container's own neighbourhood:
 //
 //   - every resolver of /etc/resolv.conf, loopback ones too (Docker's embedded DNS on
-//     127.0.0.11 forwards queries out): TCP 53 and a DNS query over UDP;
+//     127.0.0.11 forwards queries out): a DNS query over UDP, and TCP 53 unless it is
+//     on loopback (a local resolver accepts connections whatever the route out);
 //   - the default gateways (TCP 53 and 80, and as a peer);
 //   - the peers in /proc/net/arp and a sweep of each IPv4 subnet of the container's
 //     interfaces (at most sweepMax addresses per subnet, the first of the subnet and
@@ -35,6 +36,12 @@ const sweepMax = 64
 func neighbourhood() []string {
 	var out []string
 	for _, ns := range resolvers("/etc/resolv.conf") {
+		if ip := net.ParseIP(ns); ip != nil && ip.IsLoopback() {
+			// A resolver of the container's own (Docker's embedded DNS) accepts TCP
+			// whatever the route out: only its answer to a query says it forwards.
+			out = append(out, "udp:"+net.JoinHostPort(ns, "53"))
+			continue
+		}
 		out = append(out, net.JoinHostPort(ns, "53"), "udp:"+net.JoinHostPort(ns, "53"))
 	}
 	for _, gw := range gateways("/proc/net/route") {
