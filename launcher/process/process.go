@@ -541,7 +541,6 @@ func (b *Backend) List(context.Context, string) ([]string, error) {
 // wipe removes what any run may have left outside its directory, when no run that
 // holds a caller's data is left: the scratch root (but the directories of the warm
 // runs, which hold no caller's data yet), /dev/shm, /dev/mqueue and System V IPC.
-// and the writable file mounts the start-up check found empty (mounts.go).
 func (b *Backend) wipe() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -564,7 +563,6 @@ func (b *Backend) wipe() error {
 		wipeDir("/dev/shm", b.uid, nil),
 		wipeDir("/dev/mqueue", b.uid, nil),
 		wipeIPC(b.uid),
-		truncateCovered(), // mounts.go
 	)
 }
 
