@@ -165,12 +165,12 @@ func cfgTable(c *Config) []cfgField {
 			}},
 		{"standalone-egress-denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED", "false", "process backend serving http/sse: state that egress outside the container is denied (a NetworkPolicy); the start-up check then proves it from a child",
 			(*cfgBool)(&c.EgressDenied), nil},
-		{"standalone-egress-probes", "MCP_EXEC_STANDALONE_EGRESS_PROBES", "", "comma-separated host:port the start-up egress check must fail to reach (empty: public resolvers, one address per private range, the container's resolvers and gateway)",
+		{"standalone-egress-probes", "MCP_EXEC_STANDALONE_EGRESS_PROBES", "", "comma-separated host:port (TCP) or udp:host:port (a DNS query) the start-up egress check must fail to reach (empty: public resolvers over IPv4 and IPv6, one address per private range); the container's resolvers, gateways and neighbours are always tried too",
 			(*cfgString)(&c.EgressProbes),
 			func() string {
 				for _, p := range splitList(c.EgressProbes) {
-					if !cfgIsHostPort(p) {
-						return fmt.Sprintf("must be host:port entries separated by commas, got %q", p)
+					if !cfgIsHostPort(strings.TrimPrefix(p, "udp:")) {
+						return fmt.Sprintf("must be host:port (TCP) or udp:host:port (a DNS query) entries separated by commas, got %q", p)
 					}
 				}
 				return ""

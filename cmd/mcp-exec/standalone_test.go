@@ -141,8 +141,11 @@ func TestStandaloneRefusesWithoutEachLock(t *testing.T) {
 }
 
 // TestStandaloneEgressProbe serves HTTP on an internal network (no route out), with
-// the egress statement: the start-up check passes; then with a probe address that a
-// listener on the same network answers: it refuses. No traffic leaves the bridge.
+// the egress statement: the start-up check passes while the server is alone on it;
+// then with a TCP listener on the same network, it refuses, naming the listener,
+// whether the listener is in the probe list or only the container's neighbour; and
+// with a DNS responder on the network (a UDP probe pointed at it), it refuses naming
+// it. No traffic leaves the bridge.
 func TestStandaloneEgressProbe(t *testing.T) {
 	img := saImage(t)
 	net := fmt.Sprintf("mcpx-standalone-net-%d", os.Getpid())
@@ -151,60 +154,77 @@ func TestStandaloneEgressProbe(t *testing.T) {
 		t.Fatalf("creating network: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("docker", "network", "rm", net).Run() })
+	flags := replaced(saLocked, "--network", net)
+	run := func(t *testing.T, probes string, wantReady bool, want string) {
+		name := saName(t)
+		args := append([]string{"run", "--rm", "--name", name}, flags...)
+		args = append(args, "-e", "MCP_EXEC_TRANSPORT=http", "-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true",
+			"-e", "MCP_EXEC_STANDALONE_EGRESS_PROBES="+probes, img)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "docker", args...)
+		var stderr launchertest.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		deadline := time.After(45 * time.Second)
+		for {
+			if wantReady && strings.Contains(stderr.String(), "process backend ready") {
+				break
+			}
+			select {
+			case err := <-done:
+				if wantReady {
+					t.Fatalf("server ended (%v) before it was ready:\n%s", err, stderr.String())
+				}
+				if !strings.Contains(stderr.String(), want) {
+					t.Fatalf("got stderr:\n%s\nwant %q", stderr.String(), want)
+				}
+				return
+			case <-deadline:
+				t.Fatalf("neither ready nor refused after 45 s:\n%s", stderr.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), `"level":"warn"`) {
+			t.Errorf("ready, but the start-up log lacks a loud %q:\n%s", want, stderr.String())
+		}
+		_ = exec.Command("docker", "stop", "-t", "5", name).Run()
+		<-done
+	}
+	// Alone on the network: the defaults (public resolvers over IPv4, IPv6 and UDP,
+	// private ranges), Docker's resolver 127.0.0.11 (TCP and UDP), the bridge's
+	// address and the sweep of the subnet all fail.
+	t.Run("denied", func(t *testing.T) {
+		run(t, "", true, `"egress_probes_unreachable":["1.1.1.1:443"`)
+	})
 	listener := saName(t)
 	if out, err := exec.Command("docker", "run", "-d", "--name", listener, "--network", net, "--ip", "10.213.77.20",
 		"--user", "65532:65532", "--entrypoint", "python3", img, "-m", "http.server", "-d", "/", "8000").CombinedOutput(); err != nil {
 		t.Fatalf("starting the listener: %v: %s", err, out)
 	}
-	flags := replaced(saLocked, "--network", net)
-	for _, tc := range []struct {
-		name, probes string
-		wantReady    bool
-		want         string
-	}{
-		{"denied", "", true, `"egress_probes_unreachable":["1.1.1.1:443"`},
-		{"open", "192.0.2.1:9,10.213.77.20:8000", false, `"egress denied" missing: MCP_EXEC_STANDALONE_EGRESS_DENIED=true, but a child connected to 10.213.77.20:8000`},
+	// A DNS responder: answers every query NOERROR, as a resolver that forwards does.
+	dns := saName(t)
+	if out, err := exec.Command("docker", "run", "-d", "--name", dns, "--network", net, "--ip", "10.213.77.21",
+		"--user", "65532:65532", "--entrypoint", "python3", img, "-c", `
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 5353))
+while True:
+    q, a = s.recvfrom(512)
+    s.sendto(q[:2] + bytes([0x81, 0x80]) + q[4:], a)
+`).CombinedOutput(); err != nil {
+		t.Fatalf("starting the DNS responder: %v: %s", err, out)
+	}
+	for _, tc := range []struct{ name, probes, want string }{
+		{"open", "192.0.2.1:9,10.213.77.20:8000", `"egress denied" missing: MCP_EXEC_STANDALONE_EGRESS_DENIED=true, but a child connected to 10.213.77.20:8000`},
+		{"neighbour not in the list", "192.0.2.1:9", `"egress denied" missing: MCP_EXEC_STANDALONE_EGRESS_DENIED=true, but a child reached the neighbours 10.213.77.20:8000`},
+		{"dns over udp", "udp:10.213.77.21:5353", `a DNS query over UDP was answered by 10.213.77.21:5353`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			name := saName(t)
-			args := append([]string{"run", "--rm", "--name", name}, flags...)
-			args = append(args, "-e", "MCP_EXEC_TRANSPORT=http", "-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true",
-				"-e", "MCP_EXEC_STANDALONE_EGRESS_PROBES="+tc.probes, img)
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "docker", args...)
-			var stderr launchertest.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			deadline := time.After(45 * time.Second)
-			for {
-				if tc.wantReady && strings.Contains(stderr.String(), "process backend ready") {
-					break
-				}
-				select {
-				case err := <-done:
-					if tc.wantReady {
-						t.Fatalf("server ended (%v) before it was ready:\n%s", err, stderr.String())
-					}
-					if !strings.Contains(stderr.String(), tc.want) {
-						t.Fatalf("got stderr:\n%s\nwant %q", stderr.String(), tc.want)
-					}
-					return
-				case <-deadline:
-					t.Fatalf("neither ready nor refused after 45 s:\n%s", stderr.String())
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-			if !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), `"level":"warn"`) {
-				t.Errorf("ready, but the start-up log lacks a loud %q:\n%s", tc.want, stderr.String())
-			}
-			_ = exec.Command("docker", "stop", "-t", "5", name).Run()
-			<-done
-		})
+		t.Run(tc.name, func(t *testing.T) { run(t, tc.probes, false, tc.want) })
 	}
 }
 

@@ -170,7 +170,7 @@ func All(o Params) []Probe {
 		pyBurn, nil)
 	cpuHost.Outside = func(ctx context.Context, sb Sandbox) (string, error) { return HostCPU(ctx, LocalHost, o, sb) }
 
-	return []Probe{
+	return append(append([]Probe{
 		host,
 		mk("network_only_loopback",
 			"the only network interface is lo and there is no route off it",
@@ -244,9 +244,10 @@ func All(o Params) []Probe {
 		mk("cpu_quota_enforced",
 			"the CFS quota equals CPUs, and busy processes get no more CPU time than CPUs*wall (+20%)",
 			pyCPU, nil),
+	}, hardeningProbes(mk)...), // hardening.go
 		persist,
 		daemon,
-	}
+	)
 }
 
 // header defines the configured values for the programs. JSON literals are valid

@@ -28,9 +28,11 @@ type Lockdown struct {
 	// connect to every one of Probes.
 	Network      bool
 	EgressDenied bool
-	// Probes are the addresses (host:port) a child tries to connect to when Network
-	// is true; none may answer. Empty is DefaultProbes plus the resolvers of
-	// /etc/resolv.conf and the default gateways.
+	// Probes are the addresses (host:port: a TCP connection; udp:host:port: a DNS
+	// query over UDP) a child tries when Network is true; none may answer. Empty is
+	// DefaultProbes. To them the check always adds the container's own neighbourhood
+	// (egress_neighbours.go): its resolvers (loopback ones too), default gateways,
+	// the peers in /proc/net/arp and a bounded sweep of its subnets.
 	Probes       []string
 	ProbeTimeout time.Duration // per address; 0 is 1.5 s
 
@@ -40,11 +42,14 @@ type Lockdown struct {
 }
 
 // DefaultProbes are outside addresses a network that allows egress would let a
-// connection reach: public resolvers (which answer on 53 and 443 when reachable) and
-// one address in each private range.
+// connection reach: public resolvers over IPv4 and IPv6 (which answer on 53 and 443
+// when reachable, and answer a DNS query over UDP: "udp:" entries) and one address
+// in each private range.
 var DefaultProbes = []string{
 	"1.1.1.1:443", "8.8.8.8:53", "9.9.9.9:443",
 	"10.0.0.1:53", "172.16.0.1:53", "192.168.0.1:53", "169.254.169.254:80",
+	"[2606:4700:4700::1111]:443", "[2001:4860:4860::8888]:53",
+	"udp:1.1.1.1:53", "udp:8.8.8.8:53", "udp:[2606:4700:4700::1111]:53",
 }
 
 // LockError is one missing lock.
@@ -98,6 +103,9 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	if status["NoNewPrivs"] != "1" {
 		miss("no-new-privileges", "NoNewPrivs is %q, want 1; docker run --security-opt no-new-privileges (Kubernetes: allowPrivilegeEscalation false)", status["NoNewPrivs"])
 	}
+	if v := status["Seccomp"]; v != "2" {
+		miss("runtime seccomp profile", "Seccomp is %q in /proc/self/status, want 2 (a filter of the container's runtime): the server runs unconfined, and the per-run filter is all that stands between a program and the kernel's namespace, keyring, userfaultfd, perf and bpf calls; drop --security-opt seccomp=unconfined (Docker and Podman apply their default profile; Kubernetes: securityContext.seccompProfile.type RuntimeDefault, since the kubelet's default is Unconfined)", v)
+	}
 	var fs unix.Statfs_t
 	if err := unix.Statfs("/", &fs); err != nil {
 		return st, fmt.Errorf("statfs /: %w", err)
@@ -127,7 +135,7 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	seen, err := checkSeccomp(ctx, l.seccompArg0)
 	st.Seccomp = seen
 	if err != nil {
-		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev and pidfd_getfd before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), a runtime profile that allows seccomp(2) and prctl(PR_SET_NO_NEW_PRIVS) (Docker's, containerd's and Podman's defaults do), and amd64 or arm64", err)
+		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, namespaces, keyrings, userfaultfd, perf_event_open and bpf before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), a runtime profile that allows seccomp(2) and prctl(PR_SET_NO_NEW_PRIVS) (Docker's, containerd's and Podman's defaults do), and amd64 or arm64", err)
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {
@@ -153,7 +161,7 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 			return st, fmt.Errorf("probing egress: %w", err)
 		}
 		if len(reached) > 0 {
-			miss("egress denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true, but a child connected to %s: egress is open; deny it (NetworkPolicy, firewall) or serve stdio with --network none", strings.Join(reached, ", "))
+			miss("egress denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true, but %s: egress is open; deny it (NetworkPolicy, firewall; a network of the server's own, without peers) or serve stdio with --network none", describeReached(reached))
 		}
 	}
 	return st, errors.Join(errs...)
@@ -176,19 +184,14 @@ func readStatus() (map[string]string, error) {
 	return m, sc.Err()
 }
 
-// probes is the list the egress child tries.
+// probes is the list the egress child tries: Probes (or DefaultProbes), then the
+// neighbourhood, without duplicates.
 func (l Lockdown) probes() []string {
-	if len(l.Probes) > 0 {
-		return l.Probes
+	base := l.Probes
+	if len(base) == 0 {
+		base = DefaultProbes
 	}
-	out := append([]string(nil), DefaultProbes...)
-	for _, ns := range resolvers("/etc/resolv.conf") {
-		out = append(out, net.JoinHostPort(ns, "53"))
-	}
-	for _, gw := range gateways("/proc/net/route") {
-		out = append(out, net.JoinHostPort(gw, "53"), net.JoinHostPort(gw, "80"))
-	}
-	return out
+	return dedupe(append(append([]string(nil), base...), neighbourhood()...))
 }
 
 // probeEgress runs the egress child (this binary, re-executed as a run's wrapper is,
@@ -216,7 +219,9 @@ func (l Lockdown) probeEgress(ctx context.Context) (reached, tried []string, err
 }
 
 // egressChild tries each address concurrently and prints "reached ADDR" for each
-// connection that succeeded. It sends nothing over a connection it makes.
+// that answered: a TCP connection that succeeded (nothing is sent over it), a DNS
+// answer over UDP (probeUDP), or for a neighbour ("peer:" entries) a connection that
+// succeeded on any of neighbourPorts.
 func egressChild(args []string) int {
 	if len(args) < 1 {
 		return 64
@@ -226,24 +231,20 @@ func egressChild(args []string) int {
 		return 64
 	}
 	addrs := args[1:]
-	res := make([]bool, len(addrs))
+	res := make([]string, len(addrs))
 	done := make(chan struct{})
 	for i, a := range addrs {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			c, err := net.DialTimeout("tcp", a, timeout)
-			if err == nil {
-				res[i] = true
-				_ = c.Close()
-			}
+			res[i] = probeOne(a, timeout)
 		}()
 	}
 	for range addrs {
 		<-done
 	}
-	for i, a := range addrs {
-		if res[i] {
-			fmt.Println("reached " + a)
+	for _, r := range res {
+		if r != "" {
+			fmt.Println("reached " + r)
 		}
 	}
 	return 0
@@ -258,7 +259,7 @@ func resolvers(path string) []string {
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) >= 2 && f[0] == "nameserver" {
-			if ip := net.ParseIP(f[1]); ip != nil && !ip.IsLoopback() {
+			if ip := net.ParseIP(f[1]); ip != nil {
 				out = append(out, f[1])
 			}
 		}

@@ -35,9 +35,14 @@ const (
 //	arch != native            -> kill the process (i386 or arm32 calls: other numbers)
 //	nr has the foreign bit    -> kill the process (x32 on x86_64)
 //	nr is one of Denied       -> errno EPERM
+//	kernelRules               -> what the runtime's default profile denies (seccomp_kernel.go)
 //	otherwise                 -> allow (the container's own profile still applies)
 func filterProgram(goarch string) ([]bpf.Instruction, error) {
 	arch, nrs, err := syscalls.Numbers(goarch)
+	if err != nil {
+		return nil, err
+	}
+	kernel, err := kernelRules(goarch)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +57,7 @@ func filterProgram(goarch string) ([]bpf.Instruction, error) {
 	} else {
 		head++ // load nr
 	}
-	n := head + len(nrs)
+	n := head + len(nrs) + len(kernel)
 	allow, deny, kill := n, n+1, n+2
 	skip := func(from, to int) uint8 { return uint8(to - from - 1) }
 
@@ -68,6 +73,7 @@ func filterProgram(goarch string) ([]bpf.Instruction, error) {
 		i := len(prog)
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: skip(i, deny)})
 	}
+	prog = append(prog, kernel...)
 	prog = append(prog,
 		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(syscalls.Errno)},
@@ -119,7 +125,8 @@ func installFilter() error {
 
 // seccompProbe calls every denied syscall with the arguments (-1, 0, 0, 0, 0, 0) and
 // prints one line per call: "NAME ERRNO" (0 when the call went through). The start-up
-// check runs it in a filtered child and requires EPERM from each.
+// check runs it in a filtered child and requires EPERM from each. kernelProbe
+// (seccomp_kernel.go) adds the calls of the filter's kernel rules.
 func seccompProbe() int {
 	_, nrs, err := syscalls.Numbers(runtime.GOARCH)
 	if err != nil {
@@ -132,6 +139,10 @@ func seccompProbe() int {
 			_ = unix.Close(int(r)) // a ring: the filter is missing
 		}
 		fmt.Printf("%s %d\n", s.Name, int(e))
+	}
+	if err := kernelProbe(runtime.GOARCH); err != nil {
+		fmt.Println("error", err)
+		return 1
 	}
 	return 0
 }
@@ -162,15 +173,19 @@ func checkSeccomp(ctx context.Context, arg0 string) (seen []string, err error) {
 			return nil, fmt.Errorf("seccomp child: unexpected line %q", line)
 		}
 		seen = append(seen, name+"="+errnoName(e))
-		if e != strconv.Itoa(syscalls.Errno) {
+		if want := wantErrno(name); e != want {
 			bad = append(bad, name+" "+errnoName(e))
 		}
 	}
-	if len(lines) != len(syscalls.Denied) {
-		return seen, fmt.Errorf("seccomp child: got %d results, want %d", len(lines), len(syscalls.Denied))
+	kernel, err := kernelProbeCalls(runtime.GOARCH)
+	if err != nil {
+		return seen, err
+	}
+	if want := len(syscalls.Denied) + len(kernel); len(lines) != want {
+		return seen, fmt.Errorf("seccomp child: got %d results, want %d", len(lines), want)
 	}
 	if len(bad) > 0 {
-		return seen, fmt.Errorf("in a run's child, %s: want EPERM from each", strings.Join(bad, ", "))
+		return seen, fmt.Errorf("in a run's child, %s: want EPERM from each (ENOSYS from clone3)", strings.Join(bad, ", "))
 	}
 	return seen, nil
 }

@@ -63,3 +63,52 @@ func TestNamesUnique(t *testing.T) {
 		t.Errorf("Errno: got %d, want EPERM", Errno)
 	}
 }
+
+// kernelUnixNumbers: the same check for Kernel, clone and clone3.
+var kernelUnixNumbers = map[string]int{
+	"unshare":         unix.SYS_UNSHARE,
+	"setns":           unix.SYS_SETNS,
+	"keyctl":          unix.SYS_KEYCTL,
+	"add_key":         unix.SYS_ADD_KEY,
+	"request_key":     unix.SYS_REQUEST_KEY,
+	"userfaultfd":     unix.SYS_USERFAULTFD,
+	"perf_event_open": unix.SYS_PERF_EVENT_OPEN,
+	"bpf":             unix.SYS_BPF,
+	"kcmp":            unix.SYS_KCMP,
+	"syslog":          unix.SYS_SYSLOG,
+	"clone":           unix.SYS_CLONE,
+	"clone3":          unix.SYS_CLONE3,
+}
+
+func TestKernelNumbersMatchTheKernelHeaders(t *testing.T) {
+	nrs, err := KernelNumbers(runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range append(slices.Clone(Kernel), Clone, Clone3) {
+		want, ok := kernelUnixNumbers[s.Name]
+		if !ok {
+			t.Errorf("%s: not in the test's x/sys/unix table; add it there", s.Name)
+			continue
+		}
+		got := int(s.Number(runtime.GOARCH))
+		if i < len(nrs) && int(nrs[i]) != got {
+			t.Errorf("%s: KernelNumbers %d, Number %d", s.Name, nrs[i], got)
+		}
+		if got != want {
+			t.Errorf("%s on %s: got %d, want %d (x/sys/unix)", s.Name, runtime.GOARCH, got, want)
+		}
+		if slices.Contains(Names(), s.Name) {
+			t.Errorf("%s is in both Denied and Kernel", s.Name)
+		}
+	}
+	if _, err := KernelNumbers("riscv64"); err == nil {
+		t.Error("KernelNumbers(riscv64): no error, want one (fail closed)")
+	}
+	if CloneNamespaceFlags != unix.CLONE_NEWNS|unix.CLONE_NEWCGROUP|unix.CLONE_NEWUTS|unix.CLONE_NEWIPC|unix.CLONE_NEWUSER|unix.CLONE_NEWPID|unix.CLONE_NEWNET {
+		t.Errorf("CloneNamespaceFlags %#x is not the namespace flags of clone(2)", CloneNamespaceFlags)
+	}
+	if CloneENOSYS != int(unix.ENOSYS) {
+		t.Errorf("CloneENOSYS: got %d, want ENOSYS", CloneENOSYS)
+	}
+}
