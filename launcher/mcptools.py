@@ -22,6 +22,12 @@ import os as _os
 import sys as _sys
 import threading as _threading
 
+# Set by the bootstrap before this file runs (above); read here by name, so that a
+# missing one fails at import and the linter knows where they come from.
+_catalog = globals()["_catalog"]
+_call_fd = globals()["_call_fd"]
+_reply_fd = globals()["_reply_fd"]
+
 __all__ = ["ToolError", "ToolDenied", "ToolBudgetExceeded", "ToolTimeout", "ToolUnavailable",
            "Image", "Resource", "search", "describe", "gather"]
 
