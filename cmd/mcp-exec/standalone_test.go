@@ -231,7 +231,14 @@ while True:
 // saSession starts the locked image over stdio and connects an MCP client to it.
 func saSession(t *testing.T, img string, extra ...string) *mcp.ClientSession {
 	t.Helper()
-	args := append([]string{"run", "--rm", "-i", "--name", saName(t)}, saLocked...)
+	return saSessionNamed(t, img, saName(t), extra...)
+}
+
+// saSessionNamed is saSession with the container's name given (from saName), for
+// tests that also docker exec into it.
+func saSessionNamed(t *testing.T, img, name string, extra ...string) *mcp.ClientSession {
+	t.Helper()
+	args := append([]string{"run", "--rm", "-i", "--name", name}, saLocked...)
 	args = append(append(args, extra...), img)
 	cmd := exec.Command("docker", args...)
 	var stderr launchertest.Buffer

@@ -10,10 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 // tokenSHA256 is what MCP_EXEC_AUTH_TOKEN_SHA256 takes for token.
@@ -51,24 +47,7 @@ func TestStandaloneTokenNotReadable(t *testing.T) {
 	t.Run("scan", func(t *testing.T) {
 		token := e2eRandom()
 		name := saName(t)
-		args := append([]string{"run", "--rm", "-i", "--name", name, "--health-interval", "500ms"}, saLocked...)
-		args = append(args, "-e", "MCP_EXEC_AUTH_TOKEN_SHA256="+tokenSHA256(token), img)
-		cmd := exec.Command("docker", args...)
-		var stderr launchertest.Buffer
-		cmd.Stderr = &stderr
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("server stderr:\n%s", stderr.String())
-			}
-		})
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-		defer cancel()
-		s, err := mcp.NewClient(&mcp.Implementation{Name: "standalone-token", Version: "0"}, nil).
-			Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connecting: %v\n%s", err, stderr.String())
-		}
-		t.Cleanup(func() { _ = s.Close() })
+		s := saSessionNamed(t, img, name, "--health-interval", "500ms", "-e", "MCP_EXEC_AUTH_TOKEN_SHA256="+tokenSHA256(token))
 
 		// An operator's docker exec, in a loop while the program scans.
 		stop := make(chan struct{})
