@@ -297,18 +297,8 @@ func (b *Backend) activate(r *run) error {
 	if r.active {
 		return nil
 	}
-	timer := time.AfterFunc(removalWait, func() {
-		b.mu.Lock()
-		b.removed.Broadcast()
-		b.mu.Unlock()
-	})
-	defer timer.Stop()
-	deadline := time.Now().Add(removalWait)
-	for b.endedOthers(r) {
-		if time.Now().After(deadline) {
-			return errors.New("a previous run is still being removed after 60 s: not delivering the code")
-		}
-		b.removed.Wait()
+	if !b.waitRemoved(func() bool { return !b.endedOthers(r) }) {
+		return errors.New("a previous run is still being removed after 60 s: not delivering the code")
 	}
 	if b.opts.Serial && r.cmd != nil {
 		// No process but this run's may exist when its code is written.
@@ -323,6 +313,23 @@ func (b *Backend) activate(r *run) error {
 // waitAlone waits (mu held) until r is the only run that has been started and not
 // removed, for at most removalWait.
 func (b *Backend) waitAlone(r *run) error {
+	alone := func() bool {
+		for _, o := range b.runs {
+			if o != r && o.cmd != nil {
+				return false
+			}
+		}
+		return true
+	}
+	if !b.waitRemoved(alone) {
+		return errors.New("a previous run is still being removed after 60 s: not starting the next sandbox beside its processes")
+	}
+	return nil
+}
+
+// waitRemoved waits (mu held) on b.removed until ok reports true, for at most
+// removalWait; false: it did not in time.
+func (b *Backend) waitRemoved(ok func() bool) bool {
 	timer := time.AfterFunc(removalWait, func() {
 		b.mu.Lock()
 		b.removed.Broadcast()
@@ -330,21 +337,13 @@ func (b *Backend) waitAlone(r *run) error {
 	})
 	defer timer.Stop()
 	deadline := time.Now().Add(removalWait)
-	for {
-		busy := false
-		for _, o := range b.runs {
-			if o != r && o.cmd != nil {
-				busy = true
-			}
-		}
-		if !busy {
-			return nil
-		}
+	for !ok() {
 		if time.Now().After(deadline) {
-			return errors.New("a previous run is still being removed after 60 s: not starting the next sandbox beside its processes")
+			return false
 		}
 		b.removed.Wait()
 	}
+	return true
 }
 
 // Quiet reports whether no run has processes and the last one that had was removed
