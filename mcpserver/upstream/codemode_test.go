@@ -1,7 +1,6 @@
 package upstream_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
@@ -117,29 +117,12 @@ type harness struct {
 	cs   *mcp.ClientSession
 	rec  *recorder
 	m    *upstream.Manager
-	logs *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs *launchertest.Buffer
 }
 
 func newHarness(t *testing.T, limits string) *harness {
 	t.Helper()
-	h := &harness{rec: &recorder{}, logs: &syncBuffer{}}
+	h := &harness{rec: &recorder{}, logs: &launchertest.Buffer{}}
 	log := zerolog.New(h.logs).Level(zerolog.DebugLevel)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
