@@ -15,7 +15,7 @@ const pypiFile = `{"profiles": {
   "api": {"hosts": ["API.Example.COM.", "*.b.github.io", "bücher.de"], "ports": [8443, 443, 443]}
 }}`
 
-func mustProfile(t *testing.T, data, name string) *Profile {
+func mustProfile(t testing.TB, data, name string) *Profile {
 	t.Helper()
 	ps, err := ParseProfiles([]byte(data))
 	if err != nil {
