@@ -44,6 +44,11 @@ func TestAllowName(t *testing.T) {
 		{pypi, "0x7F.0.0.1", 443, ReasonIPLiteral},
 		{pypi, "017700000001", 443, ReasonIPLiteral},
 		{pypi, "１２７.０.０.１", 443, ReasonIPLiteral},
+		{pypi, "127。0。0。1", 443, ReasonIPLiteral}, // ideographic full stops map to dots
+		{pypi, "⑫⑦.0.0.1", 443, ReasonIPLiteral},  // circled numbers map to digits
+		{pypi, "１２７.１", 443, ReasonIPLiteral},
+		{pypi, "ｆｅ８０：：１", 443, ReasonInvalidName},
+		{pypi, "［：：１］", 443, ReasonInvalidName},
 		{pypi, "localhost", 443, ReasonSpecialName},
 		{pypi, "localhost.", 443, ReasonSpecialName},
 		{pypi, "pypi.org.localhost", 443, ReasonSpecialName},
@@ -98,6 +103,9 @@ func TestDenialText(t *testing.T) {
 		{pypi.AllowName("pypi.org", 22), `egress denied (port_not_allowed) "pypi.org" port 22: port not in profile "pypi"`},
 		{pypi.AllowName("", 443), `egress denied (invalid_name) port 443: empty host name`},
 		{pypi.AllowName("127.0.0.1", 443), `egress denied (ip_literal) "127.0.0.1" port 443: an IP address, not a name`},
+		// The mapped spelling is caught as the address it maps to, not only by its last label.
+		{pypi.AllowName("127。0。0。1", 443), `egress denied (ip_literal) "127。0。0。1" port 443: an IP address, not a name`},
+		{pypi.AllowName("0x7f.1", 443), `egress denied (ip_literal) "0x7f.1" port 443: a numeric form of an IP address, not a name`},
 		{&Denial{Reason: ReasonByteLimit}, `egress denied (byte_limit)`},
 		{&Denial{Reason: ReasonInvalidName, Host: strings.Repeat("a", 100)}, `egress denied (invalid_name) "` + strings.Repeat("a", 80) + `..."`},
 		{&Denial{Reason: ReasonInvalidName, Host: "a\nb.org"}, `egress denied (invalid_name) "a\nb.org"`},

@@ -134,6 +134,8 @@ func TestResolveNoLookupWhenRefused(t *testing.T) {
 		{"pypi.org", 53, ReasonPortNotAllowed},
 		{"127.0.0.1", 443, ReasonIPLiteral},
 		{"2130706433", 443, ReasonIPLiteral},
+		{"127。0。0。1", 443, ReasonIPLiteral},
+		{"[::ffff:169.254.169.254]", 443, ReasonIPLiteral},
 		{"localhost", 443, ReasonSpecialName},
 		{"pypi.org.internal", 443, ReasonSpecialName},
 		{"bad_name.pypi.org", 443, ReasonInvalidName},
