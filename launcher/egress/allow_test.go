@@ -35,6 +35,7 @@ func TestAllowName(t *testing.T) {
 		{pypi, "pypi.org", 65979, ReasonPortNotAllowed}, // 443 + 65536
 		{pypi, "evil.com", 80, ReasonHostNotAllowed},    // the name is judged first
 		{pypi, "", 443, ReasonInvalidName},
+		{pypi, "*.pythonhosted.org", 443, ReasonInvalidName}, // a pattern is not a name
 		{pypi, "127.0.0.1", 443, ReasonIPLiteral},
 		{pypi, "[::1]", 443, ReasonIPLiteral},
 		{pypi, "[::1", 443, ReasonIPLiteral},

@@ -14,7 +14,7 @@ type Counter struct {
 }
 
 // NewCounter returns a Counter with the profile's caps.
-func (p *Profile) NewCounter() *Counter { return NewCounter(p.MaxConnections, p.MaxBytes) }
+func (p *Profile) NewCounter() *Counter { return NewCounter(p.maxConns, p.maxBytes) }
 
 // NewCounter returns a Counter with the given caps; 0 means no cap.
 func NewCounter(maxConnections, maxBytes int64) *Counter {

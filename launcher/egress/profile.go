@@ -28,12 +28,15 @@ type Profile struct {
 	exact    map[string]struct{} // canonical names
 	suffixes []string            // ".suffix" of each wildcard
 	ports    []int               // sorted, no duplicates
-
-	// MaxConnections caps the connections opened per call; 0 means no cap.
-	MaxConnections int64
-	// MaxBytes caps the bytes carried both ways per call; 0 means no cap.
-	MaxBytes int64
+	maxConns int64
+	maxBytes int64
 }
+
+// MaxConnections returns the cap on connections opened per call; 0 means no cap.
+func (p *Profile) MaxConnections() int64 { return p.maxConns }
+
+// MaxBytes returns the cap on bytes carried both ways per call; 0 means no cap.
+func (p *Profile) MaxBytes() int64 { return p.maxBytes }
 
 // Name returns the profile's name.
 func (p *Profile) Name() string { return p.name }
@@ -217,7 +220,7 @@ func newProfile(name string, raw rawProfile) (*Profile, error) {
 	if raw.MaxBytes < 0 {
 		return nil, fmt.Errorf("max_bytes: %d is negative (0 or absent: no cap)", raw.MaxBytes)
 	}
-	p.MaxConnections, p.MaxBytes = raw.MaxConnections, raw.MaxBytes
+	p.maxConns, p.maxBytes = raw.MaxConnections, raw.MaxBytes
 	return p, nil
 }
 

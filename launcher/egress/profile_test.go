@@ -49,7 +49,7 @@ func TestParseProfiles(t *testing.T) {
 		MaxBytes       int64
 	}
 	viewOf := func(p *Profile) view {
-		return view{p.Name(), p.Hosts(), p.Ports(), p.MaxConnections, p.MaxBytes}
+		return view{p.Name(), p.Hosts(), p.Ports(), p.MaxConnections(), p.MaxBytes()}
 	}
 	want := []view{
 		{"pypi", []string{"pypi.org", "*.pythonhosted.org"}, []int{443}, 32, 268435456},
@@ -143,6 +143,7 @@ func TestParseProfilesErrors(t *testing.T) {
 		{"long label", one(`{"hosts": ["` + strings.Repeat("a", 64) + `.org"]}`), []string{"63"}},
 		{"long name", one(`{"hosts": ["` + strings.Repeat("a.", 127) + `org"]}`), []string{"253"}},
 		{"huge name", one(`{"hosts": ["` + strings.Repeat("a", 2000) + `"]}`), []string{"longer than 1024"}},
+		{"long unicode label", one(`{"hosts": ["` + strings.Repeat("ü", 100) + `.de"]}`), []string{"63"}},
 		{"bad punycode", one(`{"hosts": ["xn--a.org"]}`), []string{"internationalized"}},
 		{"empty ports", one(`{"hosts": ["a.org"], "ports": []}`), []string{"ports: empty"}},
 		{"port zero", one(`{"hosts": ["a.org"], "ports": [443, 0]}`), []string{"ports[1]: 0"}},
