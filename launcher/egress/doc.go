@@ -37,6 +37,8 @@
 //     vetted (Vet). One refused address refuses the whole answer, so a rebinding
 //     server cannot mix a public address with a private one and count on the
 //     dialer's order.
+//   - The name is looked up rooted (with a trailing dot), so the resolver never
+//     appends a search domain and an internal name cannot answer for a public one.
 //   - The dialer connects to an address Resolve returned, and never looks the name up
 //     again: a second lookup is where DNS rebinding wins.
 //   - Vet refuses every address that is not plainly a public unicast destination:
@@ -46,7 +48,9 @@
 //     IPv4-mapped, NAT64 and 6to4 addresses, and the server's own addresses.
 //   - Denials are typed (*Denial) and their text holds a reason, the host and the
 //     port, never a request path, a body or a resolver's raw message, so a proxy may
-//     print it in a 403 body.
+//     print it in a 403 body. The host is quoted, so it cannot break a header.
+//   - Counter enforces the per-call caps with compare-and-swap: concurrent
+//     connections of one sandbox never get past a cap together.
 //
 // # Profiles file
 //
