@@ -27,9 +27,11 @@ image: engine ## build the sandbox image if it is missing
 lint: ## staticcheck, govulncheck and shellcheck (installs them when missing)
 	bash scripts/lint.sh
 
-fuzz: ## fuzz the output capture and the frame decoder for FUZZTIME each (default 30s)
+fuzz: ## fuzz the output capture, the frame decoder and the egress checks for FUZZTIME each (default 30s)
 	go test ./launcher -run '^$$' -fuzz '^FuzzCapture$$' -fuzztime $${FUZZTIME:-30s}
 	go test ./launcher -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $${FUZZTIME:-30s}
+	go test ./launcher/egress -run '^$$' -fuzz '^FuzzAllowName$$' -fuzztime $${FUZZTIME:-30s}
+	go test ./launcher/egress -run '^$$' -fuzz '^FuzzVet$$' -fuzztime $${FUZZTIME:-30s}
 
 bench: engine image ## measure latency and throughput on the real engine, several minutes (BENCH_ARGS=-quick: a smoke run)
 	@bash cmd/mcp-exec-bench/report.sh $(BENCH_ARGS)

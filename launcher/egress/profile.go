@@ -1,0 +1,246 @@
+package egress
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// DefaultPorts are the ports of a profile that names none.
+var DefaultPorts = []int{443}
+
+var profileName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// Profile is one named set of hosts and ports, with optional per-call caps. It is
+// immutable once parsed and safe for concurrent use.
+type Profile struct {
+	name     string
+	hosts    []string            // canonical, as listed (wildcards as "*.suffix")
+	exact    map[string]struct{} // canonical names
+	suffixes []string            // ".suffix" of each wildcard
+	ports    []int               // sorted, no duplicates
+	maxConns int64
+	maxBytes int64
+}
+
+// MaxConnections returns the cap on connections opened per call; 0 means no cap.
+func (p *Profile) MaxConnections() int64 { return p.maxConns }
+
+// MaxBytes returns the cap on bytes carried both ways per call; 0 means no cap.
+func (p *Profile) MaxBytes() int64 { return p.maxBytes }
+
+// Name returns the profile's name.
+func (p *Profile) Name() string { return p.name }
+
+// Hosts returns the profile's hosts in canonical form, in the file's order.
+func (p *Profile) Hosts() []string { return slices.Clone(p.hosts) }
+
+// Ports returns the profile's ports, sorted.
+func (p *Profile) Ports() []int { return slices.Clone(p.ports) }
+
+// AllowName reports whether the profile lets a sandbox reach host on port, before any
+// lookup. host is compared case-insensitively, with a trailing dot ignored and
+// Unicode names taken in their IDNA A-label form. A refusal is a *Denial.
+func (p *Profile) AllowName(host string, port int) error {
+	if _, d := p.allow(host, port); d != nil {
+		return d
+	}
+	return nil
+}
+
+// allow is AllowName returning the canonical name, which is the one to resolve.
+func (p *Profile) allow(host string, port int) (string, *Denial) {
+	name, d := canonicalName(host)
+	if d != nil {
+		d.Port = port
+		return "", d
+	}
+	if !p.matches(name) {
+		return "", deny(ReasonHostNotAllowed, name, port, "not in profile %q", p.name)
+	}
+	if _, ok := slices.BinarySearch(p.ports, port); !ok {
+		return "", deny(ReasonPortNotAllowed, name, port, "port not in profile %q", p.name)
+	}
+	return name, nil
+}
+
+func (p *Profile) matches(name string) bool {
+	if _, ok := p.exact[name]; ok {
+		return true
+	}
+	for _, s := range p.suffixes {
+		// s starts with a dot and name has no empty label, so this is one or more
+		// whole labels before the suffix, never the suffix itself.
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Profiles is the operator's set of profiles, by name.
+type Profiles struct {
+	byName map[string]*Profile
+}
+
+// Names returns the profiles' names, sorted.
+func (ps *Profiles) Names() []string {
+	names := make([]string, 0, len(ps.byName))
+	for n := range ps.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Lookup returns the profile called name.
+func (ps *Profiles) Lookup(name string) (*Profile, bool) {
+	p, ok := ps.byName[name]
+	return p, ok
+}
+
+// LoadProfiles reads and parses the profiles file at path.
+func LoadProfiles(path string) (*Profiles, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading egress profiles: %w", err)
+	}
+	ps, err := ParseProfiles(data)
+	if err != nil {
+		return nil, fmt.Errorf("egress profiles %s: %w", path, err)
+	}
+	return ps, nil
+}
+
+type rawProfile struct {
+	Hosts          []string `json:"hosts"`
+	Ports          *[]int   `json:"ports"`
+	MaxConnections int64    `json:"max_connections"`
+	MaxBytes       int64    `json:"max_bytes"`
+}
+
+// ParseProfiles parses a profiles file (the shape is in the package doc). Every error
+// names the profile and the field.
+func ParseProfiles(data []byte) (*Profiles, error) {
+	var top struct {
+		Profiles json.RawMessage `json:"profiles"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&top); err != nil {
+		return nil, fmt.Errorf("parsing: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("parsing: data after the top-level object")
+	}
+	if len(top.Profiles) == 0 || string(top.Profiles) == "null" {
+		return nil, errors.New(`"profiles": missing`)
+	}
+	ps := &Profiles{byName: map[string]*Profile{}}
+	dec = json.NewDecoder(bytes.NewReader(top.Profiles))
+	dec.DisallowUnknownFields()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New(`"profiles": not an object`)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf(`"profiles": %w`, err)
+		}
+		name := tok.(string) // an object's keys are strings
+		var raw rawProfile
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("profile %q: %w", name, err)
+		}
+		if _, dup := ps.byName[name]; dup {
+			return nil, fmt.Errorf("profile %q: defined twice", name)
+		}
+		p, err := newProfile(name, raw)
+		if err != nil {
+			return nil, fmt.Errorf("profile %q: %w", name, err)
+		}
+		ps.byName[name] = p
+	}
+	if len(ps.byName) == 0 {
+		return nil, errors.New(`"profiles": empty`)
+	}
+	return ps, nil
+}
+
+func newProfile(name string, raw rawProfile) (*Profile, error) {
+	if !profileName.MatchString(name) {
+		return nil, errors.New("name: want 1 to 32 characters of a-z, 0-9, _ and -, starting with a letter")
+	}
+	p := &Profile{name: name, exact: map[string]struct{}{}}
+	if len(raw.Hosts) == 0 {
+		return nil, errors.New("hosts: missing or empty")
+	}
+	seen := map[string]bool{}
+	for i, h := range raw.Hosts {
+		c, err := profileHost(h)
+		if err != nil {
+			return nil, fmt.Errorf("hosts[%d] %q: %w", i, h, err)
+		}
+		if seen[c] {
+			return nil, fmt.Errorf("hosts[%d] %q: listed twice", i, h)
+		}
+		seen[c] = true
+		p.hosts = append(p.hosts, c)
+		if s, ok := strings.CutPrefix(c, "*"); ok {
+			p.suffixes = append(p.suffixes, s)
+		} else {
+			p.exact[c] = struct{}{}
+		}
+	}
+	ports := DefaultPorts
+	if raw.Ports != nil {
+		ports = *raw.Ports
+		if len(ports) == 0 {
+			return nil, errors.New("ports: empty (leave it out for 443 only)")
+		}
+	}
+	for i, port := range ports {
+		if port < 1 || port > 65535 {
+			return nil, fmt.Errorf("ports[%d]: %d is not a port (1 to 65535)", i, port)
+		}
+	}
+	p.ports = slices.Compact(slices.Sorted(slices.Values(ports)))
+	if raw.MaxConnections < 0 {
+		return nil, fmt.Errorf("max_connections: %d is negative (0 or absent: no cap)", raw.MaxConnections)
+	}
+	if raw.MaxBytes < 0 {
+		return nil, fmt.Errorf("max_bytes: %d is negative (0 or absent: no cap)", raw.MaxBytes)
+	}
+	p.maxConns, p.maxBytes = raw.MaxConnections, raw.MaxBytes
+	return p, nil
+}
+
+// profileHost validates one entry of a profile's hosts and returns its canonical form.
+func profileHost(h string) (string, error) {
+	suffix, wild := strings.CutPrefix(h, "*.")
+	if wild && !strings.Contains(strings.TrimSuffix(suffix, "."), ".") {
+		return "", fmt.Errorf("a wildcard over a public suffix (%s) opens every site under it", suffix)
+	}
+	c, d := canonicalName(suffix)
+	if d != nil {
+		return "", errors.New(d.Detail)
+	}
+	if !wild {
+		return c, nil
+	}
+	// A wildcard may open one site (everything under pythonhosted.org), never a
+	// registry of sites: *.com, *.co.uk, *.github.io are refused.
+	if _, err := publicsuffix.EffectiveTLDPlusOne(c); err != nil {
+		return "", fmt.Errorf("a wildcard over a public suffix (%s) opens every site under it", c)
+	}
+	return "*." + c, nil
+}
