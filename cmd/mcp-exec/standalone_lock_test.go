@@ -125,10 +125,16 @@ print("filters", filters("self"), filters(1))
 	}
 
 	code2, stderr := saStart(t, img, saLocked)
-	want := make([]string, len(syscalls.Denied))
-	for i, n := range syscalls.Names() {
-		want[i] = strconv.Quote(n + "=EPERM")
+	// Every denied call, then the kernel rules (syscalls.Kernel), clone with a namespace
+	// flag and clone3, in the order the check makes them.
+	var want []string
+	for _, n := range syscalls.Names() {
+		want = append(want, strconv.Quote(n+"=EPERM"))
 	}
+	for _, k := range syscalls.Kernel {
+		want = append(want, strconv.Quote(k.Name+"=EPERM"))
+	}
+	want = append(want, strconv.Quote("clone(CLONE_NEWUSER)=EPERM"), strconv.Quote("clone3=ENOSYS"))
 	if code2 != 0 || !strings.Contains(stderr, `"seccomp_child":[`+strings.Join(want, ",")+`]`) {
 		t.Errorf("start-up log: got exit %d, stderr:\n%s\nwant seccomp_child %v", code2, stderr, want)
 	}
