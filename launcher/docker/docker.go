@@ -13,6 +13,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
@@ -43,6 +44,7 @@ type Backend struct {
 	log zerolog.Logger
 
 	secMu  sync.Mutex
+	podman bool      // the engine is Podman (found by seccompOption)
 	secOpt [2]string // the value after "seccomp=" (the profile, or for Podman a path to it), [1] under gVisor
 }
 
@@ -87,6 +89,9 @@ func (b *Backend) Create(ctx context.Context, spec backend.Spec) (string, error)
 		return "", err
 	}
 	cfg, host := ContainerSpec(spec, profile)
+	if b.isPodman() {
+		host.Ulimits = withoutCore(host.Ulimits)
+	}
 	// The create is not cancelled with ctx: an engine may finish creating a container
 	// after its client gave up, and that container would leak. It is quick; the
 	// caller honours the cancellation right after.
@@ -253,4 +258,28 @@ func IsGone(err error) bool {
 // that had just stopped). Trying again removes it.
 func podmanRemoveRace(err error) bool {
 	return strings.Contains(err.Error(), "container state improper")
+}
+
+// isPodman reports whether seccompOption found the engine to be Podman.
+func (b *Backend) isPodman() bool {
+	b.secMu.Lock()
+	defer b.secMu.Unlock()
+	return b.podman
+}
+
+// withoutCore drops the core ulimit for Podman. Its compatible API replaces the
+// default ulimits of containers.conf (default_ulimits) with the request's, so a
+// request with only core 0:0 gets nofile and nproc raised to the service's own, which
+// fails where no process has CAP_SYS_RESOURCE (measured: runc "error setting rlimit
+// type 7: operation not permitted", seen as a 409 on attach). Under Podman the layer
+// is the bootstrap's RLIMIT_CORE (0, 0), set in PID 1 before the program is forked, so
+// that no process of the program can raise it; the probe core_dumps_disabled checks it.
+func withoutCore(us []*container.Ulimit) []*container.Ulimit {
+	var out []*container.Ulimit
+	for _, u := range us {
+		if u.Name != "core" {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -42,6 +42,7 @@ func (b *Backend) seccompOption(ctx context.Context, runtime string) (string, er
 		b.secOpt[i] = profile
 		return profile, nil
 	}
+	b.podman = true
 	path, err := writeSeccompFile(profile)
 	if err != nil {
 		return "", err

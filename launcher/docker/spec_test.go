@@ -512,3 +512,18 @@ func ulimits(us []*container.Ulimit) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// TestWithoutCore: for Podman the core ulimit is dropped (its compatible API would
+// replace containers.conf's default ulimits with it) and nothing else is.
+func TestWithoutCore(t *testing.T) {
+	_, host := ContainerSpec(backend.Spec{Pids: 64, Runtime: "runsc"}, "")
+	got := withoutCore(host.Ulimits)
+	if len(got) != len(host.Ulimits)-1 {
+		t.Fatalf("withoutCore(%v): got %d ulimits, want %d", host.Ulimits, len(got), len(host.Ulimits)-1)
+	}
+	for _, u := range got {
+		if u.Name == "core" {
+			t.Errorf("withoutCore kept %v", u)
+		}
+	}
+}
