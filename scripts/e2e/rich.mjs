@@ -246,7 +246,9 @@ const checks = [
       expect(got[i].progress > got[i - 1].progress, `progress does not increase: ${short(got)}`);
     }
     expect(got.every(p => p.total === undefined), `total is set: ${short(got)}`);
-    expect(got.every(p => /^running \d+ s, \d+ bytes of output/.test(p.message)), `messages: ${short(got)}`);
+    // Before the program runs, a call that waits for a sandbox (a slow cold start, as under
+    // gVisor) is told so: 'waiting for a sandbox (N s)'.
+    expect(got.every(p => /^(running \d+ s, \d+ bytes of output|waiting for a sandbox \(\d+ s\))/.test(p.message)), `messages: ${short(got)}`);
     expect(got.some(p => /; last: step \d$/.test(p.message)), `no message quotes the last line: ${short(got)}`);
     return `${got.length} notifications; last: ${short(got[got.length - 1])}`;
   }],
