@@ -55,11 +55,19 @@ func progressClient(t *testing.T, r Runner, opts Options) (*mcp.ClientSession, c
 func TestProgressNotifications(t *testing.T) {
 	// The reporter drops reports only when the client lags; this test is
 	// about what arrives, so the runner never outpaces the client.
+	//
+	// The reports claim more time than the call can have taken, so that the
+	// reporter's offset (time since the call arrived, less the runner's
+	// elapsed) is 0 however slow this machine is; and the relay passes on only
+	// the runner's reports, not the "waiting for a sandbox" notifications the
+	// reporter sends of its own when the first report comes after waitGrace
+	// (TestProgressWhileWaiting is about those). Before both, a loaded CI run
+	// failed here: a waiting notification took the runner's place.
 	reports := []launcher.Progress{
-		{Elapsed: 1000 * time.Millisecond, OutputBytes: 0},
-		{Elapsed: 2004 * time.Millisecond, OutputBytes: 6, Tail: "hello\n"},
-		{Elapsed: 2004 * time.Millisecond, OutputBytes: 6, Tail: "hello\n"}, // not later: not sent
-		{Elapsed: 3500 * time.Millisecond, OutputBytes: 1234, Tail: "a\nb\nstep 3 of 10\r" + strings.Repeat("é", 300) + "\n\n"},
+		{Elapsed: 100 * time.Second, OutputBytes: 0},
+		{Elapsed: 101004 * time.Millisecond, OutputBytes: 6, Tail: "hello\n"},
+		{Elapsed: 101004 * time.Millisecond, OutputBytes: 6, Tail: "hello\n"}, // not later: not sent
+		{Elapsed: 102500 * time.Millisecond, OutputBytes: 1234, Tail: "a\nb\nstep 3 of 10\r" + strings.Repeat("é", 300) + "\n\n"},
 	}
 	// The runner reports, then waits until the client has the notification
 	// (passed on through relay) before it reports again.
@@ -95,7 +103,9 @@ func TestProgressNotifications(t *testing.T) {
 		for {
 			select {
 			case n := <-got:
-				relay <- n
+				if !strings.HasPrefix(n.Message, "waiting for a sandbox") {
+					relay <- n
+				}
 			case <-stop:
 				return
 			}
@@ -113,9 +123,9 @@ func TestProgressNotifications(t *testing.T) {
 			t.Fatalf("job.Progress: got nil, want a func when the request has a progress token")
 		}
 		want := []*mcp.ProgressNotificationParams{
-			{ProgressToken: "tok-1", Progress: 1, Message: "running 1 s, 0 bytes of output"},
-			{ProgressToken: "tok-1", Progress: 2.004, Message: "running 2 s, 6 bytes of output; last: hello"},
-			{ProgressToken: "tok-1", Progress: 3.5, Message: "running 3 s, 1234 bytes of output; last: " + strings.Repeat("é", 199) + "…"},
+			{ProgressToken: "tok-1", Progress: 100, Message: "running 100 s, 0 bytes of output"},
+			{ProgressToken: "tok-1", Progress: 101.004, Message: "running 101 s, 6 bytes of output; last: hello"},
+			{ProgressToken: "tok-1", Progress: 102.5, Message: "running 102 s, 1234 bytes of output; last: " + strings.Repeat("é", 199) + "…"},
 		}
 		mu.Lock()
 		defer mu.Unlock()
