@@ -26,7 +26,11 @@ import {
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const CANCEL_CLEANUP_MS = 2_000; // the sandbox must be gone this soon after the abort
+// The sandbox must be gone this soon after the abort. The program sleeps 60 s with a
+// 120 s timeout, so a cancel that never reached the sandbox leaves it for a minute: the
+// bound tells the two apart with room for a loaded machine (2 s, the usual time, failed
+// at 2.07 s with a load of 24 on 2 cores). The time taken is in the check's detail.
+const CANCEL_CLEANUP_MS = 15_000;
 const INSTANCE_LABEL = 'dev.mcp-exec.instance';
 
 const USAGE = 'usage: node rich.mjs --transport stdio|http [--url URL] [--token T] [--cmd BINARY] --instance NAME [--docker PATH]';
@@ -139,7 +143,10 @@ const checks = [
   }],
 
   ['matplotlib_chart', async (client) => {
+    // timeout_s: importing matplotlib took over 30 s with the machine loaded 12x; this
+    // check is about the figures, not the speed.
     const result = await call(client, {
+      timeout_s: 90, // under the client's own 120 s
       code: [
         'import matplotlib.pyplot as plt',
         'fig = plt.figure(figsize=(4, 3), dpi=50)',
@@ -177,6 +184,7 @@ const checks = [
     }
     const bin = randomBytes(4096);
     const sc = runResult(await call(client, {
+      timeout_s: 90, // as matplotlib_chart: pandas' import is slow on a loaded machine
       code: [
         'import hashlib, pandas as pd',
         'df = pd.read_csv("data.csv")',
