@@ -91,6 +91,9 @@ func New(profiles *egress.Profiles, dir string, log zerolog.Logger) (*Server, er
 	return s, nil
 }
 
+// Profiles returns the profiles the Server serves.
+func (s *Server) Profiles() *egress.Profiles { return s.profiles }
+
 // SetResolver replaces the resolver (tests).
 func (s *Server) SetResolver(r egress.Resolver) { s.resolver = r }
 
