@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -122,6 +123,20 @@ func hostTrust(t *testing.T) launcher.File {
 	return launcher.File{}
 }
 
+// refusedUnderGVisor: under gVisor (MCP_EXEC_TEST_RUNTIME=runsc) this version refuses
+// a job with a profile (documented); the test checks that refusal instead.
+func refusedUnderGVisor(t *testing.T, l *launcher.Launcher) bool {
+	t.Helper()
+	if !l.Options().GVisor() {
+		return false
+	}
+	_, err := l.Run(context.Background(), launcher.Job{Code: "print(1)", Egress: "deb"})
+	if !errors.Is(err, launcher.ErrEgressGVisor) {
+		t.Errorf("under gVisor: got %v, want %v", err, launcher.ErrEgressGVisor)
+	}
+	return true
+}
+
 func run(t *testing.T, l *launcher.Launcher, job launcher.Job) map[string]string {
 	t.Helper()
 	if job.Timeout == 0 {
@@ -222,6 +237,9 @@ func want(t *testing.T, out map[string]string, key, prefix string) {
 // leaves, while the sandbox keeps no network of its own.
 func TestLiveEgressProfile(t *testing.T) {
 	l, _, logs := liveLauncher(t)
+	if refusedUnderGVisor(t, l) {
+		return
+	}
 	out := run(t, l, launcher.Job{Code: probes, Stdin: canary, Egress: "deb", Files: []launcher.File{hostTrust(t)}})
 	for k, v := range out {
 		t.Logf("%s: %s", k, v)
@@ -277,6 +295,9 @@ print(json.dumps(out))
 // the first one's hosts through its own channel.
 func TestLiveEgressChannelIsPrivate(t *testing.T) {
 	l, rec, _ := liveLauncher(t)
+	if refusedUnderGVisor(t, l) {
+		return
+	}
 	first := make(chan launcher.Result, 1)
 	go func() {
 		res, _ := l.Run(context.Background(), launcher.Job{Code: `
@@ -319,6 +340,9 @@ print(json.dumps(out))
 // past max_connections the next connection is refused.
 func TestLiveEgressCaps(t *testing.T) {
 	l, _, _ := liveLauncher(t)
+	if refusedUnderGVisor(t, l) {
+		return
+	}
 	out := run(t, l, launcher.Job{Egress: "tiny", Code: `
 import json, urllib.request
 out = {}
