@@ -51,7 +51,7 @@ func (r *recorder) Open(ctx context.Context, profile string) (string, func() err
 	return dir, closeFn, err
 }
 
-func liveLauncher(t *testing.T) (*launcher.Launcher, *recorder, *launchertest.Buffer) {
+func liveLauncher(t testing.TB) (*launcher.Launcher, *recorder, *launchertest.Buffer) {
 	t.Helper()
 	ps, err := egress.ParseProfiles([]byte(liveProfiles))
 	if err != nil {
@@ -77,7 +77,7 @@ var standIn = netip.MustParseAddr("146.75.122.132")
 // resolver answers the stand-in, a public address, for the gateway's, and the dialler
 // takes the stand-in to the gateway. Every check of the proxy still runs, on the
 // stand-in. With real DNS nothing is replaced.
-func adaptToGateway(t *testing.T, srv *proxy.Server) {
+func adaptToGateway(t testing.TB, srv *proxy.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", liveHost+".")
@@ -113,7 +113,7 @@ func (g gatewayResolver) LookupNetIP(ctx context.Context, network, host string) 
 // hostTrust is the host's own trust store, handed to the program as a file: TLS is
 // verified end to end against what the host itself trusts (on a machine whose egress
 // gateway re-signs TLS, the gateway's CA is in it; on others, the public roots).
-func hostTrust(t *testing.T) launcher.File {
+func hostTrust(t testing.TB) launcher.File {
 	for _, p := range []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
 		if b, err := os.ReadFile(p); err == nil {
 			return launcher.File{Name: "host-ca.pem", Data: b}
