@@ -81,10 +81,10 @@ except Exception as e:
 		t.Errorf("unknown profile: isError %v, %s", isErr, out)
 	}
 	logs := srv.logs.String()
-	if !strings.Contains(logs, `"host":"example.com","port":443,"decision":"denied","reason":"host_not_allowed"`) {
+	if !strings.Contains(logs, `"host":"","host_redacted":true,"port":443,"decision":"denied","reason":"host_not_allowed"`) {
 		t.Errorf("server log lacks the proxy's line:\n%s", logs)
 	}
-	if strings.Contains(logs, canary) {
+	if strings.Contains(logs, canary) || strings.Contains(logs, "example.com") {
 		t.Errorf("server log holds the caller's data:\n%s", logs)
 	}
 }

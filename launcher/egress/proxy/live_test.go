@@ -214,6 +214,7 @@ attempt("https", https)
 attempt("wrong_name", wrong_name)
 attempt("plain_http", plain_http)
 attempt("other_host", lambda: urllib.request.urlopen("https://example.com/" + CANARY, timeout=20).status)
+attempt("canary_host", lambda: raw_connect(CANARY.lower() + ".example.com:443"))
 attempt("other_host_http", lambda: urllib.request.urlopen("http://example.com/" + CANARY, timeout=20).status)
 attempt("ip_literal", lambda: raw_connect("151.101.2.132:443"))
 attempt("ip_literal_dns", lambda: raw_connect("8.8.8.8:53"))
@@ -251,6 +252,7 @@ func TestLiveEgressProfile(t *testing.T) {
 	want(t, out, "plain_http", "ok 200 Origin: Debian")
 	want(t, out, "other_host", "err URLError: <urlopen error Tunnel connection failed: 403 egress denied (host_not_allowed)")
 	want(t, out, "other_host_http", "err HTTPError: HTTP Error 403: egress denied (host_not_allowed)")
+	want(t, out, "canary_host", "ok HTTP/1.1 403 egress denied (host_not_allowed)")
 	want(t, out, "ip_literal", "ok HTTP/1.1 403 egress denied (ip_literal)")
 	want(t, out, "ip_literal_dns", "ok HTTP/1.1 403 egress denied (ip_literal)")
 	want(t, out, "other_port", "ok HTTP/1.1 403 egress denied (port_not_allowed)")
@@ -261,12 +263,12 @@ func TestLiveEgressProfile(t *testing.T) {
 
 	// The log names hosts, ports and decisions, and nothing of the requests.
 	got := logs.String()
-	for _, s := range []string{`"host":"deb.debian.org","port":443,"decision":"allowed"`, `"host":"example.com","port":80,"decision":"denied"`} {
+	for _, s := range []string{`"host":"deb.debian.org","host_redacted":false,"port":443,"decision":"allowed"`, `"host":"","host_redacted":true,"port":80,"decision":"denied","reason":"host_not_allowed"`} {
 		if !strings.Contains(got, s) {
 			t.Errorf("proxy log lacks %s:\n%s", s, got)
 		}
 	}
-	if strings.Contains(got, canary) || strings.Contains(got, "Release") {
+	if strings.Contains(strings.ToLower(got), strings.ToLower(canary)) || strings.Contains(got, "Release") {
 		t.Errorf("proxy log holds request data:\n%s", got)
 	}
 }

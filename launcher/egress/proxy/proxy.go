@@ -20,7 +20,11 @@
 //     relayed (CONNECT) or the request is forwarded once (plain HTTP) and the
 //     connection closed.
 //   - Logs carry the profile, host, port, decision, reason and byte counts only: never
-//     a request path, a header or a body.
+//     a request path, a header or a body; and the host only when the profile names it
+//     (any other name is the program's text, which could carry data).
+//   - Plain HTTP goes out with the checked name as its Host header. (Inside a CONNECT
+//     tunnel the program chooses SNI and Host; a CDN serving an allowed name may serve
+//     other sites by them: domain fronting, which only TLS interception could stop.)
 //   - Close ends every connection of the Channel and removes its socket directory.
 package proxy
 
@@ -251,7 +255,14 @@ func (c *Channel) logRecord(r *record) {
 		decision = "failed"
 		lvl = c.s.log.Warn()
 	}
-	lvl.Str("profile", c.p.Name()).Str("method", r.method).Str("host", r.host).Int("port", r.port).
+	// The host is logged only when the profile names it: then it is the operator's
+	// text. Any other name is the program's, and a program could spell data in it.
+	host := ""
+	if r.host != "" && c.p.AllowName(r.host, c.p.Ports()[0]) == nil {
+		host = r.host
+	}
+	lvl.Str("profile", c.p.Name()).Str("method", r.method).Str("host", host).
+		Bool("host_redacted", host == "" && r.host != "").Int("port", r.port).
 		Str("decision", decision).Str("reason", r.reason).
 		Int64("bytes_up", r.up).Int64("bytes_down", r.down).
 		Int64("duration_ms", time.Since(r.began).Milliseconds()).Msg("egress")
@@ -338,6 +349,9 @@ func (c *Channel) serve(conn net.Conn) {
 	}
 	// Plain HTTP: forward this one request in origin form, then relay the answer.
 	req.RequestURI = ""
+	// The Host header is the name that was checked: another one would reach another
+	// site served from the same address (a CDN's), which the profile does not name.
+	req.Host = req.URL.Host
 	for k := range req.Header {
 		if strings.HasPrefix(strings.ToLower(k), "proxy-") {
 			req.Header.Del(k)

@@ -107,6 +107,17 @@ func echoUpstream(t *testing.T) string {
 				defer c.Close()
 				br := bufio.NewReader(c)
 				line, _ := br.ReadString('\n')
+				if strings.HasPrefix(line, "GET ") {
+					for {
+						h, err := br.ReadString('\n')
+						if err != nil || h == "\r\n" {
+							break
+						}
+						if strings.HasPrefix(h, "Host:") {
+							line += h
+						}
+					}
+				}
 				io.WriteString(c, "echo:"+line)
 			}()
 		}
@@ -214,16 +225,17 @@ func TestProxyRelaysAndPlainHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	io.WriteString(c, "GET http://pub.example.org/secret-path HTTP/1.1\r\nHost: pub.example.org\r\nProxy-Authorization: x\r\n\r\n")
+	io.WriteString(c, "GET http://pub.example.org/secret-path HTTP/1.1\r\nHost: other.example.net\r\nProxy-Authorization: x\r\n\r\n")
 	b, _ := io.ReadAll(c)
-	if string(b) != "echo:GET /secret-path HTTP/1.1\r\n" {
+	// In origin form, with the checked name as Host (not the program's other one).
+	if string(b) != "echo:GET /secret-path HTTP/1.1\r\nHost: pub.example.org\r\n" {
 		t.Errorf("plain HTTP upstream saw %q", b)
 	}
 	logs := ts.log()
 	if strings.Contains(logs, "secret-path") || strings.Contains(logs, "Proxy-Authorization") {
 		t.Errorf("log holds request data: %s", logs)
 	}
-	if !strings.Contains(logs, `"host":"pub.example.org","port":80,"decision":"allowed"`) {
+	if !strings.Contains(logs, `"host":"pub.example.org","host_redacted":false,"port":80,"decision":"allowed"`) {
 		t.Errorf("log lacks the allowed line: %s", logs)
 	}
 }
