@@ -403,6 +403,61 @@ def child(main, out_w, err_w, ready_w, go_r, call_w, preload, outdir, close):
     _os._exit(failed)  # CHILD ends the process itself
 
 
+# Egress profiles (issue 23): a sandbox with a profile has its channel's socket
+# bind-mounted here (and only such a sandbox); the sandbox still has no network. The
+# bootstrap relays 127.0.0.1:EGRESS_PORT to it so that HTTP_PROXY works for every
+# library; which profile applies is decided by the server from the socket alone.
+EGRESS_SOCK = "/egress/proxy.sock"
+EGRESS_PORT = 3128
+
+
+def egress_relay():
+    if not os.path.exists(EGRESS_SOCK):
+        return
+    import socket
+    import threading
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.bind(("127.0.0.1", EGRESS_PORT))
+    lsock.listen(64)
+
+    def pump(c):
+        import select
+        try:
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            u.connect(EGRESS_SOCK)
+        except OSError:
+            c.close()
+            return
+        ends = {c: u, u: c}
+        try:
+            while ends:
+                for s in select.select(list(ends), [], [])[0]:
+                    data = s.recv(65536)
+                    if not data:
+                        try:
+                            ends[s].shutdown(socket.SHUT_WR)
+                        except OSError:
+                            pass
+                        del ends[s]
+                        continue
+                    ends[s].sendall(data)
+        except OSError:
+            pass
+        finally:
+            c.close()
+            u.close()
+
+    def accept():
+        while True:
+            try:
+                c, _ = lsock.accept()
+                threading.Thread(target=pump, args=(c,), daemon=True).start()
+            except Exception:
+                pass
+
+    threading.Thread(target=accept, daemon=True).start()
+
+
 def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
     global seal
     import _signal
@@ -448,6 +503,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
     if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
         os.kill(pid, 9)
         fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
+    egress_relay()  # before the go: the program finds the relay listening
     try:
         os.write(go_w, b"G")
     except BrokenPipeError:

@@ -26,6 +26,10 @@
 //     pure function (docker.ContainerSpec: no network, read-only root, all
 //     capabilities dropped, no-new-privileges, seccomp without io_uring, ptrace and
 //     the process_vm and pidfd_getfd calls, a noexec /tmp tmpfs, no log driver).
+//   - A job with Job.Egress (egress.go) is the one exception to "SpecOf alone": its
+//     cold sandbox is SpecOf plus its own egress channel's directory, bind-mounted
+//     read-only at /egress, and the proxy variables; it still has no network. Warm
+//     sandboxes never hold a channel.
 //   - Caller data (code, stdin) travels only over the attached stdin stream, and output
 //     only over the attached stdout stream. Neither is ever in the container's
 //     command, environment, labels or logs, nor in a file on the host, nor in our logs.

@@ -27,6 +27,10 @@ type Job struct {
 	// (bridge.go); their time counts against Timeout. nil: no module, and the
 	// stream protocol is the one without tools.
 	Tools *Tools
+	// Egress names the egress profile the program may use (issue 23); "" (the
+	// default) means no network at all. It is the operator's name, chosen from a
+	// fixed list, and reaches the sandbox only as the channel's mount.
+	Egress string
 
 	// internal marks the launcher's own checks, which are not counted as executions.
 	internal bool

@@ -33,8 +33,11 @@ type Options struct {
 	// EngineWait is how long a call waits for an engine that went away (restarted)
 	// before it fails, at most its own timeout; 0: it fails at once.
 	EngineWait time.Duration
-	Metrics    Metrics // nil records nothing
-	Logger     zerolog.Logger
+	// Egress opens the channels of jobs with Job.Egress set (egress.go); nil: such
+	// jobs fail with ErrEgressUnavailable.
+	Egress  EgressChannels
+	Metrics Metrics // nil records nothing
+	Logger  zerolog.Logger
 }
 
 // Defaults.
@@ -197,7 +200,18 @@ func (l *Launcher) Run(ctx context.Context, job Job) (res Result, err error) {
 // attempt runs job in one sandbox.
 func (l *Launcher) attempt(ctx context.Context, job Job) (Result, error) {
 	t0 := time.Now()
-	sb, warm, err := l.sandbox(ctx)
+	var sb *sandbox
+	var warm bool
+	var err error
+	if job.Egress != "" {
+		var closeCh func() error
+		sb, closeCh, err = l.startEgress(ctx, job.Egress)
+		if err == nil {
+			defer closeCh() // after dispose has killed the sandbox's connections' source
+		}
+	} else {
+		sb, warm, err = l.sandbox(ctx)
+	}
 	if err != nil {
 		return Result{}, err
 	}

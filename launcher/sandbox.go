@@ -30,10 +30,15 @@ type sandbox struct {
 }
 
 // start creates and starts a sandbox with its streams attached.
-func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
+func (l *Launcher) start(ctx context.Context) (*sandbox, error) {
+	return l.startSpec(ctx, SpecOf(l.opts))
+}
+
+// startSpec is start for a sandbox described by spec.
+func (l *Launcher) startSpec(ctx context.Context, spec backend.Spec) (_ *sandbox, err error) {
 	l.watchOrphans()
 	t0 := time.Now()
-	id, err := l.be.Create(ctx, SpecOf(l.opts))
+	id, err := l.be.Create(ctx, spec)
 	created := time.Since(t0)
 	if err != nil {
 		if errors.Is(err, ErrImageMissing) {

@@ -70,6 +70,9 @@ type Options struct {
 	// (code mode): exec's description gains their index, its result tool_calls,
 	// and a second tool, tools_search, appears. nil: exec alone, as always.
 	Upstreams Upstreams
+	// Egress lists the egress profiles a call may name in "egress" (issue 23); the
+	// runner enforces them. Empty: no such field, and the tool is as without it.
+	Egress []EgressProfile
 	// Logger receives one metadata-only line per call. The zero value logs
 	// nothing (a zero zerolog.Logger has no writer, like zerolog.Nop()).
 	Logger zerolog.Logger
@@ -240,6 +243,11 @@ func (h *handler) logDone(id string, job launcher.Job, res launcher.Result) {
 		Int64("engine_wait_ms", res.EngineWait.Milliseconds()).
 		Int("files_in", len(job.Files)).Int("files_in_bytes", filesBytes(job.Files)).
 		Int("files_out", len(res.Files)).Bool("progress", job.Progress != nil).
+		Func(func(e *zerolog.Event) {
+			if job.Egress != "" {
+				e.Str("egress", job.Egress) // the operator's profile name
+			}
+		}).
 		Msg("exec")
 }
 

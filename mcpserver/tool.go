@@ -27,6 +27,7 @@ type execInput struct {
 	TimeoutS *wholeSeconds `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit in whole seconds (inputSchema fills in the numbers)."`
 	Stdin    string        `json:"stdin,omitempty" jsonschema:"Text the program reads from standard input. Optional; empty when absent."`
 	Files    []inputFile   `json:"files,omitempty" jsonschema:"Input files (inputSchema fills in the limits)."`
+	Egress   string        `json:"egress,omitempty" jsonschema:"An egress profile's name (egressSchema fills in the names, or drops the field)."`
 }
 
 // execOutput is the structured result. No omitempty: a model should always
@@ -89,6 +90,7 @@ func inputSchema(o Options) *jsonschema.Schema {
 	enc := fs.Items.Properties["encoding"]
 	enc.Enum = []any{encodingUTF8, encodingBase64}
 	enc.Default = json.RawMessage(`"` + encodingUTF8 + `"`)
+	egressSchema(s, o)
 	return s
 }
 
@@ -132,7 +134,10 @@ func newJob(in execInput, o Options) (launcher.Job, error) {
 	if err != nil {
 		return launcher.Job{}, err
 	}
-	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout, Files: files}, nil
+	if err := checkEgress(in.Egress, o); err != nil {
+		return launcher.Job{}, err
+	}
+	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout, Files: files, Egress: in.Egress}, nil
 }
 
 func checkSize(field, s string, limit int, env string) error {
@@ -183,6 +188,10 @@ func size(n int) string {
 // it can import, what it cannot do, how files go in and out, and the limits it
 // will run into.
 func description(o Options) string {
+	return baseDescription(o) + egressDescription(o)
+}
+
+func baseDescription(o Options) string {
 	return fmt.Sprintf(`Run a Python 3 program (%s) in a fresh, locked-down sandbox and return its stdout, stderr, exit code and the files it writes to /tmp/outputs.
 
 Available: the Python standard library plus PyYAML, Jinja2, Pillow, numpy, pandas and matplotlib (headless, Agg backend).

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the sandbox image if it is missing (or always, with --force).
+# Builds the sandbox image if it is missing or was built from another Dockerfile (or
+# always, with --force).
 # When debian:trixie-slim cannot be found locally it is first built with mmdebstrap
 # (installed from Debian's packages when absent), since no registry may be reachable.
 #
@@ -58,14 +59,22 @@ ensure_base() {
   mmdebstrap --quiet --variant=minbase trixie - | docker import - "$base" >/dev/null
 }
 
+# The sandbox image carries the SHA-256 of its Dockerfile as a label, so an image built
+# from an older Dockerfile (one without ca-certificates, say) is rebuilt, not reused.
+sandbox_sum=$(sha256sum images/python-sandbox/Dockerfile | cut -d' ' -f1)
+
 ensure_sandbox() {
   if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
-    log "$image present"
-    return
+    have=$(docker image inspect -f '{{ index .Config.Labels "dev.mcp-exec.dockerfile-sha256" }}' "$image" 2>/dev/null || true)
+    if [ "$have" = "$sandbox_sum" ]; then
+      log "$image present"
+      return
+    fi
+    log "$image was built from another Dockerfile: rebuilding"
   fi
   ensure_base
   log "building $image"
-  docker build --quiet -t "$image" images/python-sandbox >/dev/null
+  docker build --quiet --label "dev.mcp-exec.dockerfile-sha256=$sandbox_sum" -t "$image" images/python-sandbox >/dev/null
   log "$image built"
 }
 

@@ -16,7 +16,8 @@
 #   - starts `podman system service --time=0 unix:///run/podman/podman.sock` in the
 #     background when the socket does not answer (removing a stale socket), restarting
 #     it when this script changed its configuration;
-#   - loads the sandbox image (`docker save IMAGE | podman load`) when podman lacks it.
+#   - loads the sandbox image (`docker save IMAGE | podman load`) when podman lacks it
+#     or holds another build of it than Docker.
 #
 # --stop-service stops the rootful service this script started (its pid file) and waits
 # until it has exited, as a service manager's restart would; running the script again
@@ -124,10 +125,18 @@ load_image() { # $1: "" for root, or a user name
   local who=$1
   local -a as=()
   [ -n "$who" ] && as=(runuser -u "$who" -- env "XDG_RUNTIME_DIR=$xdg" HOME="$rhome")
+  # Present and the same image as Docker's (docker save | podman load keeps the id): done.
+  # One Docker has rebuilt since (a changed Dockerfile, scripts/images.sh) is loaded again.
+  local want=""
+  want=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
   if "${as[@]}" podman image exists "$image" 2>/dev/null; then
-    return 0
+    local have
+    have=$("${as[@]}" podman image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
+    if [ -z "$want" ] || [ "sha256:${have#sha256:}" = "$want" ]; then
+      return 0
+    fi
   fi
-  docker image inspect "$image" >/dev/null 2>&1 ||
+  [ -n "$want" ] ||
     die "$image is in neither podman's nor Docker's store: build it with scripts/images.sh first"
   log "loading $image into ${who:-root}'s podman store (docker save | podman load, about a minute)"
   docker save "$image" | "${as[@]}" podman load -q >/dev/null

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -92,6 +93,8 @@ type Config struct {
 	Instance              string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
 	LogLevel              string        // --log-level MCP_EXEC_LOG_LEVEL
 	LogFormat             string        // --log-format MCP_EXEC_LOG_FORMAT
+	EgressProfiles        string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles (issue 23); "" = none: no network, no egress field
+	EgressDir             string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
 }
 
 // cfgAuthTokenEnv is the only source of the token besides the token file.
@@ -331,6 +334,14 @@ func cfgTable(c *Config) []cfgField {
 			(*cfgString)(&c.LogLevel), func() string { return cfgOneOf(c.LogLevel, cfgLogLevels) }},
 		{"log-format", "MCP_EXEC_LOG_FORMAT", "auto", "auto (json unless stderr is a terminal), json or console",
 			(*cfgString)(&c.LogFormat), func() string { return cfgOneOf(c.LogFormat, cfgLogFormats) }},
+		// Egress profiles (egress.go).
+		{"egress-profiles", "MCP_EXEC_EGRESS_PROFILES", "", "JSON file of egress profiles: a call may name one in exec's egress to reach its hosts through the server's proxy (docker backend only, not under gVisor); empty: none, no network at all",
+			(*cfgString)(&c.EgressProfiles), func() string { return cfgEgressProfiles(*c) }},
+		{"egress-dir", "MCP_EXEC_EGRESS_DIR", "", "egress: directory of the per-sandbox proxy sockets, bind-mounted into sandboxes, so the same path on the engine's host (required when the server runs in a container); empty: under the temp directory",
+			(*cfgString)(&c.EgressDir),
+			func() string {
+				return cfgUnless(c.EgressDir == "" || filepath.IsAbs(c.EgressDir), "must be an absolute path, got %q", c.EgressDir)
+			}},
 	}
 }
 

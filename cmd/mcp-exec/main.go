@@ -237,6 +237,12 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	opts := launcherOptions(cfg, cfg.Image, m, log)
 	opts.Runtime = cfg.Runtime
 	opts.EngineWait = cfg.EngineWait
+	if eg, err := newEgress(cfg, be.host, log); err != nil {
+		be.close()
+		return nil, nil, err
+	} else if eg != nil {
+		opts.Egress = eg
+	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	l, cleanup, err := startLauncher(cctx, cfg, be, opts, m, log, func(context.Context) { be.close() })

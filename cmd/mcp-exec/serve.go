@@ -45,6 +45,7 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		DefaultTimeout:      cfg.DefaultTimeout,
 		MaxTimeout:          cfg.MaxTimeout,
 		Python:              cfg.Python,
+		Egress:              egressOf(l),
 		Logger:              log,
 	})
 	ready := readyHandler(l) // one, so that both listeners share its cache

@@ -31,7 +31,16 @@ type Spec struct {
 	CPUs      float64 // CPU quota, in CPUs
 	TmpfsSize int64   // bytes of WorkDir (and of the private /dev/shm)
 	Runtime   string  // OCI runtime name, for backends that have one; "" is the default
+
+	// EgressDir, when set, is a host directory holding the Unix socket of this
+	// sandbox's egress channel (launcher/egress/proxy), to be bind-mounted read-only at
+	// EgressMount in this sandbox alone. Only the Docker/Podman backend applies it;
+	// the others refuse a Spec that sets it. Metadata only: a random path.
+	EgressDir string
 }
+
+// EgressMount is where a sandbox with an egress profile finds its channel's directory.
+const EgressMount = "/egress"
 
 // Conn is a started sandbox's attached standard streams. Writes go to the sandbox's
 // stdin; its stdout and stderr are copied, demultiplexed, into the writers given to

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
@@ -77,6 +78,9 @@ func ContainerSpec(s backend.Spec, seccompOption string) (*container.Config, *co
 			Ulimits: []*container.Ulimit{{Name: "core", Soft: 0, Hard: 0}},
 		},
 	}
+	if s.EgressDir != "" {
+		host.Mounts = append(host.Mounts, egressMount(s.EgressDir))
+	}
 	if backend.GVisor(s.Runtime) {
 		// gVisor's kernel runs the program's tasks: threads are not host tasks, and each
 		// process costs the host a few (measured: 1-2 with systrap, ~7 with ptrace), on
@@ -129,4 +133,17 @@ func nanoCPUs(cpus float64) int64 {
 
 func tmpfsOptions(size int64, flags string) string {
 	return flags + ",size=" + strconv.FormatInt(size, 10) + ",mode=1777"
+}
+
+// egressMount bind-mounts the sandbox's egress channel directory (issue 23) read-only:
+// the sandbox can connect to the socket in it (connect needs no write access to the
+// filesystem) but create nothing there. Nothing propagates back to the host.
+func egressMount(dir string) mount.Mount {
+	return mount.Mount{
+		Type:        mount.TypeBind,
+		Source:      dir,
+		Target:      backend.EgressMount,
+		ReadOnly:    true,
+		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+	}
 }

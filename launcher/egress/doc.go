@@ -3,10 +3,10 @@
 // reach whatever its profile says, and how much it may use per call. It is pure Go with
 // no listener and no I/O of its own beyond the Resolver it is handed.
 //
-// Status: this package is the first, self-contained part of issue 23. It is not wired
-// into the server yet: there is no --egress-profiles flag, no proxy listener, no
-// per-sandbox channel and no plumbing into the sandboxes; those come later and will be
-// built on this package. Until then no sandbox has any network, as before.
+// The proxy that uses it is launcher/egress/proxy; the server loads the profiles with
+// --egress-profiles, and the launcher gives a job with a profile a cold sandbox holding
+// a channel of its own (launcher/egress.go). A sandbox without a profile has no network
+// at all, as before. Only the Docker/Podman backend carries a channel so far.
 //
 // # Threat model
 //

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -115,6 +116,9 @@ func (o Options) withDefaults() Options {
 
 // validate reports settings no pod could be made with, naming the setting.
 func (o Options) validate(spec backend.Spec) error {
+	if spec.EgressDir != "" {
+		return errors.New("egress profiles are not supported on the Kubernetes backend yet (issue 23): a host socket cannot reach a pod")
+	}
 	for k, v := range spec.Labels {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
 			return fmt.Errorf("label %s=%q is not a valid Kubernetes label value (the instance name must end in a letter or digit, at most 63 characters): %s", k, v, strings.Join(errs, "; "))

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/egress"
+	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
+	"github.com/mcp-exec/mcp-exec/mcpserver"
+)
+
+// cfgEgressProfiles checks --egress-profiles: the file parses and vets (no IP
+// literal, no special name, no wildcard over a public suffix), and the backend can
+// give a sandbox its channel. Kubernetes, the process backend and gVisor are refused
+// in this version (issue 23): see the README's "Egress profiles".
+func cfgEgressProfiles(c Config) string {
+	if c.EgressProfiles == "" {
+		return ""
+	}
+	if _, err := egress.LoadProfiles(c.EgressProfiles); err != nil {
+		return err.Error()
+	}
+	switch {
+	case c.Backend != "docker":
+		return fmt.Sprintf("needs --backend docker (Docker or Podman), got %q: the %s backend cannot give a sandbox a channel of its own to the proxy yet", c.Backend, c.Backend)
+	case backend.GVisor(c.Runtime):
+		return fmt.Sprintf("is not supported under gVisor (--runtime %s) yet: whether runsc passes a bind-mounted socket through is not checked", c.Runtime)
+	}
+	return ""
+}
+
+// inContainer reports whether this process runs in a Docker or Podman container.
+var inContainer = func() bool {
+	for _, p := range []string{"/.dockerenv", "/run/.containerenv"} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// newEgress starts the egress proxy of --egress-profiles, or returns nil without one.
+// The sockets' directory is bind-mounted by the engine, which reads the path on its
+// own host: so the engine must be local (a unix socket), and a server in a container
+// must be told a directory that is the same path in the container and on the host.
+func newEgress(cfg Config, engineHost string, log zerolog.Logger) (*proxy.Server, error) {
+	if cfg.EgressProfiles == "" {
+		return nil, nil
+	}
+	ps, err := egress.LoadProfiles(cfg.EgressProfiles)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfgName("egress-profiles"), err)
+	}
+	if engineHost != "" && !strings.HasPrefix(engineHost, "unix://") {
+		return nil, fmt.Errorf("%s: the engine at %s is not on this machine, and a sandbox's channel is a Unix socket of this machine bind-mounted by the engine: egress profiles need a local engine (unix://)", cfgName("egress-profiles"), engineHost)
+	}
+	dir := cfg.EgressDir
+	if dir == "" {
+		if inContainer() {
+			return nil, errors.New(cfgName("egress-profiles") + ": the server runs in a container, and the engine bind-mounts a sandbox's channel from a path on its own host: set " + cfgName("egress-dir") + " to a directory mounted at the same path in this container and on the host (README, Egress profiles)")
+		}
+		dir = filepath.Join(os.TempDir(), "mcp-exec-egress-"+cfg.Instance)
+	}
+	srv, err := proxy.New(ps, dir, log.With().Str("component", "egress").Logger())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfgName("egress-dir"), err)
+	}
+	log.Info().Strs("profiles", ps.Names()).Str("dir", dir).Msg("egress profiles loaded")
+	return srv, nil
+}
+
+// egressTool describes the profiles of srv for exec's schema; nil without any.
+func egressTool(srv *proxy.Server) []mcpserver.EgressProfile {
+	if srv == nil {
+		return nil
+	}
+	ps := srv.Profiles()
+	var out []mcpserver.EgressProfile
+	for _, n := range ps.Names() {
+		p, _ := ps.Lookup(n)
+		out = append(out, mcpserver.EgressProfile{Name: n, Hosts: p.Hosts(), Ports: p.Ports()})
+	}
+	return out
+}
+
+// egressOf is the profiles of l's egress proxy, for exec's schema.
+func egressOf(l interface{ Options() launcher.Options }) []mcpserver.EgressProfile {
+	srv, _ := l.Options().Egress.(*proxy.Server)
+	return egressTool(srv)
+}

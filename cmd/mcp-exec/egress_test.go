@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+func writeProfiles(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "egress.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEgressConfig: a profiles file is vetted at start-up, and the backends that
+// cannot give a sandbox a channel of its own are refused, each error naming the flag
+// and the variable.
+func TestEgressConfig(t *testing.T) {
+	good := writeProfiles(t, `{"profiles": {"deb": {"hosts": ["deb.debian.org"]}}}`)
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string // "" for no error
+	}{
+		{"good", func(c *Config) { c.EgressProfiles = good }, ""},
+		{"none", func(c *Config) {}, ""},
+		{"missing file", func(c *Config) { c.EgressProfiles = "/nonexistent/egress.json" }, "--egress-profiles (MCP_EXEC_EGRESS_PROFILES) reading egress profiles"},
+		{"ip literal", func(c *Config) {
+			c.EgressProfiles = writeProfiles(t, `{"profiles": {"x": {"hosts": ["10.0.0.1"]}}}`)
+		}, `--egress-profiles (MCP_EXEC_EGRESS_PROFILES) egress profiles`},
+		{"private name", func(c *Config) {
+			c.EgressProfiles = writeProfiles(t, `{"profiles": {"x": {"hosts": ["db.internal"]}}}`)
+		}, `profile "x": hosts[0] "db.internal"`},
+		{"wide wildcard", func(c *Config) {
+			c.EgressProfiles = writeProfiles(t, `{"profiles": {"x": {"hosts": ["*.co.uk"]}}}`)
+		}, "a wildcard over a public suffix"},
+		{"kubernetes", func(c *Config) { c.EgressProfiles, c.Backend = good, "kubernetes" }, `--egress-profiles (MCP_EXEC_EGRESS_PROFILES) needs --backend docker (Docker or Podman), got "kubernetes"`},
+		{"process", func(c *Config) { c.EgressProfiles, c.Backend = good, "process" }, `needs --backend docker (Docker or Podman), got "process"`},
+		{"gvisor", func(c *Config) { c.EgressProfiles, c.Runtime = good, "runsc" }, "--egress-profiles (MCP_EXEC_EGRESS_PROFILES) is not supported under gVisor"},
+		{"relative dir", func(c *Config) { c.EgressDir = "egress" }, `--egress-dir (MCP_EXEC_EGRESS_DIR) must be an absolute path, got "egress"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cfgWantDefaults()
+			tt.edit(&c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Validate: got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestNewEgress: the proxy starts only with profiles; a remote engine, and a server in
+// a container without --egress-dir, are refused with what to do.
+func TestNewEgress(t *testing.T) {
+	good := writeProfiles(t, `{"profiles": {"deb": {"hosts": ["deb.debian.org"]}, "npm": {"hosts": ["registry.npmjs.org"], "ports": [443, 8443]}}}`)
+	c := cfgWantDefaults()
+	if srv, err := newEgress(c, "unix:///var/run/docker.sock", zerolog.Nop()); srv != nil || err != nil {
+		t.Fatalf("no profiles: got %v, %v", srv, err)
+	}
+	c.EgressProfiles, c.EgressDir = good, filepath.Join(t.TempDir(), "sockets")
+	if _, err := newEgress(c, "ssh://user@host", zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "egress profiles need a local engine") {
+		t.Errorf("remote engine: got %v", err)
+	}
+	srv, err := newEgress(c, "unix:///var/run/docker.sock", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(c.EgressDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("socket directory: %v, %v; want mode 0700", fi.Mode(), err)
+	}
+	tool := egressTool(srv)
+	if len(tool) != 2 || tool[0].Name != "deb" || tool[1].Name != "npm" || len(tool[1].Ports) != 2 {
+		t.Errorf("exec's profiles: got %+v", tool)
+	}
+
+	was := inContainer
+	inContainer = func() bool { return true }
+	defer func() { inContainer = was }()
+	c.EgressDir = ""
+	if _, err := newEgress(c, "unix:///var/run/docker.sock", zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "set --egress-dir (MCP_EXEC_EGRESS_DIR)") {
+		t.Errorf("in a container without --egress-dir: got %v", err)
+	}
+}

@@ -1,0 +1,549 @@
+// Package proxy is the egress proxy of issue 23: a forward proxy in the server that
+// lets a sandbox with an egress profile reach the hosts its profile names, and nothing
+// else. It speaks HTTP CONNECT (for TLS, which it never intercepts) and plain HTTP with
+// an absolute URI, on a Unix socket of the sandbox's own (a Channel) that the backend
+// bind-mounts into that sandbox alone; the sandbox itself keeps no network.
+//
+// # Invariants
+//
+//   - Which profile applies is decided by the socket a connection arrived on, never by
+//     anything the sandbox sends: one Channel per sandbox, one profile per Channel.
+//   - The requested name and port are checked against the profile before any DNS
+//     lookup; the proxy resolves the name itself and every address of the answer is
+//     vetted (egress.Profile.Resolve), then the vetted address is dialled: the name is
+//     never looked up again, so DNS rebinding fails.
+//   - A refusal is answered 403 with the egress.Denial's text in the status line and
+//     the body, so a program (and its HTTP library's exception) can print why.
+//   - Each Channel counts its connections and bytes against the profile's caps
+//     (egress.Counter) and holds at most maxActive connections at once.
+//   - The request head is read with a size and time limit; after it, bytes are only
+//     relayed (CONNECT) or the request is forwarded once (plain HTTP) and the
+//     connection closed.
+//   - Logs carry the profile, host, port, decision, reason and byte counts only: never
+//     a request path, a header or a body; and the host only when the profile names it
+//     (any other name is the program's text, which could carry data).
+//   - Plain HTTP goes out with the checked name as its Host header. (Inside a CONNECT
+//     tunnel the program chooses SNI and Host; a CDN serving an allowed name may serve
+//     other sites by them: domain fronting, which only TLS interception could stop.)
+//   - Close ends every connection of the Channel and removes its socket directory.
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/egress"
+)
+
+// SocketName is the name of a Channel's socket in its directory.
+const SocketName = "proxy.sock"
+
+const (
+	maxHead     = 64 << 10         // bytes of a request line and headers
+	headTimeout = 10 * time.Second // to send the request head
+	dialTimeout = 10 * time.Second // per vetted address
+	maxActive   = 64               // connections of one Channel at once
+)
+
+// Server opens Channels for the profiles it was given.
+type Server struct {
+	profiles *egress.Profiles
+	dir      string
+	resolver egress.Resolver
+	own      []netip.Prefix
+	log      zerolog.Logger
+	dial     func(ctx context.Context, a netip.AddrPort) (net.Conn, error) // tests replace it
+}
+
+// New returns a Server whose Channels live in directories under dir, which it creates
+// (mode 0700: only the server's user and root can reach a socket through it). The
+// server's own interface addresses are refused on top of what egress.Vet refuses.
+func New(profiles *egress.Profiles, dir string, log zerolog.Logger) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("egress socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("egress socket directory: %w", err)
+	}
+	s := &Server{profiles: profiles, dir: dir, resolver: net.DefaultResolver, log: log, dial: dialAddr}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("listing the server's own addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				ip = ip.Unmap()
+				s.own = append(s.own, netip.PrefixFrom(ip, ip.BitLen()))
+			}
+		}
+	}
+	return s, nil
+}
+
+// Profiles returns the profiles the Server serves.
+func (s *Server) Profiles() *egress.Profiles { return s.profiles }
+
+// SetResolver replaces the resolver (tests).
+func (s *Server) SetResolver(r egress.Resolver) { s.resolver = r }
+
+// Open starts a Channel for one sandbox with the named profile and returns the host
+// directory that holds its socket (to be bind-mounted into that sandbox only) and the
+// function that closes it.
+func (s *Server) Open(_ context.Context, profile string) (dir string, closeFn func() error, err error) {
+	c, err := s.OpenChannel(profile)
+	if err != nil {
+		return "", nil, err
+	}
+	return c.Dir(), c.Close, nil
+}
+
+// OpenChannel is Open returning the Channel.
+func (s *Server) OpenChannel(profile string) (*Channel, error) {
+	p, ok := s.profiles.Lookup(profile)
+	if !ok {
+		return nil, fmt.Errorf("egress profile %q is not configured", profile)
+	}
+	dir, err := os.MkdirTemp(s.dir, "sb-")
+	if err != nil {
+		return nil, fmt.Errorf("egress channel: %w", err)
+	}
+	// The sandbox's user needs to search the directory, not to list it.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("egress channel: %w", err)
+	}
+	path := filepath.Join(dir, SocketName)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("egress channel: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	// The sandbox runs as another user than the server: it must be able to connect.
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("egress channel: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Channel{
+		s: s, p: p, dir: dir, ln: ln, counter: p.NewCounter(),
+		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{},
+	}
+	c.wg.Add(1)
+	go c.accept()
+	return c, nil
+}
+
+// Channel is one sandbox's socket to the proxy, bound to one profile.
+type Channel struct {
+	s       *Server
+	p       *egress.Profile
+	dir     string
+	ln      *net.UnixListener
+	counter *egress.Counter
+	ctx     context.Context
+	cancel  context.CancelFunc
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// Dir is the host directory that holds the Channel's socket.
+func (c *Channel) Dir() string { return c.dir }
+
+// Used returns the connections opened and bytes carried so far.
+func (c *Channel) Used() (connections, bytes int64) { return c.counter.Used() }
+
+// Close stops the Channel, ends its connections and removes its directory.
+func (c *Channel) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.cancel()
+		err = c.ln.Close()
+		c.mu.Lock()
+		c.closed = true
+		for conn := range c.conns {
+			conn.Close()
+		}
+		c.mu.Unlock()
+		c.wg.Wait()
+		if rmErr := os.RemoveAll(c.dir); rmErr != nil && err == nil {
+			err = rmErr
+		}
+	})
+	return err
+}
+
+// hold registers a connection for Close, or refuses it past maxActive or once closed.
+func (c *Channel) hold(conn net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || len(c.conns) >= maxActive {
+		return false
+	}
+	c.conns[conn] = struct{}{}
+	return true
+}
+
+func (c *Channel) drop(conn net.Conn) {
+	c.mu.Lock()
+	delete(c.conns, conn)
+	c.mu.Unlock()
+	conn.Close()
+}
+
+func (c *Channel) accept() {
+	defer c.wg.Done()
+	for {
+		conn, err := c.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		if !c.hold(conn) {
+			c.s.log.Warn().Str("profile", c.p.Name()).Str("decision", "denied").
+				Str("reason", "too_many_connections").Msg("egress")
+			conn.Close()
+			continue
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			defer c.drop(conn)
+			c.serve(conn)
+		}()
+	}
+}
+
+// record is what one connection's log line says.
+type record struct {
+	host           string
+	port           int
+	method         string // CONNECT or HTTP
+	reason         string
+	up, down       int64
+	began          time.Time
+	denied, failed bool
+}
+
+func (c *Channel) logRecord(r *record) {
+	decision := "allowed"
+	lvl := c.s.log.Info()
+	switch {
+	case r.denied:
+		decision = "denied"
+		lvl = c.s.log.Warn()
+	case r.failed:
+		decision = "failed"
+		lvl = c.s.log.Warn()
+	}
+	// The host is logged only when the profile names it: then it is the operator's
+	// text. Any other name is the program's, and a program could spell data in it.
+	host := ""
+	if r.host != "" && c.p.AllowName(r.host, c.p.Ports()[0]) == nil {
+		host = r.host
+	}
+	lvl.Str("profile", c.p.Name()).Str("method", r.method).Str("host", host).
+		Bool("host_redacted", host == "" && r.host != "").Int("port", r.port).
+		Str("decision", decision).Str("reason", r.reason).
+		Int64("bytes_up", r.up).Int64("bytes_down", r.down).
+		Int64("duration_ms", time.Since(r.began).Milliseconds()).Msg("egress")
+}
+
+// headReader limits what the request head may take; lifted once it is read.
+type headReader struct {
+	r    io.Reader
+	left int64
+	on   bool
+}
+
+func (h *headReader) Read(p []byte) (int, error) {
+	if !h.on {
+		return h.r.Read(p)
+	}
+	if h.left <= 0 {
+		return 0, errors.New("request head too large")
+	}
+	if int64(len(p)) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.r.Read(p)
+	h.left -= int64(n)
+	return n, err
+}
+
+func (c *Channel) serve(conn net.Conn) {
+	r := &record{began: time.Now()}
+	defer c.logRecord(r)
+	hr := &headReader{r: conn, left: maxHead, on: true}
+	br := bufio.NewReader(hr)
+	_ = conn.SetReadDeadline(time.Now().Add(headTimeout))
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		r.method, r.failed, r.reason = "?", true, "bad_request"
+		writeStatus(conn, http.StatusBadRequest, "egress: could not read the request head")
+		return
+	}
+	hr.on = false
+	_ = conn.SetReadDeadline(time.Time{})
+
+	host, port, denial := target(req)
+	r.method, r.host, r.port = "HTTP", host, port
+	if req.Method == http.MethodConnect {
+		r.method = "CONNECT"
+	}
+	if denial != nil {
+		c.deny(conn, r, denial)
+		return
+	}
+	addrs, err := c.p.Resolve(c.ctx, c.s.resolver, host, port, c.s.own)
+	if err != nil {
+		c.deny(conn, r, err)
+		return
+	}
+	if err := c.counter.Connect(); err != nil {
+		c.deny(conn, r, err)
+		return
+	}
+	up, err := c.s.dialVetted(c.ctx, addrs)
+	if err != nil {
+		r.failed, r.reason = true, "dial_failed"
+		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: could not connect to %q port %d", host, port))
+		return
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		up.Close()
+		return
+	}
+	c.conns[up] = struct{}{}
+	c.mu.Unlock()
+	defer c.drop(up)
+
+	if r.method == "CONNECT" {
+		if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return
+		}
+		// Bytes the client sent after the head (a pipelined ClientHello) are in br.
+		c.pipe(conn, up, io.MultiReader(io.LimitReader(br, int64(br.Buffered())), conn), r)
+		return
+	}
+	// Plain HTTP: forward this one request in origin form, then relay the answer.
+	req.RequestURI = ""
+	// The Host header is the name that was checked: another one would reach another
+	// site served from the same address (a CDN's), which the profile does not name.
+	req.Host = req.URL.Host
+	for k := range req.Header {
+		if strings.HasPrefix(strings.ToLower(k), "proxy-") {
+			req.Header.Del(k)
+		}
+	}
+	req.Close = true
+	cw := &countWriter{w: up, c: c.counter}
+	if err := req.Write(cw); err != nil {
+		r.up = cw.n
+		if isCap(err) {
+			r.denied, r.reason = true, capReason(err)
+		}
+		return
+	}
+	r.up = cw.n
+	n, err := countedCopy(conn, up, c.counter)
+	r.down = n
+	if isCap(err) {
+		r.denied, r.reason = true, capReason(err)
+	}
+}
+
+// pipe relays both ways until either side ends or a cap is reached.
+func (c *Channel) pipe(client, up net.Conn, fromClient io.Reader, r *record) {
+	var wg sync.WaitGroup
+	var capErr error
+	var mu sync.Mutex
+	note := func(err error) {
+		if isCap(err) {
+			mu.Lock()
+			capErr = err
+			mu.Unlock()
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n, err := countedCopy(up, fromClient, c.counter)
+		r.up = n
+		note(err)
+		if cw, ok := up.(interface{ CloseWrite() error }); ok && err == nil {
+			_ = cw.CloseWrite()
+		} else {
+			up.Close()
+			client.Close()
+		}
+	}()
+	n, err := countedCopy(client, up, c.counter)
+	note(err)
+	r.down = n
+	client.Close()
+	up.Close()
+	wg.Wait()
+	if capErr != nil {
+		r.denied, r.reason = true, capReason(capErr)
+	}
+}
+
+// target is the host and port a request asks for, or a Denial for one that names
+// neither properly. CONNECT takes host:port; plain HTTP an absolute http URI.
+func target(req *http.Request) (string, int, error) {
+	var hostport string
+	def := 0
+	if req.Method == http.MethodConnect {
+		hostport = req.RequestURI
+	} else {
+		if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" {
+			return "", 0, &egress.Denial{Reason: egress.ReasonInvalidName, Detail: "want CONNECT host:port, or an absolute http:// URI"}
+		}
+		hostport, def = req.URL.Host, 80
+	}
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if def == 0 {
+			return "", 0, &egress.Denial{Reason: egress.ReasonInvalidName, Detail: "CONNECT wants host:port"}
+		}
+		host, p = hostport, strconv.Itoa(def)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 1 || port > 65535 {
+		return host, 0, &egress.Denial{Reason: egress.ReasonPortNotAllowed, Host: host, Detail: "not a port"}
+	}
+	return host, port, nil
+}
+
+func (c *Channel) deny(conn net.Conn, r *record, err error) {
+	r.denied = true
+	var d *egress.Denial
+	if errors.As(err, &d) {
+		r.reason = string(d.Reason)
+		if d.Host != "" {
+			r.host = d.Host
+		}
+	} else {
+		r.reason = "refused"
+	}
+	writeStatus(conn, http.StatusForbidden, err.Error())
+}
+
+// writeStatus answers with code, text in the status line (which HTTP libraries put in
+// their exception) and in the body. text is a Denial's or our own: quoted host, no
+// line breaks.
+func writeStatus(conn net.Conn, code int, text string) {
+	line := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, text)
+	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
+		code, line, len(line)+1, line)
+}
+
+// dialVetted connects to the first vetted address that answers. The addresses come
+// from Resolve; nothing here looks a name up.
+func (s *Server) dialVetted(ctx context.Context, addrs []netip.AddrPort) (net.Conn, error) {
+	var errs []error
+	for _, a := range addrs {
+		conn, err := s.dial(ctx, a)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// dialAddr connects to one address: an address, so no lookup.
+func dialAddr(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+	d := net.Dialer{Timeout: dialTimeout}
+	return d.DialContext(ctx, "tcp", a.String())
+}
+
+func isCap(err error) bool {
+	var d *egress.Denial
+	return errors.As(err, &d) && (d.Reason == egress.ReasonByteLimit || d.Reason == egress.ReasonConnectionLimit)
+}
+
+func capReason(err error) string {
+	var d *egress.Denial
+	if errors.As(err, &d) {
+		return string(d.Reason)
+	}
+	return ""
+}
+
+// countedCopy copies src to dst, each chunk granted by the Counter first; it returns
+// the Counter's Denial once the byte cap is reached.
+func countedCopy(dst io.Writer, src io.Reader, c *egress.Counter) (int64, error) {
+	buf := make([]byte, 32<<10)
+	var total int64
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			grant, capErr := c.Take(int64(n))
+			if grant > 0 {
+				w, werr := dst.Write(buf[:grant])
+				total += int64(w)
+				if werr != nil {
+					return total, werr
+				}
+			}
+			if capErr != nil {
+				return total, capErr
+			}
+		}
+		if rerr != nil {
+			if rerr == io.EOF {
+				return total, nil
+			}
+			return total, rerr
+		}
+	}
+}
+
+// countWriter counts what it writes against the Counter.
+type countWriter struct {
+	w io.Writer
+	c *egress.Counter
+	n int64
+}
+
+func (cw *countWriter) Write(p []byte) (int, error) {
+	grant, capErr := cw.c.Take(int64(len(p)))
+	n, err := cw.w.Write(p[:grant])
+	cw.n += int64(n)
+	if err != nil {
+		return n, err
+	}
+	if capErr != nil {
+		return n, capErr
+	}
+	return n, nil
+}

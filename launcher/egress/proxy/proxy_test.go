@@ -1,0 +1,290 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/egress"
+)
+
+// fakeResolver answers from a table and records every lookup.
+type fakeResolver struct {
+	mu      sync.Mutex
+	answers map[string][]netip.Addr
+	asked   []string
+}
+
+func (f *fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, host)
+	return f.answers[host], nil
+}
+
+func (f *fakeResolver) lookups() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.asked...)
+}
+
+// testServer is a proxy whose resolver is fake and whose dialler takes every vetted
+// address to one local upstream, recording the addresses it was asked for.
+type testServer struct {
+	*Server
+	res    *fakeResolver
+	mu     sync.Mutex
+	dialed []netip.AddrPort
+	logs   strings.Builder
+	logMu  sync.Mutex
+}
+
+func (ts *testServer) Write(p []byte) (int, error) {
+	ts.logMu.Lock()
+	defer ts.logMu.Unlock()
+	return ts.logs.Write(p)
+}
+
+func (ts *testServer) log() string {
+	ts.logMu.Lock()
+	defer ts.logMu.Unlock()
+	return ts.logs.String()
+}
+
+func newTestServer(t *testing.T, profiles string, upstream string) *testServer {
+	t.Helper()
+	ps, err := egress.ParseProfiles([]byte(profiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{res: &fakeResolver{answers: map[string][]netip.Addr{
+		"pub.example.org.":    {netip.MustParseAddr("93.184.215.14")},
+		"rebind.example.org.": {netip.MustParseAddr("93.184.215.14"), netip.MustParseAddr("127.0.0.1")},
+		"meta.example.org.":   {netip.MustParseAddr("169.254.169.254")},
+		"mapped.example.org.": {netip.MustParseAddr("::ffff:10.0.0.1")},
+	}}}
+	srv, err := New(ps, filepath.Join(t.TempDir(), "s"), zerolog.New(ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetResolver(ts.res)
+	srv.dial = func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+		ts.mu.Lock()
+		ts.dialed = append(ts.dialed, a)
+		ts.mu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", upstream)
+	}
+	ts.Server = srv
+	return ts
+}
+
+// echoUpstream answers every connection with what it reads, prefixed "echo:".
+func echoUpstream(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				line, _ := br.ReadString('\n')
+				if strings.HasPrefix(line, "GET ") {
+					for {
+						h, err := br.ReadString('\n')
+						if err != nil || h == "\r\n" {
+							break
+						}
+						if strings.HasPrefix(h, "Host:") {
+							line += h
+						}
+					}
+				}
+				io.WriteString(c, "echo:"+line)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func ask(t *testing.T, ch *Channel, head, after string) (status string, rest string) {
+	t.Helper()
+	c, err := net.Dial("unix", filepath.Join(ch.Dir(), SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, head)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("%q: %v", head, err)
+	}
+	if resp.StatusCode == 200 && after == "" {
+		return resp.Status, ""
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return resp.Status, string(b)
+	}
+	io.WriteString(c, after)
+	b, _ := io.ReadAll(br)
+	return resp.Status, string(b)
+}
+
+const unitProfiles = `{"profiles": {
+  "p": {"hosts": ["pub.example.org", "rebind.example.org", "meta.example.org", "mapped.example.org", "*.wild.example.org"], "ports": [443]},
+  "capped": {"hosts": ["pub.example.org"], "max_connections": 1, "max_bytes": 10}
+}}`
+
+func TestProxyDecisions(t *testing.T) {
+	ts := newTestServer(t, unitProfiles, echoUpstream(t))
+	ch, err := ts.OpenChannel("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	tests := []struct {
+		name, head, status string
+		lookup             bool // whether the name may be looked up
+	}{
+		{"allowed", "CONNECT pub.example.org:443 HTTP/1.1\r\n\r\n", "200 Connection established", true},
+		{"other host", "CONNECT evil.example.net:443 HTTP/1.1\r\n\r\n", "403 egress denied (host_not_allowed)", false},
+		{"suffix itself", "CONNECT wild.example.org:443 HTTP/1.1\r\n\r\n", "403 egress denied (host_not_allowed)", false},
+		{"other port", "CONNECT pub.example.org:22 HTTP/1.1\r\n\r\n", "403 egress denied (port_not_allowed)", false},
+		{"ip literal", "CONNECT 93.184.215.14:443 HTTP/1.1\r\n\r\n", "403 egress denied (ip_literal)", false},
+		{"integer ip", "CONNECT 2130706433:443 HTTP/1.1\r\n\r\n", "403 egress denied (ip_literal)", false},
+		{"ipv6 literal", "CONNECT [::1]:443 HTTP/1.1\r\n\r\n", "403 egress denied (ip_literal)", false},
+		{"localhost", "CONNECT localhost:443 HTTP/1.1\r\n\r\n", "403 egress denied (special_name)", false},
+		{"no port", "CONNECT pub.example.org HTTP/1.1\r\n\r\n", "403 egress denied (invalid_name)", false},
+		{"rebinding answer", "CONNECT rebind.example.org:443 HTTP/1.1\r\n\r\n", "403 egress denied (address_refused)", true},
+		{"metadata", "CONNECT meta.example.org:443 HTTP/1.1\r\n\r\n", "403 egress denied (address_refused)", true},
+		{"mapped private", "CONNECT mapped.example.org:443 HTTP/1.1\r\n\r\n", "403 egress denied (address_refused)", true},
+		{"https absolute", "GET https://pub.example.org/ HTTP/1.1\r\nHost: pub.example.org\r\n\r\n", "403 egress denied (invalid_name)", false},
+		{"origin form", "GET / HTTP/1.1\r\nHost: pub.example.org\r\n\r\n", "403 egress denied (invalid_name)", false},
+		{"plain http port 80", "GET http://pub.example.org/x HTTP/1.1\r\nHost: pub.example.org\r\n\r\n", "403 egress denied (port_not_allowed)", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(ts.res.lookups())
+			status, body := ask(t, ch, tt.head, "")
+			if !strings.HasPrefix(status, tt.status) {
+				t.Errorf("status %q, want %q", status, tt.status)
+			}
+			if strings.HasPrefix(status, "403") && !strings.Contains(body, "egress denied") {
+				t.Errorf("body %q lacks the reason", body)
+			}
+			if looked := len(ts.res.lookups()) > before; looked && !tt.lookup {
+				t.Errorf("the name was looked up: %q", ts.res.lookups()[before:])
+			}
+		})
+	}
+	// Only vetted addresses were dialled, never a name and never a refused address.
+	for _, a := range ts.dialed {
+		if a != netip.MustParseAddrPort("93.184.215.14:443") {
+			t.Errorf("dialled %s", a)
+		}
+	}
+	if len(ts.dialed) != 1 {
+		t.Errorf("dialled %d times, want 1", len(ts.dialed))
+	}
+}
+
+func TestProxyRelaysAndPlainHTTP(t *testing.T) {
+	ts := newTestServer(t, `{"profiles": {"p": {"hosts": ["pub.example.org"], "ports": [443, 80]}}}`, echoUpstream(t))
+	ch, err := ts.OpenChannel("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if status, got := ask(t, ch, "CONNECT pub.example.org:443 HTTP/1.1\r\n\r\n", "hello\n"); status != "200 Connection established" || got != "echo:hello\n" {
+		t.Errorf("CONNECT: %q %q", status, got)
+	}
+	// Plain HTTP is forwarded in origin form, without the proxy's headers.
+	c, err := net.Dial("unix", filepath.Join(ch.Dir(), SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET http://pub.example.org/secret-path HTTP/1.1\r\nHost: other.example.net\r\nProxy-Authorization: x\r\n\r\n")
+	b, _ := io.ReadAll(c)
+	// In origin form, with the checked name as Host (not the program's other one).
+	if string(b) != "echo:GET /secret-path HTTP/1.1\r\nHost: pub.example.org\r\n" {
+		t.Errorf("plain HTTP upstream saw %q", b)
+	}
+	logs := ts.log()
+	if strings.Contains(logs, "secret-path") || strings.Contains(logs, "Proxy-Authorization") {
+		t.Errorf("log holds request data: %s", logs)
+	}
+	if !strings.Contains(logs, `"host":"pub.example.org","host_redacted":false,"port":80,"decision":"allowed"`) {
+		t.Errorf("log lacks the allowed line: %s", logs)
+	}
+}
+
+func TestProxyCaps(t *testing.T) {
+	ts := newTestServer(t, unitProfiles, echoUpstream(t))
+	ch, err := ts.OpenChannel("capped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	_, got := ask(t, ch, "CONNECT pub.example.org:443 HTTP/1.1\r\n\r\n", "0123456789abcdef\n")
+	if got != "" && len(got) > 10 {
+		t.Errorf("past max_bytes: got %q back", got)
+	}
+	if up, down := ch.Used(); up != 1 || down > 10 {
+		t.Errorf("used: %d connections, %d bytes; want 1, at most 10", up, down)
+	}
+	if status, _ := ask(t, ch, "CONNECT pub.example.org:443 HTTP/1.1\r\n\r\n", ""); !strings.HasPrefix(status, "403 egress denied (connection_limit)") {
+		t.Errorf("second connection: %q", status)
+	}
+}
+
+func TestChannelClose(t *testing.T) {
+	ts := newTestServer(t, unitProfiles, echoUpstream(t))
+	if _, err := ts.OpenChannel("nope"); err == nil {
+		t.Error("unknown profile: no error")
+	}
+	ch, err := ts.OpenChannel("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(ch.Dir(), SocketName))
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket: %v %v", fi, err)
+	}
+	held, err := net.Dial("unix", filepath.Join(ch.Dir(), SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ch.Dir()); !os.IsNotExist(err) {
+		t.Errorf("directory left: %v", err)
+	}
+	held.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := held.Read(make([]byte, 1)); err == nil {
+		t.Error("a connection outlived Close")
+	}
+}
