@@ -374,6 +374,88 @@ def oom_kills():
     return None  # gVisor: no counter (its kernel OOM-kills; see the exit frame)
 
 
+def writable_mounts(wiped=("/tmp", "/dev/shm", "/dev/mqueue"), limit=10000):
+    """The read-write mounts the sandbox's user can write to that no wipe covers, each
+    "point (fstype): why". A sandbox's private tmpfs mounts (wiped) go with it; a mount
+    of the host's (a volume, a bind, Kubernetes' /dev/termination-log: a 0666 file on
+    the node's disk that the kubelet copies into the pod's status) would keep what one
+    run writes for the next, or on the host's disk. Kernel filesystems and what is below
+    /proc and /sys hold no file a program can write; a directory is walked (on its own
+    mount only, at most limit entries) for a writable directory or regular file. Kept
+    in step with the probe no_writable_file_outside_wipe (launcher/probe/py) and
+    launcher/process's start-up check."""
+    kernel = ("proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "securityfs", "debugfs", "tracefs", "bpf", "nsfs")
+
+    def unescape(b):  # mountinfo writes space, tab, newline and backslash as \ooo
+        out, i = bytearray(), 0
+        while i < len(b):
+            if b[i] == 92 and b[i + 1:i + 4].isdigit():
+                out.append(int(b[i + 1:i + 4], 8) & 0xFF)
+                i += 4
+            else:
+                out.append(b[i])
+                i += 1
+        return os.fsdecode(bytes(out))
+
+    mounts = []
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f:
+            left, _, right = line.partition(b" - ")
+            left, right = left.split(), right.split()
+            if len(left) < 6 or len(right) < 3:
+                continue
+            ro = b"ro" in left[5].split(b",") or b"ro" in right[2].split(b",")
+            mounts.append((unescape(left[4]), right[0].decode("latin-1"), ro))
+    points = {m[0] for m in mounts}
+
+    def under(p, roots):
+        return any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots)
+
+    def writable(path):
+        try:
+            return os.access(path, os.W_OK, follow_symlinks=False)
+        except (OSError, NotImplementedError):
+            return os.access(path, os.W_OK)
+
+    out = []
+    for point, fstype, ro in mounts:
+        if ro or fstype in kernel or under(point, ("/proc", "/sys") + tuple(wiped)):
+            continue
+        if not os.path.isdir(point):
+            if writable(point):
+                out.append("%s (%s): a writable file" % (point, fstype))
+            continue
+        stack, seen, found = [point], 0, None
+        while stack and found is None:
+            d = stack.pop()
+            if writable(d):
+                found = "the directory %s is writable" % d
+                break
+            try:
+                with os.scandir(d) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            for e in entries:
+                seen += 1
+                if seen > limit:
+                    found = "read-write, with more than %d entries to check" % limit
+                    break
+                if e.path in points:
+                    continue  # a mount of its own: checked on its own
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    elif e.is_file(follow_symlinks=False) and writable(e.path):
+                        found = "the file %s is writable" % e.path
+                        break
+                except OSError:
+                    pass
+        if found is not None:
+            out.append("%s (%s): %s" % (point, fstype, found))
+    return out
+
+
 def fatal(msg):
     write_all(1, frame(b"F", msg.encode()))
     os._exit(EXIT_FAILED)
@@ -470,6 +552,14 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (OSError, ValueError) as e:
         fatal("setrlimit(RLIMIT_CORE, 0) failed: %s" % e)
+    # Before the program can write anything: no writable mount outside the wipe.
+    try:
+        found = writable_mounts()
+    except OSError as e:
+        fatal("reading /proc/self/mountinfo failed: %s" % e)
+    if found:
+        fatal("writable mounts outside the wipe (what a program writes there outlives its sandbox): %s; "
+              "mount them read-only or remove them" % "; ".join(found))
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()

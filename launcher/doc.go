@@ -53,6 +53,13 @@
 //     (bridge.go: calls come from a pipe of their own that the bootstrap relays, and
 //     Tools.Serve checks every call). The server still enforces the output cap
 //     and the timeout itself.
+//   - Before the program forks, the bootstrap reads /proc/self/mountinfo and refuses
+//     (an F frame naming each) any read-write mount the sandbox's user can write that
+//     no wipe covers (the private tmpfs /tmp, /dev/shm, /dev/mqueue are wiped with the
+//     sandbox; kernel filesystems, /proc and /sys aside): a volume, a bind from the
+//     host, a runtime's extra tmpfs, a webhook's hostPath, or the kubelet's termination-
+//     message file where the user can reach it (launcher/kube puts it in root's 0700
+//     home). TestBootRefusesWritableMount.
 //   - Under gVisor (Options.GVisor) the same contract holds by gVisor's means: the
 //     process limit is RLIMIT_NPROC inside gVisor's kernel with the host's pids cgroup
 //     as a backstop (backend.GVisorHostPids), the seccomp profile allows clone3, and

@@ -1,12 +1,9 @@
 package mcpserver
 
 import (
-	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
@@ -26,22 +23,5 @@ func TestListToolsGoldenUpstreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := json.MarshalIndent(res.Tools, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	golden := filepath.Join("testdata", "tool-upstreams.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("tools JSON (-want +got), run with -update if intended:\n%s", diff)
-	}
+	checkGolden(t, "tool-upstreams.golden.json", "tools JSON", res.Tools)
 }

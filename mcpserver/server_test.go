@@ -186,12 +186,19 @@ func TestListToolsGolden(t *testing.T) {
 		}
 		t.Fatalf("tools: got %q, want [\"exec\"]", names)
 	}
-	got, err := json.MarshalIndent(res.Tools[0], "", "  ")
+	checkGolden(t, "tool.golden.json", "tool JSON", res.Tools[0])
+}
+
+// checkGolden compares v, as indented JSON, with testdata/name (what names it in the
+// failure); with -update it writes the file first.
+func checkGolden(t *testing.T, name, what string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	golden := filepath.Join("testdata", "tool.golden.json")
+	golden := filepath.Join("testdata", name)
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
@@ -205,7 +212,7 @@ func TestListToolsGolden(t *testing.T) {
 		t.Fatalf("read golden (run with -update to create it): %v", err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("tool JSON (-want +got), run with -update if intended:\n%s", diff)
+		t.Errorf("%s (-want +got), run with -update if intended:\n%s", what, diff)
 	}
 }
 

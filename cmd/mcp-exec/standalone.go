@@ -15,6 +15,10 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/process"
 )
 
+// scratchRoot is where the process backend's runs get their directories: the
+// container's tmpfs, which the wipe between runs covers (with /dev/shm and /dev/mqueue).
+const scratchRoot = "/tmp"
+
 // newProcessLauncher is newLauncher for the process backend (standalone mode): it
 // refuses to start unless the container is locked down, then runs each exec as a
 // child process. Its errors name the missing lock and the flag that provides it.
@@ -32,6 +36,7 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 	}
 	lock := process.Lockdown{
 		MaxTmpfs:     cfg.TmpfsSize,
+		Scratch:      scratchRoot,
 		Network:      cfg.Transport != "stdio",
 		EgressDenied: cfg.EgressDenied,
 		Probes:       splitList(cfg.EgressProbes),
@@ -50,11 +55,11 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 	}
 	ev.Int("uid", st.UID).Int64("tmp_bytes", st.TmpfsBytes).Strs("interfaces", st.Interfaces).
 		Bool("network", lock.Network).Strs("seccomp_child", st.Seccomp).
-		Msg("standalone lockdown verified: not root, no capabilities, no-new-privileges, read-only root, /tmp a sized tmpfs, no usable swap beyond the memory limit, a seccomp filter per run (a child saw EPERM from io_uring and the rest); " + networkNote(lock.Network))
+		Msg("standalone lockdown verified: not root, no capabilities, no-new-privileges, read-only root, /tmp a sized tmpfs, no writable mount outside the wipe, no usable swap beyond the memory limit, a seccomp filter per run (a child saw EPERM from io_uring and the rest); " + networkNote(lock.Network))
 	ignoreSignals(ctx, log)
 
 	be := process.New(process.Options{
-		Scratch: "/tmp",
+		Scratch: scratchRoot,
 		Wipe:    true,
 		Serial:  true,
 		Python:  cfg.Python,

@@ -5,12 +5,8 @@ package main
 // signal, and must not reach the next caller's sandbox, however it forks.
 
 import (
-	"bytes"
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // saSignalAttack sends the server every signal by every call a program has: kill,
@@ -108,27 +104,13 @@ func TestStandaloneRefusesPoolAndConcurrency(t *testing.T) {
 		{[]string{"MCP_EXEC_POOL_SIZE=2", "MCP_EXEC_MAX_CONCURRENT=2"}, []string{"--pool-size (MCP_EXEC_POOL_SIZE) is 2: a warm sandbox", "--max-concurrent (MCP_EXEC_MAX_CONCURRENT) is 2: concurrent runs share one user"}},
 		{[]string{"MCP_EXEC_POOL_SIZE=1"}, []string{"--pool-size (MCP_EXEC_POOL_SIZE) is 1"}},
 	} {
-		args := append([]string{"run", "--rm", "-i", "--name", saName(t)}, saLocked...)
-		for _, e := range tc.env {
-			args = append(args, "-e", e)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-		cmd := exec.CommandContext(ctx, "docker", append(args, img)...)
-		cmd.Stdin = strings.NewReader("")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		cancel()
-		code := -1
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		if code != 1 || strings.Contains(stderr.String(), "backend ready") {
-			t.Errorf("%v: got exit %d (%v), want a refusal (exit 1) before the backend is ready:\n%s", tc.env, code, err, stderr.String())
+		code, stderr, err := saRun(t, img, saLocked, tc.env)
+		if code != 1 || strings.Contains(stderr, "backend ready") {
+			t.Errorf("%v: got exit %d (%v), want a refusal (exit 1) before the backend is ready:\n%s", tc.env, code, err, stderr)
 		}
 		for _, w := range append(tc.want, "refusing to start the process backend (standalone mode)") {
-			if !strings.Contains(stderr.String(), w) {
-				t.Errorf("%v: the refusal lacks %q:\n%s", tc.env, w, stderr.String())
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: the refusal lacks %q:\n%s", tc.env, w, stderr)
 			}
 		}
 	}

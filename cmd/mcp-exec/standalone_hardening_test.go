@@ -4,41 +4,26 @@ package main
 // run line: what the start-up check refuses that it let through before.
 
 import (
-	"bytes"
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // saRefused starts the image with flags and wants exit 1 with want in stderr, one
 // missing lock reported, and no ready server.
 func saRefused(t *testing.T, img string, flags []string, want string) {
 	t.Helper()
-	args := append(append([]string{"run", "--rm", "-i", "--name", saName(t)}, flags...), img)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	cmd.Stdin = strings.NewReader("")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	code := -1
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	if code != 1 || !strings.Contains(stderr.String(), want) {
-		t.Fatalf("got exit %d (%v), stderr:\n%s\nwant exit 1 and %q", code, err, stderr.String(), want)
+	code, stderr, err := saRun(t, img, flags, nil)
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Fatalf("got exit %d (%v), stderr:\n%s\nwant exit 1 and %q", code, err, stderr, want)
 	}
 	n := 0
-	for _, l := range strings.Split(stderr.String(), "\n") {
+	for _, l := range strings.Split(stderr, "\n") {
 		if strings.HasPrefix(l, "standalone lock ") {
 			n++
 		}
 	}
-	if n != 1 || strings.Contains(stderr.String(), "backend ready") {
-		t.Errorf("got %d missing locks reported (want exactly 1), or a ready server:\n%s", n, stderr.String())
+	if n != 1 || strings.Contains(stderr, "backend ready") {
+		t.Errorf("got %d missing locks reported (want exactly 1), or a ready server:\n%s", n, stderr)
 	}
 }
 

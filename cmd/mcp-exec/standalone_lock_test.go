@@ -5,8 +5,6 @@ package main
 // run's own filter). Started with the README's command, exactly.
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher/syscalls"
 )
@@ -38,21 +35,11 @@ func hostSwapKB(t *testing.T) int64 {
 // input and exits) and returns its exit code and stderr.
 func saStart(t *testing.T, img string, flags []string) (int, string) {
 	t.Helper()
-	args := append([]string{"run", "--rm", "-i", "--name", saName(t)}, flags...)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", append(args, img)...)
-	cmd.Stdin = strings.NewReader("")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	code, stderr, err := saRun(t, img, flags, nil)
+	if code == -1 {
 		t.Fatalf("docker run: %v", err)
 	}
-	return code, stderr.String()
+	return code, stderr
 }
 
 // TestStandaloneSwapLock: without --memory-swap Docker lets the container's memsw be

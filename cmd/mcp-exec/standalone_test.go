@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -58,6 +59,39 @@ func saName(t *testing.T) string {
 	return name
 }
 
+// saRun starts the image with flags and env (NAME=value each) over stdio with no input
+// (a server that starts sees the end of its input and exits), within 60 s, and returns
+// its exit code (-1 if it did not run to an exit: err says why) and stderr.
+func saRun(t *testing.T, img string, flags, env []string) (code int, stderr string, err error) {
+	t.Helper()
+	args := append([]string{"run", "--rm", "-i", "--name", saName(t)}, flags...)
+	for _, e := range env {
+		args = append(args, "-e", e)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", append(args, img)...)
+	cmd.Stdin = strings.NewReader("")
+	var buf bytes.Buffer
+	cmd.Stderr = &buf
+	err = cmd.Run()
+	return exitCode(err), buf.String(), err
+}
+
+// exitCode is a finished command's exit code from its Run error: 0 for none, the code
+// of an *exec.ExitError, -1 for any other error (the command did not run to an exit).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	default:
+		return -1
+	}
+}
+
 // without returns flags with one flag (and its value, if it has one) removed.
 func without(flags []string, flag string, hasValue bool) []string {
 	var out []string
@@ -104,37 +138,22 @@ func TestStandaloneRefusesWithoutEachLock(t *testing.T) {
 		{"http without the egress statement", replaced(saLocked, "--network", "bridge"), []string{"MCP_EXEC_TRANSPORT=http"}, `"egress denied" missing: serving HTTP/SSE needs a network`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"run", "--rm", "-i", "--name", saName(t)}, tc.flags...)
-			for _, e := range tc.env {
-				args = append(args, "-e", e)
-			}
-			args = append(args, img)
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "docker", args...)
-			cmd.Stdin = strings.NewReader("") // stdio: end of input at once, should it start
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			code := -1
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
-			if code != 1 || !strings.Contains(stderr.String(), tc.want) {
-				t.Fatalf("got exit %d (%v), stderr:\n%s\nwant exit 1 and %q", code, err, stderr.String(), tc.want)
+			code, stderr, err := saRun(t, img, tc.flags, tc.env)
+			if code != 1 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("got exit %d (%v), stderr:\n%s\nwant exit 1 and %q", code, err, stderr, tc.want)
 			}
 			// The plain message (after the JSON log line): one line per missing lock.
 			n := 0
-			for _, l := range strings.Split(stderr.String(), "\n") {
+			for _, l := range strings.Split(stderr, "\n") {
 				if strings.HasPrefix(l, "standalone lock ") {
 					n++
 				}
 			}
 			if n != 1 {
-				t.Errorf("got %d missing locks reported, want exactly 1:\n%s", n, stderr.String())
+				t.Errorf("got %d missing locks reported, want exactly 1:\n%s", n, stderr)
 			}
-			if strings.Contains(stderr.String(), "backend ready") {
-				t.Errorf("the server got ready although a lock is missing:\n%s", stderr.String())
+			if strings.Contains(stderr, "backend ready") {
+				t.Errorf("the server got ready although a lock is missing:\n%s", stderr)
 			}
 		})
 	}

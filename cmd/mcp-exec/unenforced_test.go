@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,12 +39,7 @@ func TestUnenforcedLimitsLive(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &o, &e
 		cmd.Stdin = strings.NewReader("") // stdio transport: EOF right away if it ever served
 		err := cmd.Run()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			code = ee.ExitCode()
-		default:
+		if code = exitCode(err); code == -1 {
 			t.Fatalf("%v: %v", args, err)
 		}
 		return o.String(), e.String(), code

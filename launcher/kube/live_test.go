@@ -292,3 +292,44 @@ func TestLiveCreateNotCancelled(t *testing.T) {
 		t.Errorf("pods left: %v, %v", l, err)
 	}
 }
+
+// TestLiveTerminationMessageUnreachable: the kubelet binds the termination-message file
+// (0666, on the node's disk) into the container and copies it into the pod's status. At
+// /root/termination-log (terminationMessagePath) no program can write it: caller data
+// never reaches the node's disk or the API that way (at the default /dev/termination-log
+// this program's write went through, issue 20 item 7).
+func TestLiveTerminationMessageUnreachable(t *testing.T) {
+	b, admin := liveBackend(t, Options{})
+	prog := `import os
+for p in ("/dev/termination-log", "/root/termination-log"):
+    try:
+        with open(p, "w") as f:
+            f.write("caller data")
+        print(p, "written")
+    except OSError as e:
+        print(p, type(e).__name__)
+print("mounts", sorted(l.split()[4] for l in open("/proc/self/mountinfo") if "termination" in l))`
+	spec := liveSpec(t, prog)
+	id, stdout, stderr := runPod(t, b, spec, "")
+	want := "/dev/termination-log PermissionError\n/root/termination-log PermissionError\nmounts ['/root/termination-log']\n"
+	if stdout != want {
+		t.Errorf("stdout: got %q, want %q (stderr %q)", stdout, want, stderr)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pod, err := admin.CoreV1().Pods(sandboxNamespace).Get(t.Context(), id, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs := pod.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
+			if m := cs[0].State.Terminated.Message; m != "" {
+				t.Errorf("the pod's status holds the termination message %q, want none", m)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod did not end in 30 s: %+v", pod.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

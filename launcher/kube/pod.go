@@ -213,7 +213,12 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 				TTY:             false,
 				Resources:       corev1.ResourceRequirements{Limits: res, Requests: res.DeepCopy()},
 				// The kubelet copies this file into the pod's status; FallbackToLogsOnError
-				// would copy the end of the output there.
+				// would copy the end of the output there. The kubelet binds it, mode 0666,
+				// from the node's disk: at its default /dev/termination-log a program
+				// could write there (caller data on the node's disk and in the API). In
+				// root's home (0700) the sandbox's user cannot reach it; the bootstrap
+				// refuses to run a program if it can (an image without such a /root).
+				TerminationMessagePath:   terminationMessagePath,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				SecurityContext: &corev1.SecurityContext{
 					RunAsUser:                &uid,
@@ -237,6 +242,11 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 		},
 	}
 }
+
+// terminationMessagePath is where the kubelet binds the container's termination-message
+// file: below a directory (root's home, mode 0700 in the sandbox image, as in Debian's
+// and most others) that the sandbox's user cannot enter, so no program can write it.
+const terminationMessagePath = "/root/termination-log"
 
 // gated runs command behind startGate, with the same interpreter.
 func gated(command []string) []string {

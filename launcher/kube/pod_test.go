@@ -66,6 +66,7 @@ func TestPodSpecHardening(t *testing.T) {
 		{"stdinOnce", c.StdinOnce, true},
 		{"tty", c.TTY, false},
 		{"terminationMessagePolicy", c.TerminationMessagePolicy, corev1.TerminationMessageReadFile},
+		{"terminationMessagePath (root's 0700 home: no program can write it)", c.TerminationMessagePath, "/root/termination-log"},
 		{"runAsUser", *c.SecurityContext.RunAsUser, int64(65532)},
 		{"runAsNonRoot", *c.SecurityContext.RunAsNonRoot, true},
 		{"privileged", *c.SecurityContext.Privileged, false},

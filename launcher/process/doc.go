@@ -45,6 +45,10 @@
 //     working directory and HOME, removed after the run whatever happened. When no run is
 //     active the scratch root, /dev/shm and the System V IPC objects of the user are
 //     wiped too, so that nothing a run left anywhere writable reaches the next one.
+//     The start-up check refuses any other mount a run could write (mounts.go): a
+//     directory mounted read-write (a tmpfs or volume the operator added, whatever its
+//     mode), a file mounted read-write that the user can write (Kubernetes'
+//     /dev/termination-log), a writable directory or file on /dev itself.
 //
 // What only holds per container (the engine backends give it per exec): the network
 // namespace, the runtime's own seccomp profile (the per-run filter adds to it), the

@@ -22,6 +22,10 @@ type Lockdown struct {
 	// MaxTmpfs is the largest /tmp accepted, in bytes (the operator's tmpfs size):
 	// a tmpfs mounted without size= gets half the host's memory.
 	MaxTmpfs int64
+	// Scratch is the backend's scratch root (Options.Scratch; "" is "/tmp"): with
+	// /dev/shm and /dev/mqueue, what the wipe between runs covers. No other mount may
+	// be writable (mounts.go).
+	Scratch string
 	// Network: the server serves HTTP or SSE, so its namespace has interfaces
 	// besides loopback. Then EgressDenied must be true (the operator states that a
 	// NetworkPolicy or firewall denies egress) and the egress probe must fail to
@@ -125,6 +129,12 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 			miss("/tmp a size-limited tmpfs", "/tmp is a tmpfs of %d bytes, more than the %d allowed (MCP_EXEC_TMPFS_SIZE, --tmpfs-size); mount it with size=: docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m", size, l.MaxTmpfs)
 		}
 	}
+	// What a run's user could write; as root (a lock missing already) that is everything.
+	if info, err := os.ReadFile("/proc/self/mountinfo"); err != nil {
+		return st, fmt.Errorf("reading /proc/self/mountinfo: %w", err)
+	} else if found := mountsOutsideWipe(parseMountinfo(info), l.wiped(), hostMountProbe); len(found) > 0 && os.Geteuid() != 0 {
+		miss("no writable mount outside the wipe", "%s: runs share this container's filesystem and the wipe between them covers only %s, so what one run writes there the next one reads (and a mount of the host's keeps it on the host's disk); remove the mount or mount it read-only (docker run --read-only without extra --tmpfs or -v mounts; Kubernetes: readOnly: true on every volumeMount but /tmp, and terminationMessagePath /root/termination-log, a directory the user cannot enter, instead of /dev/termination-log; Podman: --read-only-tmpfs=false, since its --read-only adds writable tmpfs mounts at /run and /var/tmp)", strings.Join(found, "; "), strings.Join(l.wiped(), ", "))
+	}
 	missing, note := swapCheck(os.ReadFile)
 	if missing != "" {
 		miss("no swap beyond the memory limit", "%s: a run could swap beyond the container's memory limit; docker run --memory-swap 256m, equal to --memory (compose: memswap_limit; Kubernetes: a node without swap, or swapBehavior NoSwap)", missing)
@@ -165,6 +175,15 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 		}
 	}
 	return st, errors.Join(errs...)
+}
+
+// wiped is what the wipe between runs covers (Backend.wipe).
+func (l Lockdown) wiped() []string {
+	scratch := l.Scratch
+	if scratch == "" {
+		scratch = "/tmp"
+	}
+	return []string{scratch, "/dev/shm", "/dev/mqueue"}
 }
 
 func readStatus() (map[string]string, error) {
