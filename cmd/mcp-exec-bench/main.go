@@ -62,7 +62,7 @@ type config struct {
 	args        []string
 }
 
-var sections = []string{"host", "docker", "cold", "warm", "throughput", "runtimes"}
+var sections = []string{"host", "docker", "cold", "warm", "throughput", "runtimes", "codemode"}
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -209,6 +209,7 @@ func (b *bench) all(ctx context.Context) error {
 		{"warm", b.warm},
 		{"throughput", b.throughput},
 		{"runtimes", b.runtimes}, // only with -compare-runtime
+		{"codemode", b.codemode},
 	}
 	for _, s := range steps {
 		if !b.cfg.runs(s.section) {
