@@ -44,6 +44,7 @@ type codeRow struct {
 type codeRows struct {
 	rows            []*codeRow
 	direct, bridged []time.Duration // per call: direct round trip; in the sandbox
+	served          []time.Duration // per bridged call: the server's part (tool_calls, whole ms)
 	err             error
 }
 
@@ -163,9 +164,12 @@ func (b *bench) codemodeRuns(ctx context.Context, rows *codeRows) error {
 		}
 		rows.direct = append(rows.direct, d)
 	}
-	_, out, err := b.codeExec(ctx, st, timingProgram(overheadRuns))
+	_, out, calls, err := b.codeExecCalls(ctx, st, timingProgram(overheadRuns))
 	if err != nil {
 		return err
+	}
+	for _, c := range calls {
+		rows.served = append(rows.served, time.Duration(c.DurationMS)*time.Millisecond)
 	}
 	for _, f := range strings.Fields(out) {
 		us, err := strconv.Atoi(f)
@@ -208,11 +212,17 @@ print(" ".join(str(int(t * 1e6)) for t in ts))
 // codeExec runs code through exec and returns the size of the result's JSON as the
 // client receives it, and the program's stdout.
 func (b *bench) codeExec(ctx context.Context, st *stack, code string) (int, string, error) {
+	size, out, _, err := b.codeExecCalls(ctx, st, code)
+	return size, out, err
+}
+
+// codeExecCalls is codeExec with the exec's tool_calls.
+func (b *bench) codeExecCalls(ctx context.Context, st *stack, code string) (int, string, []upstream.CallRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	res, err := st.cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": code}})
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	raw, _ := json.Marshal(res)
 	var out struct {
@@ -223,12 +233,12 @@ func (b *bench) codeExec(ctx context.Context, st *stack, code string) (int, stri
 	}
 	sc, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(sc, &out); err != nil {
-		return 0, "", fmt.Errorf("decoding the exec result: %w", err)
+		return 0, "", nil, fmt.Errorf("decoding the exec result: %w", err)
 	}
 	if res.IsError || out.ExitCode != 0 {
-		return 0, "", errors.New("exec failed: " + tail(out.Stderr, 300))
+		return 0, "", nil, errors.New("exec failed: " + tail(out.Stderr, 300))
 	}
-	return len(raw), out.Stdout, nil
+	return len(raw), out.Stdout, out.ToolCalls, nil
 }
 
 func (r *report) printCodeMode(p func(string, ...any)) {
@@ -260,9 +270,20 @@ func (r *report) printCodeMode(p func(string, ...any)) {
 		p("Per call (%d each): a direct round trip to the upstream p50 %s, p90 %s; a bridged call as the program sees it (sandbox → bootstrap → server → the same upstream and back) p50 %s, p90 %s: %s the direct one, so the bridge adds about %s per call at p50 (target ≤ 2 ms).",
 			len(c.direct), ms(da), ms(percentile(c.direct, 0.9)), ms(db), ms(percentile(c.bridged, 0.9)), durRatio(db, da), ms(db-da))
 		p("")
+		p("Of a bridged call, the server's own part (the call reassembled, checked and made upstream, as tool_calls' duration_ms has it, whole ms) p50 %s, p90 %s; the rest is the way there and back: mcptools → the bootstrap's relay → the engine's attach stream → the server, and the reply on the sandbox's stdin.",
+			wholeMS(percentile(c.served, 0.5)), wholeMS(percentile(c.served, 0.9)))
+		p("")
 	}
 	if c.err != nil {
 		p("Code mode stopped early: %s", c.err)
 		p("")
 	}
+}
+
+// wholeMS formats a duration counted in whole milliseconds.
+func wholeMS(d time.Duration) string {
+	if d < time.Millisecond {
+		return "< 1 ms"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
 }

@@ -9,6 +9,7 @@
 //
 // then sustained throughput (cold, warm) at several concurrencies beside the engine's
 // own churn rate (create+start+wait+remove of a hardened container running `true`),
+// then code mode (codemode.go: N calls of an upstream tool, direct against one exec),
 // and prints a markdown report on stdout. Progress goes to stderr.
 //
 // Every container it makes is labelled dev.mcp-exec.role=sandbox and
