@@ -26,16 +26,23 @@ type Upstreams interface {
 // and the calls the program made (metadata only).
 type execToolsOutput struct {
 	execOutput
-	// ToolCalls is never nil, so that it is always an array on the wire.
-	ToolCalls []upstream.CallRecord `json:"tool_calls" jsonschema:"The program's calls to upstream tools, in the order they ended: server, tool, duration_ms, status, arg_bytes, result_bytes (never their arguments or results)."`
+	// ToolCalls and ToolCallsMore are never nil, so that they are always arrays on
+	// the wire.
+	ToolCalls     []upstream.CallRecord `json:"tool_calls" jsonschema:"The program's calls to upstream tools, in the order they ended (the first 20): server, tool, duration_ms, status, arg_bytes, result_bytes (never their arguments or results)."`
+	ToolCallsMore []upstream.CallGroup  `json:"tool_calls_more" jsonschema:"The calls after the first 20, counted by server, tool and status: count, and duration_ms, arg_bytes and result_bytes summed. Empty when the program made at most 20 calls."`
 }
+
+// maxListedCalls bounds the calls tool_calls lists one by one; the rest are counted
+// in tool_calls_more, so that what reaches the client does not grow with the number
+// of calls of the same tools (the log still has a line per call).
+const maxListedCalls = 20
 
 func toolsOutputSchema() *jsonschema.Schema {
 	s, err := jsonschema.For[execToolsOutput](nil)
 	if err != nil {
 		panic("mcpserver: inferring output schema: " + err.Error()) // a bug in execToolsOutput
 	}
-	for _, k := range []string{"files", "tool_calls"} {
+	for _, k := range []string{"files", "tool_calls", "tool_calls_more"} {
 		s.Properties[k].Types, s.Properties[k].Type = nil, "array"
 	}
 	return s
@@ -72,7 +79,8 @@ func (h *handler) execTools(ctx context.Context, req *mcp.CallToolRequest, in ex
 	res, out, err := h.run(ctx, req, in, func(j *launcher.Job) { j.Tools = x.Tools() })
 	calls := x.Calls()
 	h.logCalls(calls)
-	return res, execToolsOutput{execOutput: out, ToolCalls: calls}, err
+	listed := calls[:min(len(calls), maxListedCalls)]
+	return res, execToolsOutput{execOutput: out, ToolCalls: listed, ToolCallsMore: upstream.Group(calls[len(listed):])}, err
 }
 
 func (h *handler) logCalls(calls []upstream.CallRecord) {

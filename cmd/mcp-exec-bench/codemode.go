@@ -44,7 +44,7 @@ type codeRow struct {
 type codeRows struct {
 	rows            []*codeRow
 	direct, bridged []time.Duration // per call: direct round trip; in the sandbox
-	served          []time.Duration // per bridged call: the server's part (tool_calls, whole ms)
+	served          []time.Duration // per bridged call listed in tool_calls: the server's part (whole ms)
 	err             error
 }
 
@@ -270,8 +270,8 @@ func (r *report) printCodeMode(p func(string, ...any)) {
 		p("Per call (%d each): a direct round trip to the upstream p50 %s, p90 %s; a bridged call as the program sees it (sandbox → bootstrap → server → the same upstream and back) p50 %s, p90 %s: %s the direct one, so the bridge adds about %s per call at p50 (target ≤ 2 ms).",
 			len(c.direct), ms(da), ms(percentile(c.direct, 0.9)), ms(db), ms(percentile(c.bridged, 0.9)), durRatio(db, da), ms(db-da))
 		p("")
-		p("Of a bridged call, the server's own part (the call reassembled, checked and made upstream, as tool_calls' duration_ms has it, whole ms) p50 %s, p90 %s; the rest is the way there and back: mcptools → the bootstrap's relay → the engine's attach stream → the server, and the reply on the sandbox's stdin.",
-			wholeMS(percentile(c.served, 0.5)), wholeMS(percentile(c.served, 0.9)))
+		p("Of a bridged call, the server's own part (the call reassembled, checked and made upstream, as tool_calls' duration_ms has it for the %d calls it lists, whole ms) p50 %s, p90 %s; the rest is the way there and back: mcptools → the bootstrap's relay → the engine's attach stream → the server, and the reply on the sandbox's stdin.",
+			len(c.served), wholeMS(percentile(c.served, 0.5)), wholeMS(percentile(c.served, 0.9)))
 		p("")
 	}
 	if c.err != nil {

@@ -52,6 +52,39 @@ const (
 	Unsupported = "unsupported"
 )
 
+// CallGroup counts calls of one tool that ended with one status: metadata only.
+type CallGroup struct {
+	Server      string `json:"server" jsonschema:"The upstream server."`
+	Tool        string `json:"tool" jsonschema:"The tool."`
+	Status      string `json:"status" jsonschema:"The calls' status, as in tool_calls."`
+	Count       int    `json:"count" jsonschema:"How many calls."`
+	DurationMS  int64  `json:"duration_ms" jsonschema:"Their durations, summed, in milliseconds."`
+	ArgBytes    int    `json:"arg_bytes" jsonschema:"Their arguments' sizes, summed."`
+	ResultBytes int    `json:"result_bytes" jsonschema:"Their results' sizes, summed."`
+}
+
+// Group counts records by server, tool and status, in the order each group first
+// appears; never nil.
+func Group(records []CallRecord) []CallGroup {
+	out := []CallGroup{}
+	at := map[[3]string]int{}
+	for _, r := range records {
+		k := [3]string{r.Server, r.Tool, r.Status}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, CallGroup{Server: r.Server, Tool: r.Tool, Status: r.Status})
+		}
+		g := &out[i]
+		g.Count++
+		g.DurationMS += r.DurationMS
+		g.ArgBytes += r.ArgBytes
+		g.ResultBytes += r.ResultBytes
+	}
+	return out
+}
+
 // NewExec starts the bridge of one exec. approve asks about the calls that need
 // approval; nil denies them all.
 func (m *Manager) NewExec(approve Approver) *Exec {

@@ -94,12 +94,15 @@ const checks = [
     const sc = res.structuredContent;
     expect(sc?.exit_code === 0, `exit_code ${sc?.exit_code}; stderr: ${short(sc?.stderr, 2000)}`);
     expect(sc.stdout === expectedSummary(), `stdout ${JSON.stringify(sc.stdout)}, want ${JSON.stringify(expectedSummary())}`);
+    // tool_calls lists the first 20 calls; tool_calls_more counts the rest by tool
+    // and status.
     const calls = sc.tool_calls ?? [];
-    const lookups = calls.filter(c => c.server === 'records' && c.tool === 'lookup' && c.status === 'ok');
-    const denied = calls.filter(c => c.tool === 'secret' && c.status === 'denied');
-    expect(calls.length === CALLS + 1 && lookups.length === CALLS && denied.length === 1,
-      `tool_calls: ${short(calls.map(c => `${c.tool}:${c.status}`))}`);
-    expect(calls.every(c => !('arguments' in c) && !('result' in c)), 'tool_calls carry arguments or results');
+    const more = sc.tool_calls_more ?? [];
+    const count = (tool, status) => calls.filter(c => c.server === 'records' && c.tool === tool && c.status === status).length +
+      more.filter(g => g.server === 'records' && g.tool === tool && g.status === status).reduce((n, g) => n + g.count, 0);
+    expect(calls.length === 20 && count('lookup', 'ok') === CALLS && count('secret', 'denied') === 1 && more.length === 2,
+      `tool_calls: ${short(calls.map(c => `${c.tool}:${c.status}`))}; tool_calls_more: ${short(more)}`);
+    expect([...calls, ...more].every(c => !('arguments' in c) && !('result' in c)), 'tool_calls carry arguments or results');
     const size = JSON.stringify(res).length;
     expect(size <= MAX_RESULT_BYTES, `the result is ${size} bytes, want at most ${MAX_RESULT_BYTES}`);
     return `${CALLS} calls, ${size} bytes reached the client`;
