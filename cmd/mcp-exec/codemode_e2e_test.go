@@ -4,7 +4,8 @@ package main
 // upstream written on the TypeScript SDK (scripts/e2e/upstream.mjs), driven by the
 // TypeScript SDK client (scripts/e2e/codemode.mjs) over stdio and streamable HTTP
 // against the real engine and sandbox image: the tool list, the index in exec's
-// description, tools_search, and one exec calling upstream tools in a loop.
+// description, tools_search, one exec calling upstream tools in a loop, and a tool on
+// the approve list asked through elicitation (accepted, then declined).
 //
 // Needs what TestE2E needs (node, npm, an engine, the image). Outside CI a missing
 // piece skips the test; with CI set it fails. Skipped with -short.
@@ -22,7 +23,7 @@ func TestE2ECodeMode(t *testing.T) {
 	dir, node := e2eNode(t)
 	bin := e2eBuild(t)
 	file := filepath.Join(t.TempDir(), "upstreams.json")
-	conf := fmt.Sprintf(`{"mcpServers": {"records": {"command": %q, "args": [%q], "tools": ["lookup", "echo"]}}}`,
+	conf := fmt.Sprintf(`{"mcpServers": {"records": {"command": %q, "args": [%q], "tools": ["lookup", "echo"], "approve": ["echo"]}}}`,
 		node, filepath.Join(dir, "upstream.mjs"))
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,9 @@
 //   - asks tools_search for the lookup tool's Python signature;
 //   - runs ONE exec whose program calls records.lookup in a loop and prints a one-line
 //     summary, and checks that the result is the summary and its tool_calls metadata,
-//     not the records (the bytes reaching the client stay small).
+//     not the records (the bytes reaching the client stay small);
+//   - calls records.echo, which the file's "approve" list names, twice: this client
+//     answers the elicitation (the human) with accept, then decline.
 //
 //   node codemode.mjs --transport stdio [--cmd BINARY]
 //   node codemode.mjs --transport http  [--url http://127.0.0.1:8080/mcp] [--token T]
@@ -24,6 +26,7 @@ import {
 } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const USAGE = 'usage: node codemode.mjs --transport stdio|http [--url URL] [--token T] [--cmd BINARY]';
 const CALLS = 25;
@@ -61,6 +64,13 @@ except mcptools.ToolDenied:
 `;
 
 let execTool;
+
+// The human: accepts the call whose arguments say approve-me, declines the others.
+const questions = [];
+function answerElicitation(req) {
+  questions.push(req.params.message);
+  return { action: req.params.message.includes('approve-me') ? 'accept' : 'decline', content: {} };
+}
 
 const checks = [
   ['list_tools', async (client) => {
@@ -107,6 +117,25 @@ const checks = [
     expect(size <= MAX_RESULT_BYTES, `the result is ${size} bytes, want at most ${MAX_RESULT_BYTES}`);
     return `${CALLS} calls, ${size} bytes reached the client`;
   }],
+
+  ['approval_by_elicitation', async (client) => {
+    const res = await call(client, { code: `import mcptools
+from mcptools import records
+print(records.echo(text="approve-me"))
+try:
+    records.echo(text="decline-me")
+except mcptools.ToolDenied as e:
+    print("denied:", e)
+` });
+    const sc = res.structuredContent;
+    expect(sc?.exit_code === 0, `exit_code ${sc?.exit_code}; stderr: ${short(sc?.stderr, 2000)}`);
+    const want = 'approve-me\ndenied: records.echo needs a human\'s approval, and the human declined the call\n';
+    expect(sc.stdout === want, `stdout ${JSON.stringify(sc.stdout)}, want ${JSON.stringify(want)}`);
+    const got = (sc.tool_calls ?? []).map(c => `${c.tool}:${c.status}:${c.approval}`).join(' ');
+    expect(got === 'echo:ok:accepted echo:declined:declined', `tool_calls: ${got}`);
+    expect(questions.length === 2 && questions.every(q => q.includes('records.echo')), `questions: ${short(questions)}`);
+    return `asked ${questions.length} times: accepted, declined`;
+  }],
 ];
 
 function log(line) {
@@ -114,5 +143,6 @@ function log(line) {
 }
 
 const report = newReport(transportName, url, token);
-const client = new Client({ name: 'mcp-exec-e2e-codemode', version: '1.0.0' }, { capabilities: {} });
+const client = new Client({ name: 'mcp-exec-e2e-codemode', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+client.setRequestHandler(ElicitRequestSchema, async (req) => answerElicitation(req));
 await runAndReport(client, makeTransport(), checks, report, log);
