@@ -2,6 +2,10 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,7 +17,7 @@ import (
 // Upstreams gives programs the tools of other MCP servers (code mode).
 // *upstream.Manager satisfies it.
 type Upstreams interface {
-	NewExec() *upstream.Exec
+	NewExec(approve upstream.Approver) *upstream.Exec
 	Index() string
 	Search(query string) string
 }
@@ -22,16 +26,23 @@ type Upstreams interface {
 // and the calls the program made (metadata only).
 type execToolsOutput struct {
 	execOutput
-	// ToolCalls is never nil, so that it is always an array on the wire.
-	ToolCalls []upstream.CallRecord `json:"tool_calls" jsonschema:"The program's calls to upstream tools, in the order they ended: server, tool, duration_ms, status, arg_bytes, result_bytes (never their arguments or results)."`
+	// ToolCalls and ToolCallsMore are never nil, so that they are always arrays on
+	// the wire.
+	ToolCalls     []upstream.CallRecord `json:"tool_calls" jsonschema:"The program's calls to upstream tools, in the order they ended (the first 20): server, tool, duration_ms, status, arg_bytes, result_bytes (never their arguments or results)."`
+	ToolCallsMore []upstream.CallGroup  `json:"tool_calls_more" jsonschema:"The calls after the first 20, counted by server, tool and status: count, and duration_ms, arg_bytes and result_bytes summed. Empty when the program made at most 20 calls."`
 }
+
+// maxListedCalls bounds the calls tool_calls lists one by one; the rest are counted
+// in tool_calls_more, so that what reaches the client does not grow with the number
+// of calls of the same tools (the log still has a line per call).
+const maxListedCalls = 20
 
 func toolsOutputSchema() *jsonschema.Schema {
 	s, err := jsonschema.For[execToolsOutput](nil)
 	if err != nil {
 		panic("mcpserver: inferring output schema: " + err.Error()) // a bug in execToolsOutput
 	}
-	for _, k := range []string{"files", "tool_calls"} {
+	for _, k := range []string{"files", "tool_calls", "tool_calls_more"} {
 		s.Properties[k].Types, s.Properties[k].Type = nil, "array"
 	}
 	return s
@@ -64,11 +75,12 @@ func (h *handler) addCodeMode(s *mcp.Server, opts Options) {
 // execTools is exec with the program's tools bound: the job gets the exec's bridge,
 // and the result its record of calls.
 func (h *handler) execTools(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execToolsOutput, error) {
-	x := h.opts.Upstreams.NewExec()
+	x := h.opts.Upstreams.NewExec(elicitApproval(req.Session))
 	res, out, err := h.run(ctx, req, in, func(j *launcher.Job) { j.Tools = x.Tools() })
 	calls := x.Calls()
 	h.logCalls(calls)
-	return res, execToolsOutput{execOutput: out, ToolCalls: calls}, err
+	listed := calls[:min(len(calls), maxListedCalls)]
+	return res, execToolsOutput{execOutput: out, ToolCalls: listed, ToolCallsMore: upstream.Group(calls[len(listed):])}, err
 }
 
 func (h *handler) logCalls(calls []upstream.CallRecord) {
@@ -76,5 +88,55 @@ func (h *handler) logCalls(calls []upstream.CallRecord) {
 		h.log.Info().Str("upstream", c.Server).Str("tool", c.Tool).Str("status", c.Status).
 			Int64("duration_ms", c.DurationMS).Int("arg_bytes", c.ArgBytes).Int("result_bytes", c.ResultBytes).
 			Msg("tool call")
+	}
+}
+
+// mrtrProtocol is the first MCP version in which a server may not send a request
+// (elicitation/create) while it serves one: it must answer with input requests
+// instead (SEP-2322), which would end exec's call while its program runs.
+const mrtrProtocol = "2026-07-28"
+
+// maxApprovalArgs bounds the arguments shown to the human in an approval question.
+const maxApprovalArgs = 2048
+
+// elicitApproval asks the client's human, through MCP elicitation, whether a program
+// may make one call of a tool on an approve list. A client without the elicitation
+// capability cannot be asked: the call is denied (upstream.Unsupported). The question
+// shows the call's arguments (the caller's own data, going back to the caller).
+// Clients on MCP 2026-07-28 and later cannot be asked this way (mrtrProtocol).
+func elicitApproval(ss *mcp.ServerSession) upstream.Approver {
+	return func(ctx context.Context, server, tool string, args json.RawMessage) (string, error) {
+		if ss == nil {
+			return upstream.Unsupported, nil
+		}
+		p := ss.InitializeParams()
+		if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+			return upstream.Unsupported, nil
+		}
+		if p.ProtocolVersion >= mrtrProtocol {
+			return upstream.Unsupported, errors.New("the client speaks MCP " + p.ProtocolVersion +
+				", where a tool asks its client only through multi round-trip input requests (SEP-2322), which exec does not support yet")
+		}
+		shown := strings.ToValidUTF8(string(args), "?")
+		if len(shown) > maxApprovalArgs {
+			shown = strings.ToValidUTF8(shown[:maxApprovalArgs], "") + fmt.Sprintf("... (%d bytes in all)", len(args))
+		}
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{
+			Mode: "form",
+			Message: fmt.Sprintf("A program run by mcp-exec wants to call the tool %s.%s, which needs your approval. Arguments: %s\nAccept to let this one call run; decline to refuse it.",
+				server, tool, shown),
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+		})
+		if err != nil {
+			return "", fmt.Errorf("elicitation: %w", err)
+		}
+		switch res.Action {
+		case "accept":
+			return upstream.Accepted, nil
+		case "decline":
+			return upstream.Declined, nil
+		default:
+			return upstream.Canceled, nil
+		}
 	}
 }

@@ -9,6 +9,7 @@
 //
 // then sustained throughput (cold, warm) at several concurrencies beside the engine's
 // own churn rate (create+start+wait+remove of a hardened container running `true`),
+// then code mode (codemode.go: N calls of an upstream tool, direct against one exec),
 // and prints a markdown report on stdout. Progress goes to stderr.
 //
 // Every container it makes is labelled dev.mcp-exec.role=sandbox and
@@ -62,7 +63,7 @@ type config struct {
 	args        []string
 }
 
-var sections = []string{"host", "docker", "cold", "warm", "throughput", "runtimes"}
+var sections = []string{"host", "docker", "cold", "warm", "throughput", "runtimes", "codemode"}
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -209,6 +210,7 @@ func (b *bench) all(ctx context.Context) error {
 		{"warm", b.warm},
 		{"throughput", b.throughput},
 		{"runtimes", b.runtimes}, // only with -compare-runtime
+		{"codemode", b.codemode},
 	}
 	for _, s := range steps {
 		if !b.cfg.runs(s.section) {

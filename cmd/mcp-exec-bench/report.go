@@ -34,6 +34,7 @@ type report struct {
 	tput, churn        []tput
 	churnPy            []tput // diagnostic: the churn loop running an interpreter
 	rt                 []*rtRow
+	code               *codeRows
 	leftBeforeSweep    int
 	notes              []string
 }
@@ -240,6 +241,7 @@ func (r *report) print(w io.Writer) {
 	}
 
 	r.printRuntimes(p)
+	r.printCodeMode(p)
 	r.printTargets(p)
 
 	p("### Notes")

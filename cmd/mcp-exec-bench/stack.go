@@ -27,6 +27,11 @@ type stack struct {
 }
 
 func newStack(ctx context.Context, cli *client.Client, image, runtime string, opts launcher.Options) (*stack, error) {
+	return newStackUpstreams(ctx, cli, image, runtime, opts, nil)
+}
+
+// newStackUpstreams is newStack in code mode when ups is not nil.
+func newStackUpstreams(ctx context.Context, cli *client.Client, image, runtime string, opts launcher.Options, ups mcpserver.Upstreams) (*stack, error) {
 	eng := newTimedEngine(cli)
 	opts.Image = image
 	opts.Runtime = runtime
@@ -47,7 +52,7 @@ func newStack(ctx context.Context, cli *client.Client, image, runtime string, op
 	}
 	l.StartPool() // the bench swept its leftovers at start: nothing to reap first
 	st, ct := mcp.NewInMemoryTransports()
-	s.ss, err = mcpserver.New(l, mcpserver.Options{Name: "mcp-exec-bench"}).Connect(ctx, st, nil)
+	s.ss, err = mcpserver.New(l, mcpserver.Options{Name: "mcp-exec-bench", Upstreams: ups}).Connect(ctx, st, nil)
 	if err != nil {
 		s.close()
 		return nil, fmt.Errorf("server connect: %w", err)

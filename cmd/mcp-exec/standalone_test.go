@@ -634,8 +634,8 @@ func TestStandaloneRestarts(t *testing.T) {
 
 // saLauncherTests are the launcher suite's tests of the tool contract that need no
 // engine: programs and their results, timeouts killing the tree, cancel, close,
-// files in and out, progress, queue time.
-const saLauncherTests = `^(TestRunHello|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestCloseLetsRunsFinish|TestOpenFilesFlushedAtExit|TestFilesInAndOut|TestProgress|TestQueueTimeNotCounted)$`
+// files in and out, progress, queue time, and code mode's bridge (calls, forged frames, limits).
+const saLauncherTests = `^(TestRunHello|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestCloseLetsRunsFinish|TestOpenFilesFlushedAtExit|TestFilesInAndOut|TestProgress|TestQueueTimeNotCounted|TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits)$`
 
 // TestStandaloneLauncherSuite runs the launcher's contract tests against the process
 // backend inside the standalone image, locked down as the README says: the test

@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -66,7 +67,9 @@ func Unchecked(t testing.TB, cli docker.Client, opts launcher.Options) *launcher
 	if opts.Instance == "" {
 		opts.Instance = Instance(t)
 	}
-	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	if reflect.ValueOf(opts.Logger).IsZero() {
+		opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	}
 	be, err := docker.New(cli, opts.Logger)
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ type catalogTool struct {
 	Function    string `json:"function"`
 	Description string `json:"description"`
 	InputSchema any    `json:"inputSchema"`
+	Approve     bool   `json:"approve,omitempty"` // each call waits for a human's yes
 }
 
 // pyKeywords are Python's keywords, which no function may be named.
@@ -69,7 +70,8 @@ func (m *Manager) entries() []catalogServer {
 				continue
 			}
 			seen[fn] = true
-			s.Tools = append(s.Tools, catalogTool{Name: t.Name, Function: fn, Description: t.Description, InputSchema: t.InputSchema})
+			s.Tools = append(s.Tools, catalogTool{Name: t.Name, Function: fn, Description: t.Description, InputSchema: t.InputSchema,
+				Approve: c.srv.NeedsApproval(t.Name)})
 		}
 		out = append(out, s)
 	}
@@ -101,7 +103,7 @@ func (m *Manager) Index() string {
 		}
 		b.WriteByte('\n')
 		for _, t := range s.Tools {
-			line := fmt.Sprintf("  %s.%s: %s\n", s.Module, t.Function, firstLine(t.Description, 100))
+			line := fmt.Sprintf("  %s.%s: %s%s\n", s.Module, t.Function, firstLine(t.Description, 100), approveNote(t))
 			if b.Len()+len(line) > maxIndex-40 {
 				b.WriteString("  ... (more: use tools_search)\n")
 				return b.String()
@@ -187,7 +189,7 @@ func pythonDoc(s catalogServer, t catalogTool) string {
 	if len(params) == 0 {
 		sig = "()"
 	}
-	out := fmt.Sprintf("from mcptools import %s\n%s.%s%s\n    %s\n", s.Module, s.Module, t.Function, sig, firstLine(t.Description, 500))
+	out := fmt.Sprintf("from mcptools import %s\n%s.%s%s\n    %s%s\n", s.Module, s.Module, t.Function, sig, firstLine(t.Description, 500), approveNote(t))
 	if len(args) > 0 {
 		out += "  Arguments:\n" + strings.Join(args, "\n") + "\n"
 	}
@@ -225,4 +227,12 @@ func pyType(t any) string {
 		return "dict"
 	}
 	return "Any"
+}
+
+// approveNote marks a tool whose calls wait for a human's approval.
+func approveNote(t catalogTool) string {
+	if !t.Approve {
+		return ""
+	}
+	return " (each call asks the human for approval first; denied if the client cannot ask)"
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
-	"github.com/mcp-exec/mcp-exec/launcher/docker"
-	"github.com/mcp-exec/mcp-exec/launcher/engine"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
@@ -47,6 +44,7 @@ type recorder struct {
 	mu       sync.Mutex
 	canceled int
 	auth     string
+	sent     int
 }
 
 type textIn struct {
@@ -105,6 +103,14 @@ func testUpstream(rec *recorder) *mcp.Server {
 		}
 		return text("not over stdio"), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "send", Description: "Send the text out (needs approval)."}, func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+		if rec != nil {
+			rec.mu.Lock()
+			rec.sent++
+			rec.mu.Unlock()
+		}
+		return text("sent"), nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "hidden", Description: "Not allowed."}, func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
 		return text("must not be reached"), nil, nil
 	})
@@ -122,17 +128,45 @@ type harness struct {
 
 func newHarness(t *testing.T, limits string) *harness {
 	t.Helper()
+	return newHarnessClient(t, limits, nil, "")
+}
+
+// newHarnessClient is newHarness with the client's options (its elicitation handler)
+// and protocol version ("" is the latest).
+// The launcher comes first, so that its end-of-test check sees every goroutine the
+// harness started end: the cleanups registered after it run before it.
+func newHarnessClient(t *testing.T, limits string, copts *mcp.ClientOptions, protocol string) *harness {
+	t.Helper()
 	h := &harness{rec: &recorder{}, logs: &launchertest.Buffer{}}
 	log := zerolog.New(h.logs).Level(zerolog.DebugLevel)
+	l := launchertest.New(t, launcher.Options{MaxConcurrent: 4, Logger: log})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testUpstream(h.rec) }, nil))
+	var mu sync.Mutex
+	var servers []*mcp.Server
+	hs := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		s := testUpstream(h.rec)
+		mu.Lock()
+		servers = append(servers, s)
+		mu.Unlock()
+		return s
+	}, nil))
 	hs.Listener = ln
 	hs.Start()
-	t.Cleanup(hs.Close)
+	t.Cleanup(func() { // the upstream's sessions end with the test's
+		mu.Lock()
+		all := servers
+		mu.Unlock()
+		for _, s := range all {
+			for ss := range s.Sessions() {
+				ss.Close()
+			}
+		}
+		hs.Close()
+	})
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -142,7 +176,8 @@ func newHarness(t *testing.T, limits string) *harness {
 	file := fmt.Sprintf(`{"mcpServers": {
   "local": {"command": %q, "args": ["-test.run=^$"], "env": {"MCP_EXEC_TEST_UPSTREAM": "stdio"},
             "tools": ["echo", "fail", "structured", "image", "die", "big"]},
-  "remote": {"url": %q, "headers": {"Authorization": "${env:TEST_UPSTREAM_TOKEN}"}, "tools": ["echo", "sleep", "s*"]}
+  "remote": {"url": %q, "headers": {"Authorization": "${env:TEST_UPSTREAM_TOKEN}"}, "tools": ["echo", "sleep", "s*"],
+             "approve": ["send"]}
  }%s}`, exe, hs.URL, limits)
 	cfg, err := upstream.Parse([]byte(file), upstream.Resolver{LookupEnv: os.LookupEnv, ReadFile: os.ReadFile})
 	if err != nil {
@@ -159,13 +194,12 @@ func newHarness(t *testing.T, limits string) *harness {
 		}
 	}
 
-	l := testLauncher(t, log)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := mcpserver.New(l, mcpserver.Options{Upstreams: h.m, Logger: log}).Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.cs, err = mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	h.cs, err = mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, copts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,47 +213,13 @@ func newHarness(t *testing.T, limits string) *harness {
 	return h
 }
 
-func testLauncher(t *testing.T, log zerolog.Logger) *launcher.Launcher {
-	t.Helper()
-	cli, err := engine.NewClient("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	be, err := docker.New(cli, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, _ := strconv.Atoi(os.Getenv("MCP_EXEC_TEST_POOL_SIZE"))
-	l, err := launcher.New(be, launcher.Options{Image: os.Getenv("MCP_EXEC_IMAGE"), Instance: "test-codemode",
-		PoolSize: pool, MaxConcurrent: 4, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := l.Check(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no engine in CI: %v", err)
-		}
-		t.Skipf("no engine: %v", err)
-	}
-	_, _ = l.Reap(ctx)
-	l.StartPool()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = l.Close(ctx)
-	})
-	return l
-}
-
 type execResult struct {
 	Stdout    string                `json:"stdout"`
 	Stderr    string                `json:"stderr"`
 	ExitCode  int                   `json:"exit_code"`
 	TimedOut  bool                  `json:"timed_out"`
 	ToolCalls []upstream.CallRecord `json:"tool_calls"`
+	More      []upstream.CallGroup  `json:"tool_calls_more"`
 }
 
 func (h *harness) exec(t *testing.T, code string, timeout int) execResult {
@@ -338,8 +338,16 @@ func TestCodeModeConcurrent(t *testing.T) {
 			defer wg.Done()
 			code := fmt.Sprintf("import mcptools\nfrom mcptools import local, remote\nr = mcptools.gather(*[(lambda j=j: (local if j %% 2 else remote).echo(text='%d-%%d' %% j)) for j in range(30)])\nprint(r == ['%d-%%d' %% j for j in range(30)])\n", i, i)
 			out := h.exec(t, code, 60)
-			if out.Stdout != "True\n" || len(out.ToolCalls) != 30 {
-				t.Errorf("exec %d: stdout %q, stderr %q, %d calls", i, out.Stdout, out.Stderr, len(out.ToolCalls))
+			if out.Stdout != "True\n" || len(out.ToolCalls) != 20 {
+				t.Errorf("exec %d: stdout %q, stderr %q, %d calls listed", i, out.Stdout, out.Stderr, len(out.ToolCalls))
+			}
+			// The 10 calls past the first 20 are counted by tool and status.
+			more := map[string]int{}
+			for _, g := range out.More {
+				more[g.Server+"."+g.Tool+":"+g.Status] += g.Count
+			}
+			if len(out.More) != 2 || more["local.echo:ok"]+more["remote.echo:ok"] != 10 {
+				t.Errorf("exec %d: tool_calls_more %+v, want local.echo and remote.echo, 10 calls", i, out.More)
 			}
 		}()
 	}
@@ -370,5 +378,77 @@ except mcptools.ToolUnavailable as e:
 	out = h.exec(t, "from mcptools import local\nprint(local.echo(text='back'))\n", 60)
 	if out.Stdout != "back\n" {
 		t.Fatalf("after reconnecting: stdout %q, stderr %q", out.Stdout, out.Stderr)
+	}
+}
+
+// TestCodeModeApproval: a call of a tool on the approve list runs only when the human
+// accepts it through elicitation; declined, or with a client that cannot elicit, it
+// raises ToolDenied, never reaches the upstream, and tool_calls says why. Tools not
+// on the list run without a question.
+func TestCodeModeApproval(t *testing.T) {
+	code := `import mcptools
+from mcptools import remote
+print(remote.echo(text="no question"))
+try:
+    print(remote.send(text="` + canary + `"))
+except mcptools.ToolDenied as e:
+    print("denied:", e)
+`
+	for _, tc := range []struct {
+		name     string
+		action   string // the human's answer; "" is a client without elicitation
+		protocol string // the client's MCP version
+		stdout   string
+		status   string
+		approval string
+		sent     int
+	}{
+		{"accept", "accept", "2025-11-25", "no question\nsent\n", "ok", "accepted", 1},
+		{"decline", "decline", "2025-11-25", "no question\ndenied: remote.send needs a human's approval, and the human declined the call\n", "declined", "declined", 0},
+		{"cancel", "cancel", "2025-11-25", "no question\ndenied: remote.send needs a human's approval, and the human canceled the call\n", "declined", "canceled", 0},
+		{"no elicitation", "", "2025-11-25", "no question\ndenied: remote.send needs a human's approval, and the client cannot ask for it (it has no MCP elicitation capability)\n", "unapproved", "unsupported", 0},
+		{"multi round-trip protocol", "accept", "", "no question\ndenied: remote.send needs a human's approval, and the client cannot be asked: the client speaks MCP 2026-07-28, where a tool asks its client only through multi round-trip input requests (SEP-2322), which exec does not support yet\n", "unapproved", "unsupported", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var asked []string
+			var copts *mcp.ClientOptions
+			if tc.action != "" {
+				copts = &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					asked = append(asked, req.Params.Message)
+					mu.Unlock()
+					return &mcp.ElicitResult{Action: tc.action}, nil
+				}}
+			}
+			h := newHarnessClient(t, "", copts, tc.protocol)
+			out := h.exec(t, code, 60)
+			if out.Stdout != tc.stdout {
+				t.Errorf("stdout %q, want %q (stderr %q)", out.Stdout, tc.stdout, out.Stderr)
+			}
+			if got, want := statuses(out.ToolCalls), "remote.echo:ok remote.send:"+tc.status; got != want {
+				t.Errorf("tool_calls: %s, want %s", got, want)
+			}
+			if len(out.ToolCalls) == 2 && (out.ToolCalls[0].Approval != "" || out.ToolCalls[1].Approval != tc.approval) {
+				t.Errorf("approvals %q and %q, want \"\" and %q", out.ToolCalls[0].Approval, out.ToolCalls[1].Approval, tc.approval)
+			}
+			h.rec.mu.Lock()
+			sent := h.rec.sent
+			h.rec.mu.Unlock()
+			if sent != tc.sent {
+				t.Errorf("the upstream ran send %d times, want %d", sent, tc.sent)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.action == "" || tc.protocol == "" {
+				if len(asked) != 0 {
+					t.Errorf("the human was asked %q, want no question", asked)
+				}
+				return
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], "remote.send") || !strings.Contains(asked[0], canary) {
+				t.Errorf("the human was asked %q, want one question naming remote.send and its arguments", asked)
+			}
+		})
 	}
 }

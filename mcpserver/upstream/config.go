@@ -33,6 +33,7 @@ type Server struct {
 	URL     string
 	Headers map[string]string
 	Tools   []string // allowlist: names or path.Match globs
+	Approve []string // allowed tools whose calls a human approves first: names or globs
 }
 
 // Limits bound what one exec may do through the bridge. Zero values take the defaults
@@ -80,6 +81,7 @@ type serverJSON struct {
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
 	Tools   []string          `json:"tools"`
+	Approve []string          `json:"approve"`
 }
 
 // Resolver reads secret references: ${env:NAME} from the environment, ${file:/path}
@@ -181,6 +183,15 @@ func parseServer(name string, raw json.RawMessage, r Resolver) (Server, error) {
 		}
 	}
 	s.Tools = j.Tools
+	for _, p := range j.Approve {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			return Server{}, bad("approve", "%q is not a valid name or glob", p)
+		}
+		if !strings.ContainsAny(p, `*?[\`) && !s.Allowed(p) {
+			return Server{}, bad("approve", "%q is not in \"tools\": list the tools that need approval among the allowed ones", p)
+		}
+	}
+	s.Approve = j.Approve
 	var err error
 	if s.Env, err = resolveAll(name, "env", j.Env, r); err != nil {
 		return Server{}, err
@@ -244,6 +255,17 @@ func resolve(v string, r Resolver) (string, error) {
 // Allowed reports whether the server's allowlist names tool.
 func (s Server) Allowed(tool string) bool {
 	for _, p := range s.Tools {
+		if ok, _ := path.Match(p, tool); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsApproval reports whether the server's approve list names tool: its calls wait
+// for a human's yes.
+func (s Server) NeedsApproval(tool string) bool {
+	for _, p := range s.Approve {
 		if ok, _ := path.Match(p, tool); ok {
 			return true
 		}

@@ -25,7 +25,7 @@ func testResolver() Resolver {
 
 func TestParse(t *testing.T) {
 	cfg, err := Parse([]byte(`{"mcpServers": {
-  "git-hub": {"url": "https://api.example/mcp", "headers": {"Authorization": "Bearer ${env:TOKEN}"}, "tools": ["search_*", "get_issue"]},
+  "git-hub": {"url": "https://api.example/mcp", "headers": {"Authorization": "Bearer ${env:TOKEN}"}, "tools": ["search_*", "get_issue", "create_*"], "approve": ["create_*"]},
   "files": {"type": "stdio", "command": "/usr/bin/fs-mcp", "args": ["--root", "/srv"], "env": {"KEY": "${file:/run/secrets/key}"}, "tools": ["read"]}
  }, "limits": {"max_calls": 5, "call_timeout_s": 7}}`), testResolver())
 	if err != nil {
@@ -50,6 +50,11 @@ func TestParse(t *testing.T) {
 			t.Errorf("Allowed(%q) = %v, want %v", tool, !allowed, allowed)
 		}
 	}
+	for tool, approve := range map[string]bool{"create_issue": true, "search_code": false} {
+		if gh.NeedsApproval(tool) != approve {
+			t.Errorf("NeedsApproval(%q) = %v, want %v", tool, !approve, approve)
+		}
+	}
 }
 
 // TestParseErrors: each bad file fails naming the server and the field, and never
@@ -57,6 +62,8 @@ func TestParse(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, file, want string }{
 		{"no servers", `{"mcpServers": {}}`, `"mcpServers" names no server`},
+		{"approve not allowed", `{"mcpServers": {"a": {"command": "x", "tools": ["t"], "approve": ["u"]}}}`, `server "a": approve: "u" is not in "tools"`},
+		{"approve bad glob", `{"mcpServers": {"a": {"command": "x", "tools": ["t"], "approve": ["["]}}}`, `server "a": approve: "[" is not a valid name or glob`},
 		{"unknown field", `{"mcpServers": {"a": {"command": "x", "tools": ["t"], "cwd": "/"}}}`, `server "a": entry: json: unknown field "cwd"`},
 		{"no allowlist", `{"mcpServers": {"a": {"command": "x"}}}`, `server "a": tools: required`},
 		{"empty allowlist", `{"mcpServers": {"a": {"command": "x", "tools": []}}}`, `server "a": tools: required`},

@@ -7,6 +7,9 @@
 //   - A program reaches only the tools the file's allowlist names for a configured
 //     server; any other call is refused before an upstream sees it. There is no
 //     allow-all default.
+//   - A call of a tool on the server's approve list runs only after the human accepts
+//     it (the Approver, MCP elicitation); declined, canceled, or when the client
+//     cannot be asked, it is denied before an upstream sees it.
 //   - Each exec has a budget (calls, bytes of one call's arguments, bytes of all its
 //     results) and each call a deadline, the smaller of the call timeout and what is
 //     left of the exec's; the exec's end cancels every call in flight upstream.

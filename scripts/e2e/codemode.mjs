@@ -1,0 +1,148 @@
+#!/usr/bin/env node
+// End-to-end check of code mode with the official TypeScript MCP SDK, as an agent
+// would use it: the server runs with --upstreams naming one stdio upstream, "records"
+// (upstream.mjs, tools lookup and echo allowed, secret not), and this client
+//
+//   - lists the tools: exec (with tool_calls in its output schema) and tools_search;
+//   - reads the index of upstream tools in exec's description;
+//   - asks tools_search for the lookup tool's Python signature;
+//   - runs ONE exec whose program calls records.lookup in a loop and prints a one-line
+//     summary, and checks that the result is the summary and its tool_calls metadata,
+//     not the records (the bytes reaching the client stay small);
+//   - calls records.echo, which the file's "approve" list names, twice: this client
+//     answers the elicitation (the human) with accept, then decline.
+//
+//   node codemode.mjs --transport stdio [--cmd BINARY]
+//   node codemode.mjs --transport http  [--url http://127.0.0.1:8080/mcp] [--token T]
+//
+// Like client.mjs it prints ONE JSON object on stdout, one line per check on stderr,
+// and exits 0 only when every check passed. For stdio the server is spawned with this
+// process's whole environment (set MCP_EXEC_UPSTREAMS there).
+//
+// Run `npm ci` in this directory first. cmd/mcp-exec/codemode_e2e_test.go drives it.
+
+import {
+  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioTransport, textOf, usageExit,
+} from './common.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const USAGE = 'usage: node codemode.mjs --transport stdio|http [--url URL] [--token T] [--cmd BINARY]';
+const CALLS = 25;
+const MAX_RESULT_BYTES = 8192; // the exec's whole result: a summary and metadata, not 25 records
+
+const opts = parseOptions('codemode.mjs', USAGE, TRANSPORT_OPTIONS);
+const transportName = checkTransport(opts, ['stdio', 'http'], (msg) => usageExit('codemode.mjs', USAGE, msg));
+const token = opts.token ?? '';
+const url = transportName === 'stdio' ? undefined : new URL(opts.url ?? 'http://127.0.0.1:8080/mcp');
+
+function makeTransport() {
+  if (transportName === 'stdio') return stdioTransport(opts.cmd);
+  return new StreamableHTTPClientTransport(url, {
+    requestInit: token ? { headers: { [AUTH_HEADER]: token } } : undefined,
+  });
+}
+
+// The summary the program must print, computed here from upstream.mjs's records.
+function expectedSummary() {
+  const rows = Array.from({ length: CALLS }, (_, i) => ({ id: i, name: `record-${i}`, score: (i * 7) % 10 }));
+  const best = rows.reduce((a, r) => (r.score > a.score || (r.score === a.score && r.id > a.id) ? r : a));
+  const total = rows.reduce((s, r) => s + r.score, 0);
+  return `${CALLS} records, total score ${total}, best ${best.name}\nsecret denied\n`;
+}
+
+const PROGRAM = `import mcptools
+from mcptools import records
+rows = [records.lookup(id=i) for i in range(${CALLS})]
+best = max(rows, key=lambda r: (r["score"], r["id"]))
+print(f"{len(rows)} records, total score {sum(r['score'] for r in rows)}, best {best['name']}")
+try:
+    mcptools._call("records", "secret", {})
+except mcptools.ToolDenied:
+    print("secret denied")
+`;
+
+let execTool;
+
+// The human: accepts the call whose arguments say approve-me, declines the others.
+const questions = [];
+function answerElicitation(req) {
+  questions.push(req.params.message);
+  return { action: req.params.message.includes('approve-me') ? 'accept' : 'decline', content: {} };
+}
+
+const checks = [
+  ['list_tools', async (client) => {
+    const { tools } = await client.listTools();
+    const names = tools.map(t => t.name).sort();
+    expect(names.join(',') === 'exec,tools_search', `tools are ${names}, want exec,tools_search`);
+    execTool = tools.find(t => t.name === 'exec');
+    expect(execTool.outputSchema?.properties?.tool_calls, `exec's output schema has no tool_calls: ${short(execTool.outputSchema)}`);
+    return names.join(', ');
+  }],
+
+  ['index_in_description', async () => {
+    const d = execTool.description;
+    for (const want of ['Code mode', 'from mcptools import records', 'records.lookup: Look up record id', 'records.echo: Echo the text back.']) {
+      expect(d.includes(want), `exec's description lacks ${JSON.stringify(want)}: ${short(d.slice(d.indexOf('Code mode')), 600)}`);
+    }
+    expect(!d.includes('secret'), 'the index names a tool the allowlist leaves out');
+    return `${d.length} chars`;
+  }],
+
+  ['tools_search', async (client) => {
+    const res = await client.callTool({ name: 'tools_search', arguments: { query: 'lookup' } });
+    const text = textOf(res);
+    expect(!res.isError && text.includes('records.lookup(*, id: int)'), `tools_search: ${short(text)}`);
+    return short(text.split('\n')[1], 80);
+  }],
+
+  ['exec_calls_in_a_loop', async (client) => {
+    const res = await call(client, { code: PROGRAM });
+    expect(!res.isError, `isError: ${short(textOf(res))}`);
+    const sc = res.structuredContent;
+    expect(sc?.exit_code === 0, `exit_code ${sc?.exit_code}; stderr: ${short(sc?.stderr, 2000)}`);
+    expect(sc.stdout === expectedSummary(), `stdout ${JSON.stringify(sc.stdout)}, want ${JSON.stringify(expectedSummary())}`);
+    // tool_calls lists the first 20 calls; tool_calls_more counts the rest by tool
+    // and status.
+    const calls = sc.tool_calls ?? [];
+    const more = sc.tool_calls_more ?? [];
+    const count = (tool, status) => calls.filter(c => c.server === 'records' && c.tool === tool && c.status === status).length +
+      more.filter(g => g.server === 'records' && g.tool === tool && g.status === status).reduce((n, g) => n + g.count, 0);
+    expect(calls.length === 20 && count('lookup', 'ok') === CALLS && count('secret', 'denied') === 1 && more.length === 2,
+      `tool_calls: ${short(calls.map(c => `${c.tool}:${c.status}`))}; tool_calls_more: ${short(more)}`);
+    expect([...calls, ...more].every(c => !('arguments' in c) && !('result' in c)), 'tool_calls carry arguments or results');
+    const size = JSON.stringify(res).length;
+    expect(size <= MAX_RESULT_BYTES, `the result is ${size} bytes, want at most ${MAX_RESULT_BYTES}`);
+    return `${CALLS} calls, ${size} bytes reached the client`;
+  }],
+
+  ['approval_by_elicitation', async (client) => {
+    const res = await call(client, { code: `import mcptools
+from mcptools import records
+print(records.echo(text="approve-me"))
+try:
+    records.echo(text="decline-me")
+except mcptools.ToolDenied as e:
+    print("denied:", e)
+` });
+    const sc = res.structuredContent;
+    expect(sc?.exit_code === 0, `exit_code ${sc?.exit_code}; stderr: ${short(sc?.stderr, 2000)}`);
+    const want = 'approve-me\ndenied: records.echo needs a human\'s approval, and the human declined the call\n';
+    expect(sc.stdout === want, `stdout ${JSON.stringify(sc.stdout)}, want ${JSON.stringify(want)}`);
+    const got = (sc.tool_calls ?? []).map(c => `${c.tool}:${c.status}:${c.approval}`).join(' ');
+    expect(got === 'echo:ok:accepted echo:declined:declined', `tool_calls: ${got}`);
+    expect(questions.length === 2 && questions.every(q => q.includes('records.echo')), `questions: ${short(questions)}`);
+    return `asked ${questions.length} times: accepted, declined`;
+  }],
+];
+
+function log(line) {
+  process.stderr.write(`[codemode.mjs ${transportName}] ${line}\n`);
+}
+
+const report = newReport(transportName, url, token);
+const client = new Client({ name: 'mcp-exec-e2e-codemode', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+client.setRequestHandler(ElicitRequestSchema, async (req) => answerElicitation(req));
+await runAndReport(client, makeTransport(), checks, report, log);
