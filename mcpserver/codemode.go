@@ -34,6 +34,7 @@ func toolsOutputSchema() *jsonschema.Schema {
 	for _, k := range []string{"files", "tool_calls"} {
 		s.Properties[k].Types, s.Properties[k].Type = nil, "array"
 	}
+	delete(s.Properties, "session") // no sessions in code mode (sessions.go)
 	return s
 }
 

@@ -27,6 +27,8 @@ type execInput struct {
 	TimeoutS *wholeSeconds `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit in whole seconds (inputSchema fills in the numbers)."`
 	Stdin    string        `json:"stdin,omitempty" jsonschema:"Text the program reads from standard input. Optional; empty when absent."`
 	Files    []inputFile   `json:"files,omitempty" jsonschema:"Input files (inputSchema fills in the limits)."`
+	// SessionID is in the schema only when sessions are on (sessions.go).
+	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this session (from session_create) instead of a new sandbox: the program sees what the session's earlier calls left. Optional."`
 }
 
 // execOutput is the structured result. No omitempty: a model should always
@@ -41,6 +43,8 @@ type execOutput struct {
 	OOMKilled  bool   `json:"oom_killed" jsonschema:"True when the program was killed for running out of memory."`
 	// Files is never nil, so that it is always an array on the wire.
 	Files []fileInfo `json:"files" jsonschema:"Every file the program left in /tmp/outputs (open matplotlib figures among them, as figure-N.png), in name order; the returned ones follow the text as image or resource content, in this order."`
+	// Session is set for a call with session_id (sessions.go).
+	Session *sessionInfo `json:"session,omitempty" jsonschema:"The session the call ran in, for a call with session_id."`
 }
 
 // wholeSeconds is timeout_s. The schema has already checked that it is a
@@ -89,6 +93,9 @@ func inputSchema(o Options) *jsonschema.Schema {
 	enc := fs.Items.Properties["encoding"]
 	enc.Enum = []any{encodingUTF8, encodingBase64}
 	enc.Default = json.RawMessage(`"` + encodingUTF8 + `"`)
+	if !sessionsOn(o) {
+		delete(s.Properties, "session_id")
+	}
 	return s
 }
 
