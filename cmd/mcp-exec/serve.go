@@ -45,6 +45,7 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		DefaultTimeout:      cfg.DefaultTimeout,
 		MaxTimeout:          cfg.MaxTimeout,
 		Python:              cfg.Python,
+		Sessions:            sessionOptions(cfg, l, log),
 		Logger:              log,
 	})
 	ready := readyHandler(l) // one, so that both listeners share its cache
@@ -291,4 +292,36 @@ func notReady(ctx context.Context, l readiness) string {
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
+}
+
+// sessionOptions offers sessions on the docker backend (Docker or Podman, gVisor
+// included) only: the process backend cannot keep one run's memory, stdin and files
+// from the next (docs/sessions.md), and a pod per session on Kubernetes is not built
+// yet. There the session tools are absent, and the log says why.
+func sessionOptions(cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
+	if cfg.MaxSessions == 0 {
+		return mcpserver.SessionOptions{}
+	}
+	if cfg.Backend != "docker" {
+		log.Info().Str("backend", cfg.Backend).Msg("sessions are not offered by this backend (docker only): no session tools")
+		return mcpserver.SessionOptions{}
+	}
+	return mcpserver.SessionOptions{
+		Backend:     launcherSessions{l},
+		Max:         cfg.MaxSessions,
+		IdleTimeout: cfg.SessionIdleTimeout,
+		MaxLifetime: cfg.SessionMaxLifetime,
+		Memory:      cfg.SessionMemory,
+	}
+}
+
+// launcherSessions adapts launcher.Launcher to mcpserver.SessionBackend.
+type launcherSessions struct{ l *launcher.Launcher }
+
+func (s launcherSessions) OpenSession(ctx context.Context, o launcher.SessionOptions) (mcpserver.SessionConn, error) {
+	sess, err := s.l.OpenSession(ctx, o)
+	if err != nil {
+		return nil, err // never a typed nil in the interface
+	}
+	return sess, nil
 }
