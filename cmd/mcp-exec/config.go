@@ -93,10 +93,10 @@ type Config struct {
 	SessionIdleTimeout time.Duration // --session-idle-timeout-s MCP_EXEC_SESSION_IDLE_TIMEOUT_S
 	SessionMaxLifetime time.Duration // --session-max-lifetime-s MCP_EXEC_SESSION_MAX_LIFETIME_S
 	SessionMemory      int64         // --session-memory MCP_EXEC_SESSION_MEMORY, bytes
-	Preload               string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
-	Instance              string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
-	LogLevel              string        // --log-level MCP_EXEC_LOG_LEVEL
-	LogFormat             string        // --log-format MCP_EXEC_LOG_FORMAT
+	Preload            string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
+	Instance           string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
+	LogLevel           string        // --log-level MCP_EXEC_LOG_LEVEL
+	LogFormat          string        // --log-format MCP_EXEC_LOG_FORMAT
 }
 
 // cfgAuthTokenEnv is the only source of the token besides the token file.
