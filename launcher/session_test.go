@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
@@ -188,5 +190,62 @@ func TestSessionSpecLabels(t *testing.T) {
 	}
 	if spec.Memory != 300*launcher.MiB {
 		t.Errorf("memory: got %d", spec.Memory)
+	}
+}
+
+// TestSessionIdleHoldsNoSlot: with one execution slot and no queue, an idle session
+// leaves the slot to one-shot runs and to other sessions.
+func TestSessionIdleHoldsNoSlot(t *testing.T) {
+	l := launchertest.New(t, launcher.Options{MaxConcurrent: 1, PoolSize: -1})
+	a := openSession(t, l, launcher.SessionOptions{})
+	b := openSession(t, l, launcher.SessionOptions{})
+	sessionExec(t, a, launcher.Job{Code: "x = 1"})
+	sessionExec(t, b, launcher.Job{Code: "y = 2"})
+	res, err := l.Run(t.Context(), launcher.Job{Code: "print('one-shot')", Timeout: 20 * time.Second})
+	if err != nil || res.Stdout != "one-shot\n" {
+		t.Fatalf("one-shot run beside idle sessions: got %q, %v", res.Stdout, err)
+	}
+	wantState(t, sessionExec(t, a, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "1\n")
+}
+
+// TestSessionReapedAfterRestart: a session's sandbox carries its expiry in a label,
+// never its handle or code, and the next start of the same instance (a restart after
+// a crash) removes it: a restart ends the sessions.
+func TestSessionReapedAfterRestart(t *testing.T) {
+	instance := launchertest.Instance(t)
+	l := launchertest.New(t, launcher.Options{Instance: instance})
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	s := openSession(t, l, launcher.SessionOptions{Expires: exp})
+	sessionExec(t, s, launcher.Job{Code: "secret_canary_8c1f = 1"})
+	ids, err := l.Sandboxes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := launchertest.Client(t)
+	found := false
+	for _, id := range ids {
+		ins, err := cli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ins.Container.Config.Labels[launcher.LabelSessionExpires] == strconv.FormatInt(exp.Unix(), 10) {
+			found = true
+		}
+		if strings.Contains(string(ins.Raw), "secret_canary_8c1f") {
+			t.Fatal("the session's code is in its container's record")
+		}
+	}
+	if !found {
+		t.Fatalf("no sandbox of %d carries the expiry label", len(ids))
+	}
+	// What a restarted server does first.
+	l2 := launchertest.Unchecked(t, cli, launcher.Options{Instance: instance})
+	n, err := l2.Reap(t.Context())
+	if err != nil || n < 1 {
+		t.Fatalf("reap after restart: removed %d, %v; want the session's sandbox", n, err)
+	}
+	res, err := s.Exec(t.Context(), launcher.Job{Code: "print('secret_canary_8c1f' in globals())", Timeout: 20 * time.Second})
+	if err == nil && res.SessionState != launcher.SessionLost && res.Stdout != "False\n" {
+		t.Fatalf("the reaped session still ran: %q, state %q", res.Stdout, res.SessionState)
 	}
 }
