@@ -294,16 +294,16 @@ func isLoopback(a net.Addr) bool {
 	return ok && ta.IP.IsLoopback()
 }
 
-// sessionOptions offers sessions on the docker backend (Docker or Podman, gVisor
-// included) only: the process backend cannot keep one run's memory, stdin and files
+// sessionOptions offers sessions on the docker backend (Docker or Podman) with runc
+// or crun only: gVisor's are not tested yet, the process backend cannot keep one run's memory, stdin and files
 // from the next (docs/sessions.md), and a pod per session on Kubernetes is not built
 // yet. There the session tools are absent, and the log says why.
 func sessionOptions(cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
 	if cfg.MaxSessions == 0 {
 		return mcpserver.SessionOptions{}
 	}
-	if cfg.Backend != "docker" {
-		log.Info().Str("backend", cfg.Backend).Msg("sessions are not offered by this backend (docker only): no session tools")
+	if cfg.Backend != "docker" || l.Options().GVisor() {
+		log.Info().Str("backend", cfg.Backend).Str("runtime", cfg.Runtime).Msg("sessions are not offered by this backend or runtime yet (docker with runc or crun only): no session tools")
 		return mcpserver.SessionOptions{}
 	}
 	return mcpserver.SessionOptions{
