@@ -74,8 +74,13 @@ func TestSessionKeepsState(t *testing.T) {
 	wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
 
 	// An OOM kill of the call.
+	// Under gVisor (whose sessions the server does not offer yet) its OOM killer
+	// may take the whole sandbox: the session then says it is lost.
 	res = sessionExec(t, s, launcher.Job{Code: "x = 1\nb = bytearray(400 * 1024 * 1024)"})
-	if !res.OOMKilled || res.SessionState != launcher.SessionRolledBack {
+	if l.Options().GVisor() && res.OOMKilled && res.SessionState == launcher.SessionLost {
+		t.Logf("gVisor: the OOM kill took the session's interpreter too (lost)")
+		sessionExec(t, s, launcher.Job{Code: "x = 41"})
+	} else if !res.OOMKilled || res.SessionState != launcher.SessionRolledBack {
 		t.Fatalf("oom: got oom %v, state %q, exit %d (stderr %q), want true, rolled_back", res.OOMKilled, res.SessionState, res.ExitCode, res.Stderr)
 	}
 	wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
