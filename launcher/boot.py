@@ -749,7 +749,400 @@ def send_files(outdir, max_file, max_total, max_count=64):
         write_all(1, frame(b"D", len(head).to_bytes(4, "big") + head + data))
 
 
+# ---- Sessions (launcher/session.go) -------------------------------------------------
+#
+#   python3 -I -c <this file> session MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES
+#
+# PID 1 forks a holder: an interpreter whose __main__ keeps the session's variables and
+# imports. PID 1 reads the server's stream itself: "MCPEXECS <n> <m> <s>\n", n bytes of
+# code, m bytes of input files, s bytes of stdin (one cell), or "MCPEXECK\n" (kill the
+# running cell). It hands a cell to the holder on a pipe; the holder forks the cell, a
+# copy of itself, which runs the code in the same __main__. When the code ends, by
+# itself or with an exception, the cell says so ("K") and becomes the new holder: PID 1
+# ends the old one (state "kept"). When the server asks for a kill (timeout, cancel),
+# PID 1 kills every process of the container but itself and the holder, which reports
+# its cell's death ("L"): the session is as it was before the call ("rolled_back"). If
+# the holder is gone as well, PID 1 sends the X frame with "lost" and ends the
+# container; the server starts the session again, empty. Files are not rolled back:
+# what a cell wrote under /tmp stays. PID 1 frames the output of a cell as in one-shot
+# mode (the cap counts per cell), sends and then removes the files under OUTDIR, and
+# ends each cell with an X frame that adds "state". Output written between cells (a
+# thread a cell left) is dropped.
+HOLDER = r"""
+def _holder(seed, plots, files):
+    import os, sys, _signal
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    cmd, ev, outdir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[4]
+    seed(os)
+    plots(sys, outdir)
+    for name in filter(None, sys.argv[3].split(",")):
+        try:
+            __import__(name)
+        except BaseException:
+            pass
+    sys.argv = ["<exec>"]
+    sys.stdout.reconfigure(line_buffering=True)
+    import linecache, gc
+    gc.freeze()
+
+    def hook(t, v, tb, _orig=sys.excepthook):
+        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
+            tb = tb.tb_next
+        if v is not None:
+            v.__traceback__ = tb
+        _orig(t, v, tb)
+    sys.excepthook = hook
+
+    def read_exact(n):
+        chunks, got = [], 0
+        while got < n:
+            b = os.read(cmd, min(n - got, 1 << 20))
+            if not b:
+                os._exit(0)
+            chunks.append(b)
+            got += len(b)
+        return b"".join(chunks)
+
+    def replace(blob):
+        # Input files replace those of earlier calls (never through a link).
+        i = 0
+        while i < len(blob):
+            n = int.from_bytes(blob[i:i + 4], "big"); i += 4
+            name = blob[i:i + n].decode("utf-8"); i += n
+            size = int.from_bytes(blob[i:i + 4], "big"); i += 4 + size
+            try:
+                if not os.path.isdir(name) or os.path.islink(name):
+                    os.unlink(name)
+            except OSError:
+                pass
+        files(os, blob)
+
+    main = sys.modules["__main__"].__dict__
+    os.write(ev, b"R %d\n" % os.getpid())
+    count = 0
+    while True:
+        header = b""
+        while not header.endswith(b"\n"):
+            b = os.read(cmd, 1)
+            if not b or len(header) > 64:
+                os._exit(0)
+            header += b
+        n, m, s = (int(x) for x in header.split()[1:4])
+        source = read_exact(n).decode("utf-8", "surrogateescape")
+        blob, stdin = read_exact(m), read_exact(s)
+        count += 1
+        pid = os.fork()
+        if pid:
+            # The old holder: it stays if the cell dies before it has ended (PID 1
+            # ends this process when the cell has).
+            source = blob = stdin = None
+            _, st = os.waitpid(pid, 0)
+            os.write(ev, b"L %d %d\n" % (pid, os.waitstatus_to_exitcode(st)))
+            continue
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")  # the kernel's OOM kill takes the cell, not the holder
+        except OSError:
+            pass
+        status = 0
+        try:
+            fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+            while stdin:
+                stdin = stdin[os.write(fd, stdin):]
+            os.lseek(fd, 0, 0)
+            os.dup2(fd, 0)
+            os.close(fd)
+            sys.stdin = open(0, "r", closefd=False)
+            replace(blob)
+            blob = None
+            os.makedirs(outdir, exist_ok=True)
+            name = "<exec-%d>" % count
+            linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+            code = compile(source, name, "exec", dont_inherit=True)
+            source = None
+            exec(code, main)
+        except SystemExit as e:
+            c = e.code
+            if c is None:
+                pass
+            elif isinstance(c, int):
+                status = c & 0xFF
+            else:
+                try:
+                    sys.stderr.write(str(c) + "\n")
+                except BaseException:
+                    pass
+                status = 1
+        except BaseException as e:
+            try:
+                sys.excepthook(type(e), e, e.__traceback__)
+            except BaseException:
+                pass
+            status = 1
+        e = code = None
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except BaseException:
+                pass
+        os.write(ev, b"K %d %d\n" % (os.getpid(), status))
+        # This process is the holder now.
+"""
+
+
+def session_child(main, out_w, err_w, cmd_r, ev_w, preload, outdir, close):
+    # The first holder, in the forked child, set up as child() sets up one-shot's.
+    src = CHILD[:CHILD.rindex("globals().pop(\"_main\")")] + HOLDER + \
+        '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools")]\n' + \
+        'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"))\n'
+    _os, _sys, failed = os, sys, EXIT_FAILED
+    try:
+        for fd in close:
+            _os.close(fd)
+        null = _os.open("/dev/null", _os.O_RDONLY)
+        _os.dup2(null, 0)
+        _os.close(null)
+        _os.dup2(out_w, 1)
+        _os.dup2(err_w, 2)
+        _os.close(out_w)
+        _os.close(err_w)
+        home = _os.environ.get("HOME", "/tmp")
+        _os.chdir(home if _os.path.isdir(home) else "/")
+        _sys.argv = ["-c", str(cmd_r), str(ev_w), preload, outdir]
+        for k in [k for k in main if not (k.startswith("__") and k.endswith("__"))]:
+            del main[k]
+    except BaseException as e:
+        _os.write(2, ("mcp-exec: holder setup failed: %r\n" % (e,)).encode())
+        _os._exit(failed)
+    exec(src, main)
+    _os._exit(failed)
+
+
+def session(max_output, preload, outdir, max_file, max_files):
+    import _signal
+    import resource
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (OSError, ValueError) as e:
+        fatal("setrlimit(RLIMIT_CORE, 0) failed: %s" % e)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    cmd_r, cmd_w = os.pipe()
+    ev_r, ev_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        session_child(sys.modules["__main__"].__dict__, out_w, err_w, cmd_r, ev_w, preload, outdir,
+                      (out_r, err_r, cmd_w, ev_r))
+    for fd in (out_w, err_w, cmd_r, ev_w):
+        os.close(fd)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE",
+                 "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGXCPU",
+                 "SIGXFSZ", "SIGIO", "SIGPWR", "SIGSYS", "SIGTRAP", "SIGSTKFLT"):
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
+        os.kill(pid, 9)
+        fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
+    import select
+    import shutil
+    import time
+    for fd in (out_r, err_r, ev_r):
+        os.set_blocking(fd, False)
+    evbuf = [b""]
+
+    def events():
+        # Whole lines from the event pipe; anything malformed is dropped.
+        try:
+            data = os.read(ev_r, 4096)
+        except BlockingIOError:
+            return []
+        if not data:
+            return [None]
+        evbuf[0] += data
+        *lines, evbuf[0] = evbuf[0].split(b"\n")
+        evbuf[0] = evbuf[0][-256:]
+        out = []
+        for line in lines:
+            p = line.split()
+            if len(p) >= 2 and p[0] in (b"R", b"K", b"L") and all(x.lstrip(b"-").isdigit() for x in p[1:3]):
+                out.append((p[0], [int(x) for x in p[1:3]]))
+        return out
+
+    def reap():
+        while True:
+            try:
+                p, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if p == 0:
+                return
+
+    def alive(p):
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+    def kill_all_but(keep):
+        # Every process of the container but PID 1 and the holder: the cell's.
+        for _ in range(200):
+            left = [p for p in (int(d) for d in os.listdir("/proc") if d.isdigit())
+                    if p not in (1, keep) and alive(p)]
+            if not left:
+                return
+            for p in left:
+                try:
+                    os.kill(p, 9)
+                except OSError:
+                    pass
+            reap()
+            time.sleep(0.005)
+
+    # The holder is ready once it has said so (its preload imported).
+    holder = None
+    while holder is None:
+        r, _, _ = select.select([ev_r], [], [], 1)
+        for e in (events() if r else []):
+            if e is None:
+                fatal("the session's interpreter ended before it was ready")
+            if e[0] == b"R":
+                holder = e[1][0]
+        reap()
+    write_all(1, frame(b"R"))
+
+    def read_line():
+        line = b""
+        while not line.endswith(b"\n"):
+            b = os.read(0, 1)
+            if not b:
+                os._exit(EXIT_OK)  # the server closed the stream: the session ends
+            line += b
+            if len(line) > 64:
+                fatal("bad session header")
+        return line
+
+    def read_exact(n):
+        chunks, got = [], 0
+        while got < n:
+            b = os.read(0, min(n - got, 1 << 20))
+            if not b:
+                os._exit(EXIT_OK)
+            chunks.append(b)
+            got += len(b)
+        return b"".join(chunks)
+
+    while True:
+        # Idle: wait for the next cell, dropping what leftover threads write.
+        while True:
+            r, _, _ = select.select([0, out_r, err_r, ev_r], [], [], 1)
+            if 0 in r:
+                break
+            for fd in (out_r, err_r):
+                if fd in r:
+                    try:
+                        os.read(fd, 65536)
+                    except BlockingIOError:
+                        pass
+            if ev_r in r:
+                events()
+            reap()
+            if not alive(holder):
+                write_all(1, frame(b"X", b'{"exit": 0, "signal": 0, "oom": false, "dropped": false, "state": "lost"}'))
+                os._exit(EXIT_OK)
+        parts = read_line().split()
+        if parts == [b"MCPEXECK"]:
+            continue  # a kill that came after its cell had ended
+        if len(parts) != 4 or parts[0] != b"MCPEXECS" or not all(p.isdigit() for p in parts[1:]):
+            fatal("bad session header")
+        n, m, s = (int(p) for p in parts[1:])
+        cell = b"CELL %d %d %d\n" % (n, m, s) + read_exact(n) + read_exact(m) + read_exact(s)
+        ooms = oom_kills()
+        state, status, killed = None, 0, False
+        try:
+            while cell:
+                cell = cell[os.write(cmd_w, cell):]
+        except OSError:
+            state = "lost"
+        cell = None
+        sent, dropped = 0, False
+
+        def relay(fd):
+            nonlocal sent, dropped
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            room = max_output + 1 - sent
+            if room < len(data):
+                dropped = True
+                data = data[:max(room, 0)]
+            if data:
+                sent += len(data)
+                write_all(1, frame(b"O" if fd == out_r else b"E", data))
+
+        while state is None:
+            r, _, _ = select.select([0, out_r, err_r, ev_r], [], [], 0.5)
+            for fd in (out_r, err_r):
+                if fd in r:
+                    relay(fd)
+            if ev_r in r:
+                for e in events():
+                    if e is None:
+                        state = "lost"
+                    elif e[0] == b"K" and not killed:
+                        old, holder = holder, e[1][0]
+                        try:
+                            os.kill(old, 9)
+                        except OSError:
+                            pass
+                        state, status = "kept", e[1][1]
+                    elif e[0] == b"L" and e[1][0] != holder:
+                        state, status = "rolled_back", e[1][1]
+            if state is None and 0 in r:
+                if read_line().split() == [b"MCPEXECK"] and not killed:
+                    killed = True
+                    # A "K" already in the pipe means the cell ended first: keep it.
+                    for e in events():
+                        if e is not None and e[0] == b"K":
+                            old, holder = holder, e[1][0]
+                            try:
+                                os.kill(old, 9)
+                            except OSError:
+                                pass
+                            state, status, killed = "kept", e[1][1], False
+                    if state is None:
+                        kill_all_but(holder)
+            reap()
+            if state is None and not alive(holder):
+                # A cell that ended its holder may still end by itself (then it holds).
+                if killed or not [d for d in os.listdir("/proc") if d.isdigit() and d != "1" and alive(int(d))]:
+                    state = "lost"
+        if state == "lost":
+            kill_all_but(None)
+        deadline = time.monotonic() + 0.2
+        for fd in (out_r, err_r):
+            while time.monotonic() < deadline:
+                if not select.select([fd], [], [], 0)[0]:
+                    break
+                relay(fd)
+        send_files(outdir, max_file, max_files)
+        shutil.rmtree(outdir, ignore_errors=True)
+        sig = -status if status < 0 else 0
+        oom = oom_kills() > ooms if ooms is not None else sig == 9 and not killed
+        result = '{"exit": %d, "signal": %d, "oom": %s, "dropped": %s, "state": "%s"}' % (
+            128 + sig if sig else status, sig, "true" if oom else "false",
+            "true" if dropped else "false", state)
+        write_all(1, frame(b"X", result.encode()))
+        if state == "lost":
+            os._exit(EXIT_OK)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 7 and sys.argv[1] == "session":
+        session(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
     if len(sys.argv) < 7 or sys.argv[1] != "parent":
         sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES [seal-fd=N]\n")
         sys.exit(EXIT_USAGE)

@@ -64,7 +64,7 @@ func (l *Launcher) startEgress(ctx context.Context, profile string) (*sandbox, f
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening egress channel: %w", err)
 	}
-	sb, err := l.startSpec(ctx, egressSpec(l.opts, dir))
+	sb, err := l.startSpec(ctx, egressSpec(l.opts, dir), nil)
 	if err != nil {
 		closeCh()
 		return nil, nil, err

@@ -29,6 +29,8 @@ type exitStatus struct {
 	Signal  int  `json:"signal"`
 	OOM     bool `json:"oom"`
 	Dropped bool `json:"dropped"` // the bootstrap dropped output past the cap
+	// State is a session's: kept, rolled_back or lost (session.go); "" in one-shot.
+	State string `json:"state"`
 }
 
 // decoder parses the bootstrap's frames from the demultiplexed stdout stream. It is an
@@ -61,6 +63,13 @@ func newDecoder(out *capture, maxFile int) *decoder {
 }
 
 func (d *decoder) Write(p []byte) (int, error) {
+	d.feed(p)
+	return len(p), nil
+}
+
+// feed decodes p up to the end of the stream's last frame (X or F) and returns how
+// many bytes it took: a session's stream goes on with the next call's frames.
+func (d *decoder) feed(p []byte) int {
 	n := len(p)
 	for len(p) > 0 && !d.finished() {
 		if d.hdrLen < len(d.hdr) {
@@ -80,7 +89,7 @@ func (d *decoder) Write(p []byte) (int, error) {
 			d.endFrame()
 		}
 	}
-	return n, nil
+	return n - len(p)
 }
 
 func (d *decoder) finished() bool { return closed(d.done) }

@@ -59,6 +59,9 @@ type Result struct {
 	EngineWait time.Duration
 	// Timing says where the rest of the call's time went (metadata only).
 	Timing Timing
+	// SessionState is what a session kept after the call (SessionKept,
+	// SessionRolledBack, SessionLost); "" for Run.
+	SessionState string
 }
 
 // Timing is where a Run's time went inside the launcher, for debug logs and

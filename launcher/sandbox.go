@@ -30,12 +30,13 @@ type sandbox struct {
 }
 
 // start creates and starts a sandbox with its streams attached.
-func (l *Launcher) start(ctx context.Context) (*sandbox, error) {
-	return l.startSpec(ctx, SpecOf(l.opts))
+func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
+	return l.startSpec(ctx, SpecOf(l.opts), nil)
 }
 
-// startSpec is start for a sandbox described by spec.
-func (l *Launcher) startSpec(ctx context.Context, spec backend.Spec) (_ *sandbox, err error) {
+// startSpec starts a sandbox from spec. With sw set (a session), the stdout stream
+// goes through sw, whose first decoder is the sandbox's.
+func (l *Launcher) startSpec(ctx context.Context, spec backend.Spec, sw *switchWriter) (_ *sandbox, err error) {
 	l.watchOrphans()
 	t0 := time.Now()
 	id, err := l.be.Create(ctx, spec)
@@ -66,8 +67,13 @@ func (l *Launcher) startSpec(ctx context.Context, spec backend.Spec) (_ *sandbox
 	}
 	sb.out = newCapture(l.opts.MaxOutputBytes)
 	sb.dec = newDecoder(sb.out, l.opts.MaxFileBytes)
+	var stdout io.Writer = sb.dec
+	if sw != nil {
+		sw.set(sb.dec)
+		stdout = sw
+	}
 	t0 = time.Now()
-	conn, err := l.be.Start(ctx, sb.id, sb.dec, sb.diag)
+	conn, err := l.be.Start(ctx, sb.id, stdout, sb.diag)
 	sb.startTime = time.Since(t0)
 	if err != nil {
 		l.opts.Metrics.EngineError()

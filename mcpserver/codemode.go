@@ -45,6 +45,7 @@ func toolsOutputSchema() *jsonschema.Schema {
 	for _, k := range []string{"files", "tool_calls", "tool_calls_more"} {
 		s.Properties[k].Types, s.Properties[k].Type = nil, "array"
 	}
+	delete(s.Properties, "session") // no sessions in code mode (sessions.go)
 	return s
 }
 

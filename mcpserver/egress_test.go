@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -71,5 +72,19 @@ func TestCheckEgress(t *testing.T) {
 	}
 	if err := checkEgress("", Options{}); err != nil {
 		t.Errorf("absent: %v", err)
+	}
+}
+
+// TestEgressNotInSession: a call that names a profile and a session is refused, not
+// run in the session's sandbox (which has no channel) as if it had asked for nothing.
+func TestEgressNotInSession(t *testing.T) {
+	o := Options{Egress: testEgress}.withDefaults()
+	_, err := newJob(execInput{Code: "x", Egress: "deb", SessionID: "s"}, o)
+	var ii *invalidInput
+	if !errors.As(err, &ii) || ii.field != "egress" || !strings.Contains(err.Error(), "session_id") {
+		t.Errorf("egress with session_id: got %v, want an invalid egress naming session_id", err)
+	}
+	if _, err := newJob(execInput{Code: "x", Egress: "deb"}, o); err != nil {
+		t.Errorf("egress alone: %v", err)
 	}
 }

@@ -73,6 +73,9 @@ type Options struct {
 	// Egress lists the egress profiles a call may name in "egress" (issue 23); the
 	// runner enforces them. Empty: no such field, and the tool is as without it.
 	Egress []EgressProfile
+	// Sessions, when Max > 0 and a Backend is set, add session_create and
+	// session_close, and exec's session_id (sessions.go). Not with Upstreams.
+	Sessions SessionOptions
 	// Logger receives one metadata-only line per call. The zero value logs
 	// nothing (a zero zerolog.Logger has no writer, like zerolog.Nop()).
 	Logger zerolog.Logger
@@ -121,21 +124,31 @@ func New(r Runner, opts Options) *mcp.Server {
 		h.addCodeMode(s, opts)
 		return s
 	}
+	desc := description(opts)
+	if sessionsOn(opts) {
+		h.sessions = newSessions(opts.Sessions, opts.Logger)
+		h.sessions.addTools(s, opts)
+		desc += sessionsNote()
+	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
-		Description:  description(opts),
+		Description:  desc,
 		InputSchema:  inputSchema(opts),
-		OutputSchema: outputSchema(),
+		OutputSchema: execOutputSchema(opts),
 		Annotations:  annotations(),
 	}, h.exec)
 	return s
 }
 
 type handler struct {
-	runner Runner
-	opts   Options
-	log    zerolog.Logger
+	runner   Runner
+	opts     Options
+	log      zerolog.Logger
+	sessions *sessions // nil: no session tools
 }
+
+// sessionsOn reports whether o offers sessions (never in code mode).
+func sessionsOn(o Options) bool { return o.Sessions.on() && o.Upstreams == nil }
 
 // exec is the tool handler. The SDK has already checked the arguments
 // against the input schema (types, required code, no unknown names); exec
@@ -172,7 +185,13 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInpu
 	if ct != nil {
 		ct.runStart = monoNow()
 	}
-	res, err := h.runner.Run(ctx, job)
+	var res launcher.Result
+	var sess *sessionInfo
+	if in.SessionID != "" && h.sessions != nil {
+		res, sess, err = h.sessions.exec(ctx, req, in.SessionID, job)
+	} else {
+		res, err = h.runner.Run(ctx, job)
+	}
 	if ct != nil {
 		ct.runEnd = monoNow()
 		defer func() {
@@ -182,14 +201,20 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInpu
 		}()
 	}
 	if err != nil {
+		var se *sessionError
+		if errors.As(err, &se) {
+			h.log.Info().Str("exec_id", id).Str("session", handleHash(in.SessionID)).Msg("exec refused: session")
+			return nil, execOutput{}, err
+		}
 		return nil, execOutput{}, h.runnerFailed(id, job, err)
 	}
 	h.logDone(id, job, res)
 	files, infos, images := outputFiles(res.Files)
 	out := newOutput(res, infos)
+	out.Session = sess
 	// Setting Content stops the SDK from filling it with the raw JSON of out,
 	// which reads badly for a model or a person looking at a transcript.
-	text := &mcp.TextContent{Text: render(out, images, job.Timeout, h.opts.MaxOutputBytes)}
+	text := &mcp.TextContent{Text: render(out, images, job.Timeout, h.opts.MaxOutputBytes) + sessionText(sess)}
 	content := append([]mcp.Content{text}, files...)
 	// The deferred p.stop runs before the SDK sends this result, so no
 	// progress notification follows it (a client would not expect one).

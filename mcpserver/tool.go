@@ -28,6 +28,8 @@ type execInput struct {
 	Stdin    string        `json:"stdin,omitempty" jsonschema:"Text the program reads from standard input. Optional; empty when absent."`
 	Files    []inputFile   `json:"files,omitempty" jsonschema:"Input files (inputSchema fills in the limits)."`
 	Egress   string        `json:"egress,omitempty" jsonschema:"An egress profile's name (egressSchema fills in the names, or drops the field)."`
+	// SessionID is in the schema only when sessions are on (sessions.go).
+	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this session (from session_create) instead of a new sandbox: the program sees what the session's earlier calls left. Optional."`
 }
 
 // execOutput is the structured result. No omitempty: a model should always
@@ -42,6 +44,8 @@ type execOutput struct {
 	OOMKilled  bool   `json:"oom_killed" jsonschema:"True when the program was killed for running out of memory."`
 	// Files is never nil, so that it is always an array on the wire.
 	Files []fileInfo `json:"files" jsonschema:"Every file the program left in /tmp/outputs (open matplotlib figures among them, as figure-N.png), in name order; the returned ones follow the text as image or resource content, in this order."`
+	// Session is set for a call with session_id (sessions.go).
+	Session *sessionInfo `json:"session,omitempty" jsonschema:"The session the call ran in, for a call with session_id."`
 }
 
 // wholeSeconds is timeout_s. The schema has already checked that it is a
@@ -91,6 +95,9 @@ func inputSchema(o Options) *jsonschema.Schema {
 	enc.Enum = []any{encodingUTF8, encodingBase64}
 	enc.Default = json.RawMessage(`"` + encodingUTF8 + `"`)
 	egressSchema(s, o)
+	if !sessionsOn(o) {
+		delete(s.Properties, "session_id")
+	}
 	return s
 }
 
@@ -136,6 +143,12 @@ func newJob(in execInput, o Options) (launcher.Job, error) {
 	}
 	if err := checkEgress(in.Egress, o); err != nil {
 		return launcher.Job{}, err
+	}
+	if in.Egress != "" && in.SessionID != "" {
+		// A session's sandbox is made at session_create, before any call's profile is
+		// known, and has no channel: refuse rather than run the call without the
+		// network it asked for.
+		return launcher.Job{}, &invalidInput{"egress", "egress cannot be used with session_id in this version: a session's sandbox has no egress channel; run the call without session_id"}
 	}
 	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout, Files: files, Egress: in.Egress}, nil
 }

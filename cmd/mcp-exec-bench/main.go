@@ -435,6 +435,19 @@ func (b *bench) warmRuns(ctx context.Context, st *stack, pre string) error {
 			return err
 		}
 	}
+	// (e) the same calls in one live session (session_create once, then exec with its
+	// session_id), against the warm one-shot rows above.
+	if err := st.openSession(ctx); err != nil {
+		return err
+	}
+	for _, sn := range snippets {
+		s := &series{key: "e-session" + tag, path: "(e) mcp-exec session, " + name + ", one session", snippet: sn.name}
+		if err := b.viaStack(ctx, st, s, sn, nil, nil); err != nil {
+			st.session = ""
+			return err
+		}
+	}
+	st.session = ""
 	if !b.cfg.diag {
 		return nil
 	}

@@ -336,6 +336,8 @@ func (r *report) printTargets(p func(string, ...any)) {
 	lat("cold pandas p50 ≤ 0.8x (b)", "c", "pandas", "b", "pandas", 0.8)
 	lat("(also) warm `print(1)` back to back ≤ 0.5x (a)", "d-b2b", "print(1)", "a", "print(1)", 0.5)
 	lat("(also) warm `print(1)` with Preload numpy,pandas ≤ 0.5x (a)", "d-wait+preload", "print(1)", "a", "print(1)", 0.5)
+	lat("(also) session `print(1)` ≤ 1x warm (d, refilled)", "e-session", "print(1)", "d-wait", "print(1)", 1)
+	lat("(also) session pandas ≤ 1x warm (d, refilled), Preload numpy,pandas", "e-session+preload", "pandas", "d-wait+preload", "pandas", 1)
 	for _, t := range r.tput {
 		ch := r.churnAt(t.c)
 		met := "n/a"

@@ -24,6 +24,39 @@ type stack struct {
 	eng *timedEngine
 	ss  *mcp.ServerSession
 	cs  *mcp.ClientSession
+	// session, when set, is the session_id call passes: the calls run in a session.
+	session string
+}
+
+// benchSessions adapts the launcher to mcpserver.SessionBackend, as cmd/mcp-exec does.
+type benchSessions struct{ l *launcher.Launcher }
+
+func (b benchSessions) OpenSession(ctx context.Context, o launcher.SessionOptions) (mcpserver.SessionConn, error) {
+	s, err := b.l.OpenSession(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSession creates a session through session_create; the calls that follow run in it.
+func (s *stack) openSession(ctx context.Context) error {
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "session_create", Arguments: map[string]any{}})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return errors.New("session_create: tool error")
+	}
+	var out struct {
+		ID string `json:"session_id"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil || out.ID == "" {
+		return fmt.Errorf("session_create: no session_id (%v)", err)
+	}
+	s.session = out.ID
+	return nil
 }
 
 func newStack(ctx context.Context, cli *client.Client, image, runtime string, opts launcher.Options) (*stack, error) {
@@ -52,7 +85,11 @@ func newStackUpstreams(ctx context.Context, cli *client.Client, image, runtime s
 	}
 	l.StartPool() // the bench swept its leftovers at start: nothing to reap first
 	st, ct := mcp.NewInMemoryTransports()
-	s.ss, err = mcpserver.New(l, mcpserver.Options{Name: "mcp-exec-bench", Upstreams: ups}).Connect(ctx, st, nil)
+	o := mcpserver.Options{Name: "mcp-exec-bench", Upstreams: ups}
+	if ups == nil { // no sessions in code mode
+		o.Sessions = mcpserver.SessionOptions{Backend: benchSessions{l}, Max: 2, Memory: 512 * launcher.MiB}
+	}
+	s.ss, err = mcpserver.New(l, o).Connect(ctx, st, nil)
 	if err != nil {
 		s.close()
 		return nil, fmt.Errorf("server connect: %w", err)
@@ -83,7 +120,11 @@ func (s *stack) close() error {
 func (s *stack) call(ctx context.Context, sn snippet) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": sn.code}})
+	args := map[string]any{"code": sn.code}
+	if s.session != "" {
+		args["session_id"] = s.session
+	}
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: args})
 	if err != nil {
 		return 0, err
 	}

@@ -89,18 +89,26 @@ type Config struct {
 	AllowUnenforcedLimits bool          // --allow-unenforced-limits MCP_EXEC_ALLOW_UNENFORCED_LIMITS: serve even if the engine ignores a limit
 	AllowInsecureEngine   bool          // --allow-insecure-engine MCP_EXEC_ALLOW_INSECURE_ENGINE: a remote tcp:// engine without verified TLS
 	PoolSize              int           // --pool-size MCP_EXEC_POOL_SIZE: warm sandboxes kept ready; 0 = cold mode
-	Preload               string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
-	Instance              string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
-	LogLevel              string        // --log-level MCP_EXEC_LOG_LEVEL
-	LogFormat             string        // --log-format MCP_EXEC_LOG_FORMAT
-	EgressProfiles        string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles (issue 23); "" = none: no network, no egress field
-	EgressDir             string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
+	// Sessions (docs/sessions.md).
+	MaxSessions        int           // --max-sessions MCP_EXEC_MAX_SESSIONS: 0 removes the session tools
+	SessionIdleTimeout time.Duration // --session-idle-timeout-s MCP_EXEC_SESSION_IDLE_TIMEOUT_S
+	SessionMaxLifetime time.Duration // --session-max-lifetime-s MCP_EXEC_SESSION_MAX_LIFETIME_S
+	SessionMemory      int64         // --session-memory MCP_EXEC_SESSION_MEMORY, bytes
+	Preload            string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
+	Instance           string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
+	LogLevel           string        // --log-level MCP_EXEC_LOG_LEVEL
+	LogFormat          string        // --log-format MCP_EXEC_LOG_FORMAT
+	EgressProfiles     string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles (issue 23); "" = none: no network, no egress field
+	EgressDir          string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
 }
 
 // cfgAuthTokenEnv is the only source of the token besides the token file.
 const cfgAuthTokenEnv = "MCP_EXEC_AUTH_TOKEN"
 
 // Limits enforced by Validate.
+
+// cfgMaxSessions bounds --max-sessions: each session holds a sandbox's memory.
+const cfgMaxSessions = 256
 const (
 	cfgMaxTimeoutCap  = 86400 * time.Second
 	cfgMaxInputBytes  = 64 * units.MiB // code and stdin
@@ -320,6 +328,21 @@ func cfgTable(c *Config) []cfgField {
 			(*cfgBool)(&c.AllowUnenforcedLimits), nil},
 		{"pool-size", "MCP_EXEC_POOL_SIZE", "2", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
 			(*cfgInt)(&c.PoolSize), func() string { return cfgIntRange(c.PoolSize, 0, cfgMaxPool) }},
+		// Sessions (docs/sessions.md).
+		{"max-sessions", "MCP_EXEC_MAX_SESSIONS", "4", "sessions (session_create) open at once; 0 removes the session tools (docker backend only)",
+			(*cfgInt)(&c.MaxSessions), func() string { return cfgIntRange(c.MaxSessions, 0, cfgMaxSessions) }},
+		{"session-idle-timeout-s", "MCP_EXEC_SESSION_IDLE_TIMEOUT_S", "600", "seconds without a call after which a session ends (each call restarts the clock)",
+			(*cfgSeconds)(&c.SessionIdleTimeout),
+			func() string {
+				return cmp.Or(cfgAtLeastOneSecond(c.SessionIdleTimeout), cfgSecondsUpTo(c.SessionIdleTimeout, 24*time.Hour))
+			}},
+		{"session-max-lifetime-s", "MCP_EXEC_SESSION_MAX_LIFETIME_S", "3600", "seconds after session_create at which a session ends in any case",
+			(*cfgSeconds)(&c.SessionMaxLifetime),
+			func() string {
+				return cmp.Or(cfgAtLeastOneSecond(c.SessionMaxLifetime), cfgSecondsUpTo(c.SessionMaxLifetime, 7*24*time.Hour))
+			}},
+		{"session-memory", "MCP_EXEC_SESSION_MEMORY", "512m", "memory limit of a session's sandbox, its interpreter and each call together (e.g. 512m, 1g, or bytes)",
+			(*cfgSize)(&c.SessionMemory), func() string { return cfgSizeRange(c.SessionMemory, cfgMinMemory, math.MaxInt64) }},
 		{"preload", "MCP_EXEC_PRELOAD", "", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
 			(*cfgString)(&c.Preload),
 			func() string {

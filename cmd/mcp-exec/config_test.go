@@ -75,6 +75,7 @@ func cfgWantDefaults() Config {
 		LogFormat:      "auto",
 	}
 	c.HTTPMaxRequests, c.HTTPBodyTimeout = 256, 60*time.Second
+	c.MaxSessions, c.SessionIdleTimeout, c.SessionMaxLifetime, c.SessionMemory = 4, 10*time.Minute, time.Hour, 512<<20
 	return c
 }
 
@@ -161,6 +162,9 @@ func TestLoadEnv(t *testing.T) {
 		LogFormat:      "console",
 	}
 	want.HTTPMaxRequests, want.HTTPBodyTimeout = 50, 60*time.Second
+	env["MCP_EXEC_MAX_SESSIONS"], env["MCP_EXEC_SESSION_IDLE_TIMEOUT_S"] = "0", "5"
+	env["MCP_EXEC_SESSION_MAX_LIFETIME_S"], env["MCP_EXEC_SESSION_MEMORY"] = "60", "1g"
+	want.MaxSessions, want.SessionIdleTimeout, want.SessionMaxLifetime, want.SessionMemory = 0, 5*time.Second, time.Minute, 1<<30
 	got, err := cfgLoad(nil, env)
 	if err != nil {
 		t.Fatalf("Load: got error %v, want nil", err)
@@ -311,6 +315,10 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"python", func(c *Config) { c.Python = "" }, "--python (MCP_EXEC_PYTHON) must not be empty"},
 		{"image", func(c *Config) { c.Image = "" }, "--image (MCP_EXEC_IMAGE)"},
 		{"memory", func(c *Config) { c.Memory = 8 << 20 }, "--memory (MCP_EXEC_MEMORY) must be at least 16m, got 8m"},
+		{"sessions", func(c *Config) { c.MaxSessions = -1 }, "--max-sessions (MCP_EXEC_MAX_SESSIONS) must be from 0 to 256, got -1"},
+		{"session idle", func(c *Config) { c.SessionIdleTimeout = 0 }, "--session-idle-timeout-s (MCP_EXEC_SESSION_IDLE_TIMEOUT_S) must be at least 1, got 0"},
+		{"session lifetime", func(c *Config) { c.SessionMaxLifetime = 8 * 24 * time.Hour }, "--session-max-lifetime-s (MCP_EXEC_SESSION_MAX_LIFETIME_S) must be from 0 to 604800"},
+		{"session memory", func(c *Config) { c.SessionMemory = 8 << 20 }, "--session-memory (MCP_EXEC_SESSION_MEMORY) must be at least 16m, got 8m"},
 		{"pids", func(c *Config) { c.Pids = 4 }, "--pids (MCP_EXEC_PIDS) must be at least 8, got 4"},
 		{"cpus zero", func(c *Config) { c.CPUs = 0 }, "--cpus (MCP_EXEC_CPUS) must be more than 0 and at most 64, got 0"},
 		{"cpus too many", func(c *Config) { c.CPUs = 65 }, "--cpus (MCP_EXEC_CPUS)"},

@@ -46,6 +46,7 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		MaxTimeout:          cfg.MaxTimeout,
 		Python:              cfg.Python,
 		Egress:              egressOf(l),
+		Sessions:            sessionOptions(cfg, l, log),
 		Logger:              log,
 	})
 	ready := readyHandler(l) // one, so that both listeners share its cache
@@ -292,4 +293,36 @@ func notReady(ctx context.Context, l readiness) string {
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
+}
+
+// sessionOptions offers sessions on the docker backend (Docker or Podman) with runc
+// or crun only: gVisor's are not tested yet, the process backend cannot keep one run's memory, stdin and files
+// from the next (docs/sessions.md), and a pod per session on Kubernetes is not built
+// yet. There the session tools are absent, and the log says why.
+func sessionOptions(cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
+	if cfg.MaxSessions == 0 {
+		return mcpserver.SessionOptions{}
+	}
+	if cfg.Backend != "docker" || l.Options().GVisor() {
+		log.Info().Str("backend", cfg.Backend).Str("runtime", cfg.Runtime).Msg("sessions are not offered by this backend or runtime yet (docker with runc or crun only): no session tools")
+		return mcpserver.SessionOptions{}
+	}
+	return mcpserver.SessionOptions{
+		Backend:     launcherSessions{l},
+		Max:         cfg.MaxSessions,
+		IdleTimeout: cfg.SessionIdleTimeout,
+		MaxLifetime: cfg.SessionMaxLifetime,
+		Memory:      cfg.SessionMemory,
+	}
+}
+
+// launcherSessions adapts launcher.Launcher to mcpserver.SessionBackend.
+type launcherSessions struct{ l *launcher.Launcher }
+
+func (s launcherSessions) OpenSession(ctx context.Context, o launcher.SessionOptions) (mcpserver.SessionConn, error) {
+	sess, err := s.l.OpenSession(ctx, o)
+	if err != nil {
+		return nil, err // never a typed nil in the interface
+	}
+	return sess, nil
 }

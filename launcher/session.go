@@ -1,0 +1,355 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+// Session states, as a session's exec reports them (Result.SessionState).
+const (
+	// SessionKept: the call ended by itself (an exception included); the session
+	// holds what the call left, variables and imports.
+	SessionKept = "kept"
+	// SessionRolledBack: the call was killed (timeout, cancel, OOM, or it killed
+	// itself); the interpreter is as it was before the call. Files are not rolled back.
+	SessionRolledBack = "rolled_back"
+	// SessionLost: the interpreter is gone; the next call starts an empty one.
+	SessionLost = "lost"
+)
+
+// LabelSessionExpires marks a session's sandbox with the Unix time (seconds) at which
+// its maximum lifetime ends. It never carries the session's handle.
+const LabelSessionExpires = "dev.mcp-exec.session-expires"
+
+// ErrSessionBusy: the session is running another call.
+var ErrSessionBusy = errors.New("the session is busy with another call")
+
+// ErrSessionClosed: the session was closed.
+var ErrSessionClosed = errors.New("the session is closed")
+
+// SessionOptions configure one session.
+type SessionOptions struct {
+	// Expires is when the session's maximum lifetime ends; it goes in a label
+	// (LabelSessionExpires). The launcher does not enforce it: the caller closes.
+	Expires time.Time
+	// Memory is the session sandbox's memory (and swap) limit in bytes; 0 is the
+	// launcher's Memory.
+	Memory int64
+}
+
+// Session is one sandbox that keeps a Python interpreter across calls: boot.py's
+// session mode. Each Exec runs in a fork of the interpreter that becomes the session's
+// state only when it ends by itself; a killed call leaves the state from before it.
+// One call runs at a time (a second gets ErrSessionBusy). It holds an execution slot
+// only while a call runs. Close removes its sandbox; so does the launcher's Close.
+type Session struct {
+	l    *Launcher
+	opts SessionOptions
+
+	run    sync.Mutex // held by the call in flight: TryLock or ErrSessionBusy
+	mu     sync.Mutex // guards sb and closed
+	sb     *sandbox   // nil: none yet, or lost; the next call starts one
+	sw     *switchWriter
+	closed bool
+}
+
+// SessionSpec is the spec of a session's sandbox: SpecOf with the session command,
+// its memory and the expiry label.
+func SessionSpec(o Options, so SessionOptions) backend.Spec {
+	o = o.withDefaults()
+	spec := SpecOf(o)
+	spec.Command = append(spec.Command[:4:4], "session")
+	spec.Command = append(spec.Command, bootCommand(o)[5:]...)
+	if so.Memory > 0 {
+		spec.Memory = so.Memory
+	}
+	if !so.Expires.IsZero() {
+		spec.Labels[LabelSessionExpires] = strconv.FormatInt(so.Expires.Unix(), 10)
+	}
+	return spec
+}
+
+// OpenSession starts a session's sandbox and waits until its interpreter is ready
+// (its preload imported). Sessions are not supported by every backend: the caller
+// decides (see docs/sessions.md).
+func (l *Launcher) OpenSession(ctx context.Context, so SessionOptions) (*Session, error) {
+	if !l.enter() {
+		return nil, ErrClosed
+	}
+	defer l.runs.Done()
+	s := &Session{l: l, opts: so}
+	if err := s.ensure(ctx); err != nil {
+		return nil, l.closedOr(err)
+	}
+	return s, nil
+}
+
+// ensure starts the session's sandbox if it has none. It is called with s.run held
+// (or before the session is shared).
+func (s *Session) ensure(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrSessionClosed
+	}
+	if s.sb != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	sw := &switchWriter{}
+	sb, err := s.l.startSpec(ctx, SessionSpec(s.l.opts, s.opts), sw)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-sb.dec.ready:
+	case <-sb.streamDone:
+		s.l.dispose(sb)
+		return sb.brokenErr(errNoReady)
+	case <-ctx.Done():
+		s.l.dispose(sb)
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed { // closed while starting
+		s.l.dispose(sb)
+		return ErrSessionClosed
+	}
+	s.sb, s.sw = sb, sw
+	return nil
+}
+
+// Close removes the session's sandbox. It does not wait for a call in flight, which
+// ends with its sandbox gone. Closing twice is fine.
+func (s *Session) Close() {
+	s.mu.Lock()
+	sb := s.sb
+	s.sb, s.closed = nil, true
+	s.mu.Unlock()
+	if sb != nil {
+		s.l.dispose(sb)
+	}
+}
+
+// lose drops sb (the interpreter is gone or its stream cannot be trusted): the next
+// call starts a new sandbox.
+func (s *Session) lose(sb *sandbox) {
+	s.mu.Lock()
+	if s.sb == sb {
+		s.sb = nil
+	}
+	s.mu.Unlock()
+	s.l.dispose(sb)
+}
+
+// Exec runs job in the session. As Run, a program that fails, times out or is killed
+// for memory is a Result; Result.SessionState says what the session kept. A job with
+// Tools is refused: code mode is not offered in sessions.
+func (s *Session) Exec(ctx context.Context, job Job) (res Result, err error) {
+	if job.Tools != nil {
+		return Result{}, errors.New("tools (code mode) are not available in a session")
+	}
+	if !s.run.TryLock() {
+		return Result{}, ErrSessionBusy
+	}
+	defer s.run.Unlock()
+	l := s.l
+	if !l.enter() {
+		return Result{}, ErrClosed
+	}
+	defer l.runs.Done()
+	defer func() { l.opts.Metrics.ExecDone(Outcome(res, err), res) }()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.stop, cancel)()
+
+	queued := time.Now()
+	release, err := l.slots.acquire(ctx)
+	if err != nil {
+		return Result{QueueWait: since(queued)}, l.closedOr(err)
+	}
+	defer release()
+	wait := since(queued)
+	defer func() { res.QueueWait = wait }()
+	if job.Timeout <= 0 {
+		job.Timeout = l.opts.DefaultTimeout
+	}
+	t0 := time.Now()
+	if err := s.ensure(ctx); err != nil {
+		return Result{}, l.closedOr(err)
+	}
+	take := time.Since(t0)
+	s.mu.Lock()
+	sb, sw := s.sb, s.sw
+	s.mu.Unlock()
+	if sb == nil {
+		return Result{}, ErrSessionClosed
+	}
+	res, err = s.cell(ctx, sb, sw, job)
+	res.Timing.Take, res.Timing.Warm = take, true
+	// A cancelled call that was rolled back leaves a usable interpreter; any other
+	// error leaves a stream that cannot be trusted.
+	kept := res.SessionState == SessionKept || res.SessionState == SessionRolledBack
+	if res.SessionState == SessionLost || (err != nil && !(kept && errors.Is(err, context.Canceled))) {
+		s.lose(sb)
+		res.SessionState = SessionLost
+	}
+	return res, l.closedOr(err)
+}
+
+// cell runs one call on sb's interpreter.
+func (s *Session) cell(ctx context.Context, sb *sandbox, sw *switchWriter, job Job) (Result, error) {
+	sb.out = newCapture(s.l.opts.MaxOutputBytes)
+	sb.dec = newDecoder(sb.out, s.l.opts.MaxFileBytes)
+	sw.set(sb.dec)
+
+	files := encodeFiles(job.Files)
+	delivered := make(chan error, 1)
+	t0 := time.Now()
+	go func() {
+		head := "MCPEXECS " + strconv.Itoa(len(job.Code)) + " " + strconv.Itoa(len(files)) + " " + strconv.Itoa(len(job.Stdin)) + "\n"
+		_, err := io.WriteString(sb.conn, head+job.Code)
+		if err == nil {
+			_, err = sb.conn.Write(files)
+		}
+		if err == nil {
+			_, err = io.WriteString(sb.conn, job.Stdin)
+		}
+		delivered <- err
+	}()
+	select {
+	case err := <-delivered:
+		if err != nil {
+			return Result{SessionState: SessionLost}, sb.brokenErr(fmt.Errorf("sending code: %w", err))
+		}
+	case <-sb.streamDone:
+		return Result{SessionState: SessionLost}, sb.brokenErr(errors.New("session sandbox ended before its code was delivered"))
+	case <-ctx.Done():
+		// Part of a cell may be on the stream: the stream is no longer usable.
+		return Result{SessionState: SessionLost}, ctx.Err()
+	}
+	deliver := time.Since(t0)
+
+	began := time.Now()
+	timer := time.NewTimer(job.Timeout)
+	defer timer.Stop()
+	var tick <-chan time.Time
+	if job.Progress != nil {
+		t := time.NewTicker(progressInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		var res Result
+		var err error
+		select {
+		case <-tick:
+			n, tail := sb.out.progress()
+			job.Progress(Progress{Elapsed: time.Since(began), OutputBytes: n, Tail: tail})
+			continue
+		case <-sb.dec.done:
+			res, err = s.ended(sb, time.Since(began))
+		case <-sb.streamDone:
+			if sb.dec.finished() {
+				res, err = s.ended(sb, time.Since(began))
+			} else {
+				res, err = sb.vanished(ctx, time.Since(began))
+				res.SessionState = SessionLost
+			}
+		case <-timer.C:
+			res, err = s.interrupt(ctx, sb, time.Since(began))
+			res.TimedOut = res.SessionState != SessionKept
+		case <-ctx.Done():
+			// The caller went away: kill the call so that the next one finds the
+			// session free, and report the context's error.
+			res, _ = s.interrupt(ctx, sb, time.Since(began))
+			res.Timing.Deliver = deliver
+			return res, ctx.Err()
+		}
+		res.Timing.Deliver = deliver
+		return res, err
+	}
+}
+
+// ended builds the result of a call from its exit frame.
+func (s *Session) ended(sb *sandbox, d time.Duration) (Result, error) {
+	res, err := sb.finished(d)
+	if err != nil {
+		return Result{SessionState: SessionLost}, err
+	}
+	res.SessionState = sb.dec.exit.State
+	switch res.SessionState {
+	case SessionKept, SessionRolledBack, SessionLost:
+	default:
+		return Result{SessionState: SessionLost}, fmt.Errorf("%w: session sandbox %s: exit frame without a session state", ErrSandbox, shortID(sb.id))
+	}
+	if res.SessionState == SessionLost {
+		res.Stderr = appendNote(res.Stderr, "[mcp-exec] the session's interpreter was lost: its variables are gone; the next call starts an empty one (files in /tmp too)\n")
+	}
+	return res, nil
+}
+
+// interruptWait bounds how long a killed call's exit frame may take before the whole
+// sandbox goes (and the session is lost).
+const interruptWait = 5 * time.Second
+
+// interrupt asks the bootstrap to kill the running call (every process but PID 1 and
+// the holder) and waits for its exit frame. If none comes, the sandbox goes.
+func (s *Session) interrupt(ctx context.Context, sb *sandbox, d time.Duration) (Result, error) {
+	_, werr := io.WriteString(sb.conn, "MCPEXECK\n")
+	if werr == nil {
+		select {
+		case <-sb.dec.done:
+			return s.ended(sb, d)
+		case <-sb.streamDone:
+		case <-time.After(interruptWait):
+		}
+	}
+	res, err := sb.timedOut(ctx, d)
+	res.SessionState = SessionLost
+	res.Stderr = appendNote(res.Stderr, "[mcp-exec] the session's interpreter did not survive the kill: its variables are gone; the next call starts an empty one (files in /tmp too)\n")
+	return res, err
+}
+
+func appendNote(stderr, note string) string {
+	if stderr != "" && !strings.HasSuffix(stderr, "\n") {
+		return stderr + "\n" + note
+	}
+	return stderr + note
+}
+
+// switchWriter carries a session sandbox's stdout stream to the decoder of the call
+// in flight. Frames outside a call (the bootstrap writes none) are dropped.
+type switchWriter struct {
+	mu  sync.Mutex
+	cur *decoder
+}
+
+func (w *switchWriter) set(d *decoder) {
+	w.mu.Lock()
+	w.cur = d
+	w.mu.Unlock()
+}
+
+func (w *switchWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(p) > 0 && w.cur != nil {
+		p = p[w.cur.feed(p):]
+		if w.cur.finished() {
+			w.cur = nil
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,363 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// Sessions: an interpreter that keeps its variables, imports and /tmp across exec
+// calls, named by a handle the server mints (session_create) and the client passes
+// back as exec's session_id. See docs/sessions.md.
+
+// SessionBackend opens sessions; cmd/mcp-exec adapts launcher.Launcher to it.
+type SessionBackend interface {
+	OpenSession(ctx context.Context, o launcher.SessionOptions) (SessionConn, error)
+}
+
+// SessionConn is one open session (launcher.Session satisfies it).
+type SessionConn interface {
+	// Exec runs one call; Result.SessionState says what the session kept. It fails
+	// with launcher.ErrSessionBusy while another call runs.
+	Exec(ctx context.Context, job launcher.Job) (launcher.Result, error)
+	Close()
+}
+
+// SessionOptions configure sessions. Max 0 removes the session tools.
+type SessionOptions struct {
+	Backend     SessionBackend
+	Max         int           // sessions open at once on this server
+	IdleTimeout time.Duration // reset by each call; 0 is 10 min
+	MaxLifetime time.Duration // from session_create; 0 is 1 h
+	Memory      int64         // bytes, the session sandbox's memory limit (reported only)
+}
+
+func (o SessionOptions) on() bool { return o.Max > 0 && o.Backend != nil }
+
+const (
+	toolSessionCreate = "session_create"
+	toolSessionClose  = "session_close"
+)
+
+// sessionInfo is the session part of an exec result in a session.
+type sessionInfo struct {
+	ID             string `json:"id" jsonschema:"The session_id the call ran in."`
+	ExecutionCount int    `json:"execution_count" jsonschema:"Calls run in this session so far, this one included."`
+	State          string `json:"state" jsonschema:"kept: the session holds what this call left; rolled_back: the call was killed (timeout, cancel, memory) and the variables are as before it (files in /tmp are not rolled back); lost: the interpreter is gone and the next call starts an empty one."`
+	ExpiresAt      string `json:"expires_at" jsonschema:"When the session ends unless another call comes first (RFC 3339, UTC)."`
+}
+
+type sessionCreateInput struct{}
+
+type sessionCreateOutput struct {
+	SessionID    string `json:"session_id" jsonschema:"Pass it as exec's session_id. Keep it secret: it is the session's only key."`
+	ExpiresAt    string `json:"expires_at" jsonschema:"When the session ends if no call comes first (RFC 3339, UTC); each call moves it, up to the maximum lifetime."`
+	IdleTimeoutS int64  `json:"idle_timeout_s" jsonschema:"Seconds without a call after which the session ends."`
+	MaxLifetimeS int64  `json:"max_lifetime_s" jsonschema:"Seconds after session_create at which the session ends in any case."`
+	MemoryBytes  int64  `json:"memory_bytes" jsonschema:"The session's memory limit in bytes, for its interpreter and every call together."`
+}
+
+type sessionCloseInput struct {
+	SessionID string `json:"session_id" jsonschema:"The session to end. Closing one already closed or expired is not an error."`
+}
+
+type sessionCloseOutput struct {
+	Closed bool `json:"closed" jsonschema:"True when this call ended the session; false when it had already ended."`
+}
+
+// sessionEntry is one open session.
+type sessionEntry struct {
+	id, owner string
+	conn      SessionConn
+	created   time.Time
+	deadline  time.Time // of the maximum lifetime
+
+	// Guarded by sessions.mu.
+	lastUsed time.Time
+	count    int
+	inCall   bool
+	timer    *time.Timer
+}
+
+// sessions holds the open sessions and what became of recently ended ones (for a
+// clear "expired" or "closed" message).
+type sessions struct {
+	o   SessionOptions
+	log zerolog.Logger
+	now func() time.Time
+
+	mu    sync.Mutex
+	open  map[string]*sessionEntry
+	ended map[string]endedSession // by handle; bounded (maxEnded)
+}
+
+type endedSession struct {
+	owner, why string
+}
+
+const maxEnded = 4096
+
+func newSessions(o SessionOptions, log zerolog.Logger) *sessions {
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 10 * time.Minute
+	}
+	if o.MaxLifetime <= 0 {
+		o.MaxLifetime = time.Hour
+	}
+	return &sessions{o: o, log: log, now: time.Now, open: map[string]*sessionEntry{}, ended: map[string]endedSession{}}
+}
+
+// identity is who calls: the OAuth issuer and subject, or "" (the static token, or no
+// HTTP auth: stdio's one client).
+func identity(req *mcp.CallToolRequest) string {
+	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil {
+		return "oauth " + req.Extra.TokenInfo.UserID
+	}
+	return ""
+}
+
+// handleHash is what the logs say of a handle: never the handle itself.
+func handleHash(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:6])
+}
+
+func newHandle() string {
+	var b [24]byte // 192 random bits
+	rand.Read(b[:])
+	return "sess_" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// expiresAt is when e ends if no call comes; called with s.mu held.
+func (s *sessions) expiresAt(e *sessionEntry) time.Time {
+	idle := e.lastUsed.Add(s.o.IdleTimeout)
+	if idle.Before(e.deadline) {
+		return idle
+	}
+	return e.deadline
+}
+
+// arm (re)starts e's expiry timer; called with s.mu held.
+func (s *sessions) arm(e *sessionEntry) {
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.timer = time.AfterFunc(max(s.expiresAt(e).Sub(s.now()), 0), func() { s.expire(e) })
+}
+
+// expire ends e if it is still idle and due; a call in flight re-arms at its end.
+func (s *sessions) expire(e *sessionEntry) {
+	s.mu.Lock()
+	if s.open[e.id] != e || e.inCall {
+		s.mu.Unlock()
+		return
+	}
+	why := "it was idle for more than " + e.idleText(s.o.IdleTimeout)
+	if !s.now().Before(e.deadline) {
+		why = "it reached its maximum lifetime of " + e.idleText(s.o.MaxLifetime)
+	} else if s.now().Before(s.expiresAt(e)) {
+		s.arm(e)
+		s.mu.Unlock()
+		return
+	}
+	s.endLocked(e, "expired: "+why)
+	s.mu.Unlock()
+	s.log.Info().Str("session", handleHash(e.id)).Int("calls", e.count).Msg("session expired")
+	e.conn.Close()
+}
+
+func (e *sessionEntry) idleText(d time.Duration) string { return d.String() }
+
+// endLocked forgets e as open and remembers why it ended; called with s.mu held.
+func (s *sessions) endLocked(e *sessionEntry, why string) {
+	delete(s.open, e.id)
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	if len(s.ended) >= maxEnded {
+		for k := range s.ended { // drop an arbitrary one: the message only gets vaguer
+			delete(s.ended, k)
+			break
+		}
+	}
+	s.ended[e.id] = endedSession{owner: e.owner, why: why}
+}
+
+func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessionCreateInput) (*mcp.CallToolResult, sessionCreateOutput, error) {
+	owner := identity(req)
+	s.mu.Lock()
+	if len(s.open) >= s.o.Max {
+		s.mu.Unlock()
+		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
+		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions: this server holds at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS); close one with %s or wait for one to expire, or use exec without session_id", s.o.Max, toolSessionClose)
+	}
+	// Reserve the place while the sandbox starts.
+	id := newHandle()
+	now := s.now()
+	e := &sessionEntry{id: id, owner: owner, created: now, deadline: now.Add(s.o.MaxLifetime), lastUsed: now, inCall: true}
+	s.open[id] = e
+	s.mu.Unlock()
+
+	conn, err := s.o.Backend.OpenSession(ctx, launcher.SessionOptions{Expires: e.deadline, Memory: s.o.Memory})
+	s.mu.Lock()
+	if err != nil {
+		delete(s.open, id)
+		s.mu.Unlock()
+		if errors.Is(err, context.Canceled) {
+			return nil, sessionCreateOutput{}, err
+		}
+		s.log.Error().Err(err).Msg("session_create failed: sandbox unavailable")
+		return nil, sessionCreateOutput{}, fmt.Errorf("sandbox unavailable: %w", err)
+	}
+	e.conn, e.inCall = conn, false
+	e.lastUsed = s.now()
+	s.arm(e)
+	out := sessionCreateOutput{
+		SessionID:    id,
+		ExpiresAt:    s.expiresAt(e).UTC().Format(time.RFC3339),
+		IdleTimeoutS: int64(s.o.IdleTimeout / time.Second),
+		MaxLifetimeS: int64(s.o.MaxLifetime / time.Second),
+		MemoryBytes:  s.o.Memory,
+	}
+	s.mu.Unlock()
+	s.log.Info().Str("session", handleHash(id)).Msg("session created")
+	text := fmt.Sprintf("session_id: %s\nexpires_at: %s (idle timeout %d s, maximum lifetime %d s; each exec call with this session_id resets the idle timeout)\nmemory_bytes: %d",
+		out.SessionID, out.ExpiresAt, out.IdleTimeoutS, out.MaxLifetimeS, out.MemoryBytes)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+func (s *sessions) close(_ context.Context, req *mcp.CallToolRequest, in sessionCloseInput) (*mcp.CallToolResult, sessionCloseOutput, error) {
+	owner := identity(req)
+	s.mu.Lock()
+	e := s.open[in.SessionID]
+	if e == nil || e.owner != owner || e.conn == nil {
+		s.mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed: false (no open session with this session_id)"}}}, sessionCloseOutput{}, nil
+	}
+	s.endLocked(e, "closed by session_close")
+	s.mu.Unlock()
+	s.log.Info().Str("session", handleHash(e.id)).Int("calls", e.count).Msg("session closed")
+	e.conn.Close()
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed: true"}}}, sessionCloseOutput{Closed: true}, nil
+}
+
+// errSessionNotFound is what a caller learns of a handle it does not own.
+func errSessionNotFound() error {
+	return &sessionError{fmt.Sprintf("session_id not found: no session of yours has this id; call %s for a new session", toolSessionCreate)}
+}
+
+// sessionError is a tool error about the session itself (not found, expired, busy):
+// the sandbox is fine.
+type sessionError struct{ msg string }
+
+func (e *sessionError) Error() string { return e.msg }
+
+// exec runs job in the session id, for the caller of req.
+func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string, job launcher.Job) (launcher.Result, *sessionInfo, error) {
+	owner := identity(req)
+	s.mu.Lock()
+	e := s.open[id]
+	if e == nil || e.owner != owner || e.conn == nil {
+		ended, ok := s.ended[id]
+		s.mu.Unlock()
+		if ok && ended.owner == owner {
+			return launcher.Result{}, nil, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", ended.why, toolSessionCreate)}
+		}
+		return launcher.Result{}, nil, errSessionNotFound()
+	}
+	if e.inCall {
+		s.mu.Unlock()
+		return launcher.Result{}, nil, errSessionBusy()
+	}
+	e.inCall = true
+	e.count++
+	count := e.count
+	s.mu.Unlock()
+
+	res, err := e.conn.Exec(ctx, job)
+
+	s.mu.Lock()
+	e.inCall = false
+	e.lastUsed = s.now()
+	info := &sessionInfo{ID: id, ExecutionCount: count, State: res.SessionState, ExpiresAt: s.expiresAt(e).UTC().Format(time.RFC3339)}
+	if s.open[id] == e {
+		s.arm(e)
+	}
+	s.mu.Unlock()
+	if errors.Is(err, launcher.ErrSessionBusy) {
+		return res, nil, errSessionBusy()
+	}
+	if errors.Is(err, launcher.ErrSessionClosed) {
+		return res, nil, &sessionError{fmt.Sprintf("session closed while the call ran; call %s for a new session", toolSessionCreate)}
+	}
+	return res, info, err
+}
+
+func errSessionBusy() error {
+	return &sessionError{"session busy: another exec call is running in this session; wait for it to end (or cancel it) and call again; calls in one session run one at a time"}
+}
+
+// addTools adds session_create and session_close.
+func (s *sessions) addTools(srv *mcp.Server, o Options) {
+	f, t := false, true
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: toolSessionCreate,
+		Description: fmt.Sprintf(`Start a Python session: an interpreter that keeps its variables, imports and the files in /tmp across exec calls. Pass the session_id it returns as exec's "session_id".
+
+Each exec call in a session runs on what the earlier ones left; a call that fails with an exception keeps what ran before the exception. A call killed for its timeout, cancelled, or killed for memory leaves the variables as they were before it (state "rolled_back"); files it wrote in /tmp are NOT rolled back. If the interpreter itself dies the session starts again empty (state "lost"). One call at a time: a second call while one runs gets a "busy" error.
+
+The session ends after %s without a call (each call restarts that clock), %s after it was created in any case, with session_close, or when the server restarts; then its variables and files are gone and exec with its session_id fails saying so. Memory: %s for the interpreter and each call together. At most %d sessions at once on this server: close the ones you no longer need.`,
+			s.o.IdleTimeout, s.o.MaxLifetime, size(int(s.o.Memory)), s.o.Max),
+		Annotations: &mcp.ToolAnnotations{Title: "Start a Python session", DestructiveHint: &f, OpenWorldHint: &f},
+	}, s.create)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        toolSessionClose,
+		Description: "End a session started by session_create and free its memory: its variables and files are gone. Closing a session that has already ended is not an error.",
+		Annotations: &mcp.ToolAnnotations{Title: "End a Python session", DestructiveHint: &t, IdempotentHint: true, OpenWorldHint: &f},
+	}, s.close)
+}
+
+// sessionsNote is what exec's description adds when sessions are on.
+func sessionsNote() string {
+	return `
+
+Sessions: with "session_id" (from session_create) the program runs in that session instead of a new sandbox: it sees the variables, imports and /tmp files the session's earlier calls left, and the result adds "session" (id, execution_count, state, expires_at). Without session_id, everything above holds: nothing persists.`
+}
+
+// sessionText is the session line of a result's text; "" outside a session.
+func sessionText(si *sessionInfo) string {
+	if si == nil {
+		return ""
+	}
+	var what string
+	switch si.State {
+	case launcher.SessionKept:
+		what = "the session keeps what this call left"
+	case launcher.SessionRolledBack:
+		what = "the call was killed; the variables are as before it (files in /tmp are not rolled back)"
+	default:
+		what = "the interpreter was lost; the next call starts an empty one"
+	}
+	return fmt.Sprintf("\nsession: %s, execution_count %d, state %s (%s), expires_at %s", si.ID, si.ExecutionCount, si.State, what, si.ExpiresAt)
+}
+
+// execOutputSchema is outputSchema with "session" only when sessions are on.
+func execOutputSchema(o Options) *jsonschema.Schema {
+	s := outputSchema()
+	if !sessionsOn(o) {
+		delete(s.Properties, "session")
+	}
+	return s
+}
