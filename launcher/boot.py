@@ -456,6 +456,23 @@ def writable_mounts(wiped=("/tmp", "/dev/shm", "/dev/mqueue"), limit=10000):
     return out
 
 
+def check_mounts():
+    # Before the program can write anything: no writable mount outside the wipe. In a
+    # sandbox container (Docker, Podman, Kubernetes, gVisor) the bootstrap is PID 1; the
+    # process backend, where it is not, checks the same at the server's start, more
+    # strictly (launcher/process/mounts.go), and a bootstrap the tests run on the host
+    # is no sandbox.
+    if os.getpid() != 1:
+        return
+    try:
+        found = writable_mounts()
+    except OSError as e:
+        fatal("reading /proc/self/mountinfo failed: %s" % e)
+    if found:
+        fatal("writable mounts outside the wipe (what a program writes there outlives its sandbox): %s; "
+              "mount them read-only or remove them" % "; ".join(found))
+
+
 def fatal(msg):
     write_all(1, frame(b"F", msg.encode()))
     os._exit(EXIT_FAILED)
@@ -552,14 +569,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (OSError, ValueError) as e:
         fatal("setrlimit(RLIMIT_CORE, 0) failed: %s" % e)
-    # Before the program can write anything: no writable mount outside the wipe.
-    try:
-        found = writable_mounts()
-    except OSError as e:
-        fatal("reading /proc/self/mountinfo failed: %s" % e)
-    if found:
-        fatal("writable mounts outside the wipe (what a program writes there outlives its sandbox): %s; "
-              "mount them read-only or remove them" % "; ".join(found))
+    check_mounts()
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -925,6 +935,7 @@ def session(max_output, preload, outdir, max_file, max_files):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (OSError, ValueError) as e:
         fatal("setrlimit(RLIMIT_CORE, 0) failed: %s" % e)
+    check_mounts()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     cmd_r, cmd_w = os.pipe()
