@@ -166,7 +166,19 @@ func (l *Launcher) Options() Options { return l.opts }
 // Run runs job in a fresh sandbox and returns what the program did. The returned error
 // is for infrastructure failures only (see ErrEngineUnavailable and friends) or the
 // context's error when ctx ends first; in every case the container is removed.
-func (l *Launcher) Run(ctx context.Context, job Job) (res Result, err error) {
+func (l *Launcher) Run(ctx context.Context, job Job) (Result, error) {
+	return l.call(ctx, job, func(ctx context.Context, job Job) (Result, error) {
+		res, waited, err := l.runWaiting(ctx, job, func() (Result, error) { return l.attempt(ctx, job) })
+		res.EngineWait = waited
+		return res, l.closedOr(err)
+	})
+}
+
+// call is what every call (Run, Session.Exec) goes through around fn: refused once
+// the launcher is closed, counted in the metrics (unless internal), cancelled when
+// the launcher stops, queued for an execution slot (Result.QueueWait) and given the
+// default timeout when it has none.
+func (l *Launcher) call(ctx context.Context, job Job, fn func(context.Context, Job) (Result, error)) (res Result, err error) {
 	if !l.enter() {
 		return Result{}, ErrClosed
 	}
@@ -192,9 +204,7 @@ func (l *Launcher) Run(ctx context.Context, job Job) (res Result, err error) {
 	if job.Timeout <= 0 {
 		job.Timeout = l.opts.DefaultTimeout
 	}
-	res, waited, err := l.runWaiting(ctx, job, func() (Result, error) { return l.attempt(ctx, job) })
-	res.EngineWait = waited
-	return res, l.closedOr(err)
+	return fn(ctx, job)
 }
 
 // attempt runs job in one sandbox.

@@ -155,7 +155,7 @@ func (s *Session) lose(sb *sandbox) {
 // Exec runs job in the session. As Run, a program that fails, times out or is killed
 // for memory is a Result; Result.SessionState says what the session kept. A job with
 // Tools is refused: code mode is not offered in sessions.
-func (s *Session) Exec(ctx context.Context, job Job) (res Result, err error) {
+func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 	if job.Tools != nil {
 		return Result{}, errors.New("tools (code mode) are not available in a session")
 	}
@@ -163,27 +163,12 @@ func (s *Session) Exec(ctx context.Context, job Job) (res Result, err error) {
 		return Result{}, ErrSessionBusy
 	}
 	defer s.run.Unlock()
-	l := s.l
-	if !l.enter() {
-		return Result{}, ErrClosed
-	}
-	defer l.runs.Done()
-	defer func() { l.opts.Metrics.ExecDone(Outcome(res, err), res) }()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(l.stop, cancel)()
+	return s.l.call(ctx, job, s.exec)
+}
 
-	queued := time.Now()
-	release, err := l.slots.acquire(ctx)
-	if err != nil {
-		return Result{QueueWait: since(queued)}, l.closedOr(err)
-	}
-	defer release()
-	wait := since(queued)
-	defer func() { res.QueueWait = wait }()
-	if job.Timeout <= 0 {
-		job.Timeout = l.opts.DefaultTimeout
-	}
+// exec is Exec's body, inside Launcher.call.
+func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
+	l := s.l
 	t0 := time.Now()
 	if err := s.ensure(ctx); err != nil {
 		return Result{}, l.closedOr(err)
