@@ -151,7 +151,7 @@ func (b *bench) codemodeRuns(ctx context.Context, rows *codeRows) error {
 			row.execWall = append(row.execWall, time.Since(t0))
 			row.execBytes = size
 			if want := fmt.Sprintf("%d calls, %d bytes of results", n, n*docBytes); !strings.HasPrefix(out, want) {
-				return fmt.Errorf("the summary program printed %q, want %q...", out, want)
+				return fmt.Errorf("the summary program printed %q, want it to begin with %q", out, want)
 			}
 		}
 	}
