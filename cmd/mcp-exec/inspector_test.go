@@ -84,10 +84,18 @@ func inspectorCheck(t *testing.T, node, dir string, env []string, target ...stri
 			OutputSchema map[string]any `json:"outputSchema"`
 		} `json:"tools"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.exitCode != 0 ||
-		len(list.Tools) != 1 || list.Tools[0].Name != "exec" || list.Tools[0].OutputSchema == nil {
-		t.Fatalf("tools/list: exit %d, %v, %+v; want the one tool exec with an output schema\nstdout:\n%s\nstderr:\n%s",
-			r.exitCode, err, list, r.stdout, r.stderr)
+	err := json.Unmarshal([]byte(r.stdout), &list)
+	var names []string
+	var execOut map[string]any
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == "exec" {
+			execOut = tl.OutputSchema
+		}
+	}
+	if err != nil || r.exitCode != 0 || !defaultTools(names) || execOut == nil {
+		t.Fatalf("tools/list: exit %d, %v, %v; want exec with an output schema (and the session tools)\nstdout:\n%s\nstderr:\n%s",
+			r.exitCode, err, names, r.stdout, r.stderr)
 	}
 
 	r = inspector(t, node, dir, env, append(append([]string{}, target...), "--method", "tools/call", "--tool-name", "exec",

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -464,4 +465,14 @@ func e2eExpectChecks(t *testing.T, r e2eClientRun) {
 		t.Errorf("client.mjs: exit %d, ok %t, failed %v, error %q; its stderr:\n%s",
 			r.exitCode, r.report.OK, r.report.Failed, r.report.Error, r.stderr)
 	}
+}
+
+// defaultTools says whether names is the tool list of a server with the default
+// configuration: exec, with the session tools where the backend has sessions
+// (MCP_EXEC_MAX_SESSIONS defaults to 4; under gVisor, on Kubernetes and with the
+// process backend there are none). Their behaviour is tested in mcpserver and by
+// TestSession*; here the list only must not hold anything else.
+func defaultTools(names []string) bool {
+	names = slices.Sorted(slices.Values(names))
+	return slices.Equal(names, []string{"exec"}) || slices.Equal(names, []string{"exec", "session_close", "session_create"})
 }
