@@ -56,9 +56,12 @@ func TestBootRefusesWritableMount(t *testing.T) {
 		{"file from the host's disk", []string{"-v", file + ":/etc/motd"}, "/etc/motd ("},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The F frame comes first (before any R frame: nothing was forked, the
+			// program never ran). The exit status is not asserted: the docker CLI's
+			// `run --rm` against Podman's API reported 0 where Docker reports 70.
 			code, out := run(tc.extra...)
-			if code != bootExitFailed || !strings.Contains(out, "writable mounts outside the wipe") || !strings.Contains(out, tc.want) {
-				t.Fatalf("got exit %d, output %q; want %d and an F frame naming %q", code, out, bootExitFailed, tc.want)
+			if !strings.HasPrefix(out, "F") || !strings.Contains(out, "writable mounts outside the wipe") || !strings.Contains(out, tc.want) {
+				t.Fatalf("got exit %d, output %q; want an F frame first, naming %q", code, out, tc.want)
 			}
 		})
 	}
