@@ -422,7 +422,9 @@ def writable_mounts(wiped=("/tmp", "/dev/shm", "/dev/mqueue"), limit=10000):
         if ro or fstype in kernel or under(point, ("/proc", "/sys") + tuple(wiped)):
             continue
         if not os.path.isdir(point):
-            if writable(point):
+            # Only a regular file keeps what is written to it: rootless Podman binds the
+            # host's /dev/null, /dev/zero, /dev/tty and friends (device nodes) one by one.
+            if os.path.isfile(point) and writable(point):
                 out.append("%s (%s): a writable file" % (point, fstype))
             continue
         stack, seen, found = [point], 0, None
