@@ -57,10 +57,30 @@ export CI=${CI:-}
 # One package at a time: several tests time real sandboxes, and two cores are few.
 go test -race -count=1 -p 1 -timeout 30m ./...
 
+# The packages whose tests start sandboxes through an engine (launchertest.New or the
+# launcher's own): the suites of the other engines, runtimes and the warm pool run these
+# and no others. The rest of ./launcher/... (docker, egress, kube, probe, process,
+# syscalls) are unit tests or the process and Kubernetes backends' tests, which neither
+# DOCKER_HOST, the runtime nor the pool changes: ./... above ran them once, which is
+# enough (running them again under each engine cost 40-140 s per line, measured).
+engine_pkgs=(./launcher ./launcher/engine ./launcher/egress/proxy)
+# The launcher's tests that MCP_EXEC_TEST_POOL_SIZE does not change (unit tests, and
+# live ones with a launcher of their own or the docker CLI): the warm runs skip them.
+# A test missing here only runs twice; one listed here must not use testLauncher,
+# launchertest.New or invariantsLauncher.
+pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestEngineUnreachable|TestProbesDetectWeakSandbox|TestFailedRemovalRetried|TestLostCreateSwept|TestCloseSweepsLostCreate|TestRefillHold|TestSessionSpecLabels|TestSlots|TestSpecCommand)$'
+# The tests of the other engines' and runtimes' warm runs: those where a pool changes
+# what the engine sees (a sandbox started ahead, idle with its stdin attached, then
+# given code; killed, its image removed or the launcher closed while it waits; the
+# refill; the probes on a pooled sandbox). The rest of the suite (limits, files, the
+# code-mode bridge, sessions, progress) meets the same engine calls warm as cold, and
+# the cold run has it on each engine; the Docker warm run has all of it.
+warm_tests='^(TestRunHello|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestKilledFromOutside|TestImageDeleted|TestNoCallerDataPersisted|TestFilesInAndOut|TestPoolClaimsRefill|TestInvariants|TestStdinUnreadStress)$'
+
 step "launcher suite again, with a warm pool"
-MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m ./launcher/...
-# Code mode through the server with a warm pool (the cold run is in ./... above): ~65 s.
-MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 10m ./mcpserver/upstream
+# The packages that take sandboxes from a pool (launchertest.New honours
+# MCP_EXEC_TEST_POOL_SIZE) and code mode through the server (~65 s).
+MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -skip "$pool_free" "${engine_pkgs[@]}" ./mcpserver/upstream
 
 step "engine restart under load (a private dockerd the test stops and starts; never the shared one)"
 # ~85 s on a fresh machine (start 34 s, loading the sandbox image into it; test 47 s;
@@ -88,10 +108,11 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
   bash scripts/podman.sh >/dev/null
   podman_host=unix:///run/podman/podman.sock
   # Includes TestStdinUnreadStress, which runs against Podman.
-  DOCKER_HOST=$podman_host go test -race -count=1 -timeout 20m ./launcher/...
+  DOCKER_HOST=$podman_host go test -race -count=1 -timeout 20m "${engine_pkgs[@]}"
 
   step "podman (rootful): launcher suite again, with a warm pool"
-  DOCKER_HOST=$podman_host MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m ./launcher/...
+  # ./launcher only (the pool is the launcher's), and of it $warm_tests.
+  DOCKER_HOST=$podman_host MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
 
   step "podman (rootful): mcp-exec selftest"
   DOCKER_HOST=$podman_host go run ./cmd/mcp-exec selftest --log-level warn
@@ -146,8 +167,10 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   bash scripts/runsc.sh
   # TestProbesDetectWeakSandbox weakens containers through the docker CLI under the
   # engine's default runtime, whatever MCP_EXEC_TEST_RUNTIME says: the runc suite has it.
-  MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -p 1 -timeout 20m -skip '^TestProbesDetectWeakSandbox$' ./launcher/...
-  MCP_EXEC_TEST_RUNTIME=runsc MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -skip '^TestProbesDetectWeakSandbox$' ./launcher
+  # ./launcher/engine's tests (engine discovery, remote engines) do not depend on the
+  # runtime; the egress proxy's live tests do (the socket into a gVisor sandbox).
+  MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -p 1 -timeout 20m -skip '^TestProbesDetectWeakSandbox$' ./launcher ./launcher/egress/proxy
+  MCP_EXEC_TEST_RUNTIME=runsc MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
   go run ./cmd/mcp-exec selftest --runtime runsc --log-level warn
   MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestLongRunResetsTimeoutOnProgress)$' ./cmd/mcp-exec
 fi
