@@ -879,3 +879,21 @@ func TestLoadBadUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveDeadlineCoversSessions: the sandbox pods' backstop outlasts the longest exec
+// by an hour and, with sessions on, a session's maximum lifetime with an exec begun at
+// its end.
+func TestActiveDeadlineCoversSessions(t *testing.T) {
+	c := Config{MaxTimeout: 5 * time.Minute, SessionMaxLifetime: 24 * time.Hour}
+	if got, want := activeDeadline(c), 65*time.Minute; got != want {
+		t.Errorf("sessions off: got %v, want %v", got, want)
+	}
+	c.MaxSessions = 4
+	if got, want := activeDeadline(c), 24*time.Hour+6*time.Minute; got != want {
+		t.Errorf("sessions on, a day's lifetime: got %v, want %v", got, want)
+	}
+	c.SessionMaxLifetime = time.Minute
+	if got, want := activeDeadline(c), 65*time.Minute; got != want {
+		t.Errorf("sessions on, a minute's lifetime: got %v, want %v", got, want)
+	}
+}
