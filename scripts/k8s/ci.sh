@@ -46,7 +46,8 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 # (RuntimeClass gvisor; --pids is RLIMIT_NPROC of the runsc runtime's base spec, up.sh; ~45 s),
 # the TypeScript client's end-to-end test over stdio, HTTP and SSE, and sessions through the
 # binary (TestKubeSessionServer: close, idle expiry, maximum lifetime; 50-70 s, most of it the
-# expiry waits; TestLiveSession runs above with ./launcher/kube/..., 8 s).
+# expiry waits; TestLiveSession and TestLiveGVisorSession run above with ./launcher/kube/...,
+# 9 s and 14 s).
 export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec-sandbox \
   MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
 go run ./cmd/mcp-exec selftest --log-level warn
