@@ -2,8 +2,14 @@ package kube
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,4 +128,64 @@ func liveSession(t *testing.T, l *launcher.Launcher, admin kubernetes.Interface)
 		t.Fatalf("after Close: got %v, want ErrSessionClosed", err)
 	}
 	assertNoPods(t, admin, inst)
+}
+
+// TestLiveSessionOutputNotOnNode: what a session's calls print and return does not reach
+// the node's disk (TestLiveOutputNotOnNode for one-shot pods): two calls, each printing
+// a marker the program makes, the second also returning a file holding a third; then,
+// the session's pod still there, its container log holds at least as many bytes as
+// the output (sealed), and no file of the node's state holds a marker.
+func TestLiveSessionOutputNotOnNode(t *testing.T) {
+	l, _, admin := testLauncher(t, launcher.Options{})
+	state := nodeState(t)
+	rnd := make([]byte, 16)
+	_, _ = rand.Read(rnd)
+	seed := hex.EncodeToString(rnd)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	s, err := l.OpenSession(ctx, launcher.SessionOptions{Expires: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatalf("opening a session: %v", err)
+	}
+	defer s.Close()
+	r1 := liveSessionExec(t, s, launcher.Job{Code: fmt.Sprintf("s = %q.upper()\nprint('mcp-exec-sess1-' + s)", seed)})
+	r2 := liveSessionExec(t, s, launcher.Job{Code: fmt.Sprintf(`import os
+print('mcp-exec-sess2-' + s)
+os.makedirs(%q, exist_ok=True)
+open(%q + '/m.txt', 'w').write('mcp-exec-sessf-' + s)`, launcher.OutputDir, launcher.OutputDir)})
+	up := strings.ToUpper(seed)
+	markers := []string{"mcp-exec-sess1-" + up, "mcp-exec-sess2-" + up, "mcp-exec-sessf-" + up}
+	if r1.Stdout != markers[0]+"\n" || r2.Stdout != markers[1]+"\n" || len(r2.Files) != 1 || string(r2.Files[0].Data) != markers[2] {
+		t.Fatalf("the output did not come back: %q, %q, files %d", r1.Stdout, r2.Stdout, len(r2.Files))
+	}
+	pods := sessionPods(t, admin, l.Options().Instance)
+	if len(pods) != 1 {
+		t.Fatalf("session pods: %v, want one", pods)
+	}
+	var id string
+	for id = range pods {
+	}
+	want := int64(len(r1.Stdout) + len(r2.Stdout) + len(markers[2]))
+	var logs []string
+	var logged int64
+	for deadline := time.Now().Add(10 * time.Second); logged < want && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		logs, _ = filepath.Glob(filepath.Join(state, "podlogs", sandboxNamespace+"_"+id+"_*", containerName, "*.log"))
+		logged = 0
+		for _, f := range logs {
+			if st, err := os.Stat(f); err == nil {
+				logged += st.Size()
+			}
+		}
+	}
+	if logged < want {
+		t.Fatalf("the session pod's container log: got %v, %d bytes; want at least the %d bytes of its output (else the search proves nothing)", logs, logged, want)
+	}
+	var found []string
+	for _, root := range []string{state, "/var/log/containers", "/var/log/pods"} {
+		f, _ := filesHolding(t, root, markers...)
+		found = append(found, f...)
+	}
+	if len(found) > 0 {
+		t.Errorf("a session's output is on the node's disk, in %v", found)
+	}
 }

@@ -47,8 +47,8 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 # the TypeScript client's end-to-end test over stdio, HTTP and SSE, and sessions through the
 # binary (TestKubeSessionServer: close, idle expiry, maximum lifetime; 50-70 s, most of it the
 # expiry waits), every probe as a session's first call (TestKubeSessionInvariants: 27 session
-# pods one after the other, 135 s), and TestLiveSession and TestLiveGVisorSession run above
-# with ./launcher/kube/... (9 s and 14 s).
+# pods one after the other, 135 s), and TestLiveSession, TestLiveGVisorSession and
+# TestLiveSessionOutputNotOnNode run above with ./launcher/kube/... (9 s, 14 s, 10-30 s).
 export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec-sandbox \
   MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
 go run ./cmd/mcp-exec selftest --log-level warn
