@@ -930,7 +930,8 @@ def session_child(main, out_w, err_w, cmd_r, ev_w, preload, outdir, close):
     _os._exit(failed)
 
 
-def session(max_output, preload, outdir, max_file, max_files):
+def session(max_output, preload, outdir, max_file, max_files, seal_fd=None):
+    global seal
     import _signal
     import resource
     try:
@@ -945,9 +946,12 @@ def session(max_output, preload, outdir, max_file, max_files):
     pid = os.fork()
     if pid == 0:
         session_child(sys.modules["__main__"].__dict__, out_w, err_w, cmd_r, ev_w, preload, outdir,
-                      (out_r, err_r, cmd_w, ev_r))
+                      (out_r, err_r, cmd_w, ev_r) + ((seal_fd,) if seal_fd is not None else ()))
     for fd in (out_w, err_w, cmd_r, ev_w):
         os.close(fd)
+    if seal_fd is not None:
+        # As in parent(): the key is read after the fork, so the holder never holds it.
+        seal = sealer(read_seal_key(seal_fd))
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE",
                  "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGXCPU",
                  "SIGXFSZ", "SIGIO", "SIGPWR", "SIGSYS", "SIGTRAP", "SIGSTKFLT"):
@@ -1154,8 +1158,14 @@ def session(max_output, preload, outdir, max_file, max_files):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 7 and sys.argv[1] == "session":
-        session(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+    if len(sys.argv) in (7, 8) and sys.argv[1] == "session":
+        seal_fd = None
+        if len(sys.argv) == 8:
+            if not sys.argv[7].startswith("seal-fd=") or not sys.argv[7][8:].isdigit():
+                sys.stderr.write("usage: boot session MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES [seal-fd=N]\n")
+                sys.exit(EXIT_USAGE)
+            seal_fd = int(sys.argv[7][8:])
+        session(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), seal_fd)
     if len(sys.argv) < 7 or sys.argv[1] != "parent":
         sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES [seal-fd=N]\n")
         sys.exit(EXIT_USAGE)

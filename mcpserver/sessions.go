@@ -37,11 +37,14 @@ type SessionConn interface {
 
 // SessionOptions configure sessions. Max 0 removes the session tools.
 type SessionOptions struct {
-	Backend     SessionBackend
-	Max         int           // sessions open at once on this server
-	IdleTimeout time.Duration // reset by each call; 0 is 10 min
-	MaxLifetime time.Duration // from session_create; 0 is 1 h
-	Memory      int64         // bytes, the session sandbox's memory limit (reported only)
+	Backend SessionBackend
+	Max     int // sessions open at once on this server
+	// MaxPerIdentity bounds the sessions one identity (see identity) holds open at
+	// once; 0 is no bound but Max.
+	MaxPerIdentity int
+	IdleTimeout    time.Duration // reset by each call; 0 is 10 min
+	MaxLifetime    time.Duration // from session_create; 0 is 1 h
+	Memory         int64         // bytes, the session sandbox's memory limit (reported only)
 }
 
 func (o SessionOptions) on() bool { return o.Max > 0 && o.Backend != nil }
@@ -203,6 +206,11 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessi
 		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
 		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions: this server holds at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS); close one with %s or wait for one to expire, or use exec without session_id", s.o.Max, toolSessionClose)
 	}
+	if n := s.o.MaxPerIdentity; n > 0 && s.ownedLocked(owner) >= n {
+		s.mu.Unlock()
+		s.log.Warn().Int("per_identity", n).Msg("session_create refused: too many sessions for this identity")
+		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions for you: one identity holds at most %d at once (--max-sessions-per-identity, MCP_EXEC_MAX_SESSIONS_PER_IDENTITY); close one with %s or wait for one to expire, or use exec without session_id", n, toolSessionClose)
+	}
 	// Reserve the place while the sandbox starts.
 	id := newHandle()
 	now := s.now()
@@ -236,6 +244,17 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessi
 	text := fmt.Sprintf("session_id: %s\nexpires_at: %s (idle timeout %d s, maximum lifetime %d s; each exec call with this session_id resets the idle timeout)\nmemory_bytes: %d",
 		out.SessionID, out.ExpiresAt, out.IdleTimeoutS, out.MaxLifetimeS, out.MemoryBytes)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// ownedLocked counts the sessions open (or starting) for owner; called with s.mu held.
+func (s *sessions) ownedLocked(owner string) int {
+	n := 0
+	for _, e := range s.open {
+		if e.owner == owner {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *sessions) close(_ context.Context, req *mcp.CallToolRequest, in sessionCloseInput) (*mcp.CallToolResult, sessionCloseOutput, error) {

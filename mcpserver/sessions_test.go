@@ -269,26 +269,7 @@ func TestSessionsOff(t *testing.T) {
 // created it; another identity's exec and close get "not found" and change nothing.
 func TestSessionIdentity(t *testing.T) {
 	f := &fakeSessions{}
-	srv := New(&fakeRunner{}, Options{Sessions: sessionOpts(f)})
-	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
-		if tok != "alice" && tok != "bob" {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: "https://issuer " + tok, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	h := auth.RequireBearerToken(verify, nil)(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	client := func(tok string) *mcp.ClientSession {
-		hc := &http.Client{Transport: bearer{tok}}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).
-			Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc, MaxRetries: -1}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
+	client := authClients(t, New(&fakeRunner{}, Options{Sessions: sessionOpts(f)}))
 	alice, bob := client("alice"), client("bob")
 	c := createSession(t, alice)
 	res, _ := sessionExecOut(t, bob, c.SessionID)
@@ -307,6 +288,52 @@ func TestSessionIdentity(t *testing.T) {
 	res, _ = sessionExecOut(t, bob, c.SessionID)
 	if got := text(t, res); !strings.Contains(got, "not found") {
 		t.Fatalf("bob's exec in alice's closed session: got %q, want not found", got)
+	}
+}
+
+// authClients serves srv over HTTP with bearer auth, where the tokens "alice" and
+// "bob" are two OAuth identities; client(tok) connects as one of them.
+func authClients(t *testing.T, srv *mcp.Server) (client func(tok string) *mcp.ClientSession) {
+	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		if tok != "alice" && tok != "bob" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: "https://issuer " + tok, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	h := auth.RequireBearerToken(verify, nil)(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return func(tok string) *mcp.ClientSession {
+		hc := &http.Client{Transport: bearer{tok}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).
+			Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+}
+
+// TestSessionMaxPerIdentity: with MaxPerIdentity 1, an identity's second session is
+// refused with an error naming the flag and the variable, while another identity
+// still gets one; a closed session frees its owner's place.
+func TestSessionMaxPerIdentity(t *testing.T) {
+	f := &fakeSessions{}
+	o := sessionOpts(f)
+	o.Max, o.MaxPerIdentity = 3, 1
+	client := authClients(t, New(&fakeRunner{}, Options{Sessions: o}))
+	alice, bob := client("alice"), client("bob")
+	c := createSession(t, alice)
+	res := callNamed(t, alice, toolSessionCreate, map[string]any{})
+	if got := text(t, res); !res.IsError || !strings.Contains(got, "--max-sessions-per-identity") || !strings.Contains(got, "MCP_EXEC_MAX_SESSIONS_PER_IDENTITY") {
+		t.Fatalf("alice's second session: got %q (error %v), want refused naming the limit", got, res.IsError)
+	}
+	createSession(t, bob)
+	callNamed(t, alice, toolSessionClose, map[string]any{"session_id": c.SessionID})
+	createSession(t, alice)
+	if len(f.opened) != 3 {
+		t.Fatalf("opened %d sessions, want 3", len(f.opened))
 	}
 }
 

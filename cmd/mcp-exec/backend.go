@@ -68,8 +68,9 @@ func openKube(cfg Config, log zerolog.Logger) (*sandboxBackend, error) {
 		Tolerations:    tol,
 		Labels:         labels,
 		SeccompProfile: cfg.KubeSeccompProfile,
-		// The backstop must outlast a warm pod's wait in the pool and its longest exec.
-		ActiveDeadline: cfg.MaxTimeout + time.Hour,
+		// The backstop must outlast a warm pod's wait in the pool and its longest exec,
+		// and a session pod's maximum lifetime with a call that began at its end.
+		ActiveDeadline: activeDeadline(cfg),
 	}, log)
 	if err != nil {
 		return nil, err
@@ -105,4 +106,15 @@ func ociSeccompProfile(gvisor bool) (string, error) {
 		return "", err
 	}
 	return string(b), nil
+}
+
+// activeDeadline is the sandbox pods' activeDeadlineSeconds: an hour more than the
+// longest exec, and with sessions on, more than a session's maximum lifetime and the
+// longest exec together (a session pod lives that long).
+func activeDeadline(cfg Config) time.Duration {
+	d := cfg.MaxTimeout + time.Hour
+	if cfg.MaxSessions > 0 {
+		d = max(d, cfg.SessionMaxLifetime+cfg.MaxTimeout+time.Minute)
+	}
+	return d
 }

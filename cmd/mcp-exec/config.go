@@ -90,16 +90,17 @@ type Config struct {
 	AllowInsecureEngine   bool          // --allow-insecure-engine MCP_EXEC_ALLOW_INSECURE_ENGINE: a remote tcp:// engine without verified TLS
 	PoolSize              int           // --pool-size MCP_EXEC_POOL_SIZE: warm sandboxes kept ready; 0 = cold mode
 	// Sessions (docs/sessions.md).
-	MaxSessions        int           // --max-sessions MCP_EXEC_MAX_SESSIONS: 0 removes the session tools
-	SessionIdleTimeout time.Duration // --session-idle-timeout-s MCP_EXEC_SESSION_IDLE_TIMEOUT_S
-	SessionMaxLifetime time.Duration // --session-max-lifetime-s MCP_EXEC_SESSION_MAX_LIFETIME_S
-	SessionMemory      int64         // --session-memory MCP_EXEC_SESSION_MEMORY, bytes
-	Preload            string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
-	Instance           string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
-	LogLevel           string        // --log-level MCP_EXEC_LOG_LEVEL
-	LogFormat          string        // --log-format MCP_EXEC_LOG_FORMAT
-	EgressProfiles     string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles (issue 23); "" = none: no network, no egress field
-	EgressDir          string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
+	MaxSessions            int           // --max-sessions MCP_EXEC_MAX_SESSIONS: 0 removes the session tools
+	MaxSessionsPerIdentity int           // --max-sessions-per-identity MCP_EXEC_MAX_SESSIONS_PER_IDENTITY: 0 is no bound but --max-sessions
+	SessionIdleTimeout     time.Duration // --session-idle-timeout-s MCP_EXEC_SESSION_IDLE_TIMEOUT_S
+	SessionMaxLifetime     time.Duration // --session-max-lifetime-s MCP_EXEC_SESSION_MAX_LIFETIME_S
+	SessionMemory          int64         // --session-memory MCP_EXEC_SESSION_MEMORY, bytes
+	Preload                string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
+	Instance               string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
+	LogLevel               string        // --log-level MCP_EXEC_LOG_LEVEL
+	LogFormat              string        // --log-format MCP_EXEC_LOG_FORMAT
+	EgressProfiles         string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles (issue 23); "" = none: no network, no egress field
+	EgressDir              string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
 }
 
 // cfgAuthTokenEnv is the only source of the token besides the token file.
@@ -329,8 +330,10 @@ func cfgTable(c *Config) []cfgField {
 		{"pool-size", "MCP_EXEC_POOL_SIZE", "2", "sandboxes kept started and waiting for code (0: cold mode, one container started per call)",
 			(*cfgInt)(&c.PoolSize), func() string { return cfgIntRange(c.PoolSize, 0, cfgMaxPool) }},
 		// Sessions (docs/sessions.md).
-		{"max-sessions", "MCP_EXEC_MAX_SESSIONS", "4", "sessions (session_create) open at once; 0 removes the session tools (docker backend only)",
+		{"max-sessions", "MCP_EXEC_MAX_SESSIONS", "4", "sessions (session_create) open at once; 0 removes the session tools (docker and kubernetes backends only)",
 			(*cfgInt)(&c.MaxSessions), func() string { return cfgIntRange(c.MaxSessions, 0, cfgMaxSessions) }},
+		{"max-sessions-per-identity", "MCP_EXEC_MAX_SESSIONS_PER_IDENTITY", "0", "sessions open at once for one identity (an OAuth subject; with the static token or stdio every client is one identity); 0: no bound but --max-sessions",
+			(*cfgInt)(&c.MaxSessionsPerIdentity), func() string { return cfgIntRange(c.MaxSessionsPerIdentity, 0, cfgMaxSessions) }},
 		{"session-idle-timeout-s", "MCP_EXEC_SESSION_IDLE_TIMEOUT_S", "600", "seconds without a call after which a session ends (each call restarts the clock)",
 			(*cfgSeconds)(&c.SessionIdleTimeout),
 			func() string {

@@ -165,6 +165,7 @@ func TestLoadEnv(t *testing.T) {
 	env["MCP_EXEC_MAX_SESSIONS"], env["MCP_EXEC_SESSION_IDLE_TIMEOUT_S"] = "0", "5"
 	env["MCP_EXEC_SESSION_MAX_LIFETIME_S"], env["MCP_EXEC_SESSION_MEMORY"] = "60", "1g"
 	want.MaxSessions, want.SessionIdleTimeout, want.SessionMaxLifetime, want.SessionMemory = 0, 5*time.Second, time.Minute, 1<<30
+	env["MCP_EXEC_MAX_SESSIONS_PER_IDENTITY"], want.MaxSessionsPerIdentity = "2", 2
 	got, err := cfgLoad(nil, env)
 	if err != nil {
 		t.Fatalf("Load: got error %v, want nil", err)
@@ -316,6 +317,7 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"image", func(c *Config) { c.Image = "" }, "--image (MCP_EXEC_IMAGE)"},
 		{"memory", func(c *Config) { c.Memory = 8 << 20 }, "--memory (MCP_EXEC_MEMORY) must be at least 16m, got 8m"},
 		{"sessions", func(c *Config) { c.MaxSessions = -1 }, "--max-sessions (MCP_EXEC_MAX_SESSIONS) must be from 0 to 256, got -1"},
+		{"sessions per identity", func(c *Config) { c.MaxSessionsPerIdentity = 257 }, "--max-sessions-per-identity (MCP_EXEC_MAX_SESSIONS_PER_IDENTITY) must be from 0 to 256, got 257"},
 		{"session idle", func(c *Config) { c.SessionIdleTimeout = 0 }, "--session-idle-timeout-s (MCP_EXEC_SESSION_IDLE_TIMEOUT_S) must be at least 1, got 0"},
 		{"session lifetime", func(c *Config) { c.SessionMaxLifetime = 8 * 24 * time.Hour }, "--session-max-lifetime-s (MCP_EXEC_SESSION_MAX_LIFETIME_S) must be from 0 to 604800"},
 		{"session memory", func(c *Config) { c.SessionMemory = 8 << 20 }, "--session-memory (MCP_EXEC_SESSION_MEMORY) must be at least 16m, got 8m"},
@@ -875,5 +877,23 @@ func TestLoadBadUpstreams(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Load: got %v, want an error naming %s", err, want)
 		}
+	}
+}
+
+// TestActiveDeadlineCoversSessions: the sandbox pods' backstop outlasts the longest exec
+// by an hour and, with sessions on, a session's maximum lifetime with an exec begun at
+// its end.
+func TestActiveDeadlineCoversSessions(t *testing.T) {
+	c := Config{MaxTimeout: 5 * time.Minute, SessionMaxLifetime: 24 * time.Hour}
+	if got, want := activeDeadline(c), 65*time.Minute; got != want {
+		t.Errorf("sessions off: got %v, want %v", got, want)
+	}
+	c.MaxSessions = 4
+	if got, want := activeDeadline(c), 24*time.Hour+6*time.Minute; got != want {
+		t.Errorf("sessions on, a day's lifetime: got %v, want %v", got, want)
+	}
+	c.SessionMaxLifetime = time.Minute
+	if got, want := activeDeadline(c), 65*time.Minute; got != want {
+		t.Errorf("sessions on, a minute's lifetime: got %v, want %v", got, want)
 	}
 }

@@ -102,7 +102,7 @@ const checks = [
   ['list_tools', async (client) => {
     const { tools } = await client.listTools();
     // exec, and session_create and session_close where the backend has sessions (the
-    // docker backend by default; not under gVisor, on Kubernetes or standalone).
+    // docker and kubernetes backends by default; not under gVisor or standalone).
     const names = (Array.isArray(tools) ? tools.map(t => t.name) : []).sort().join(',');
     expect(names === 'exec' || names === 'exec,session_close,session_create',
       `want exec (and the session tools), got ${short(tools?.map(t => t.name))}`);

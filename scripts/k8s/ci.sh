@@ -44,13 +44,17 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 
 # A server on the Kubernetes backend: every probe of the selftest, under runc and under gVisor
 # (RuntimeClass gvisor; --pids is RLIMIT_NPROC of the runsc runtime's base spec, up.sh; ~45 s),
-# and the TypeScript client's end-to-end test over stdio, HTTP and SSE.
+# the TypeScript client's end-to-end test over stdio, HTTP and SSE, and sessions through the
+# binary (TestKubeSessionServer: close, idle expiry, maximum lifetime; 50-70 s, most of it the
+# expiry waits), every probe as a session's first call (TestKubeSessionInvariants: 27 session
+# pods one after the other, 135 s), and TestLiveSession, TestLiveGVisorSession and
+# TestLiveSessionOutputNotOnNode run above with ./launcher/kube/... (9 s, 14 s, 10-30 s).
 export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec-sandbox \
   MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
 go run ./cmd/mcp-exec selftest --log-level warn
 MCP_EXEC_RUNTIME=gvisor MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec-gvisor.json MCP_EXEC_PIDS=$KGVISORPIDS \
   go run ./cmd/mcp-exec selftest --log-level warn
-CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestKubeRestartReapsOrphans)$' ./cmd/mcp-exec
+CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionInvariants)$' ./cmd/mcp-exec
 
 left=$(kc get pods -A -l dev.mcp-exec.role=sandbox --no-headers 2>/dev/null | wc -l)
 if [ "$left" != 0 ]; then
