@@ -86,29 +86,36 @@ _state = {"next": 1, "reader": None, "closed": None}
 
 
 def _reader():
-    buf = b""
+    buf, why = b"", "the bridge to the server closed"
     while True:
         try:
             data = _os.read(_reply_fd, 1 << 16)
-        except OSError:
-            data = b""
+        except OSError as e:
+            data, why = b"", "the bridge to the server broke: %s" % e
         if not data:
             break
         buf += data
-        while len(buf) >= 9:
-            n = int.from_bytes(buf[1:5], "big")
-            if buf[0:1] != b"Y" or n < 4:
-                data = b""
+        broken = False
+        while buf:
+            # A frame that is not a reply leaves no way to find the next one: the
+            # stream is out of step, and every call waiting on it fails.
+            n = int.from_bytes(buf[1:5], "big") if len(buf) >= 5 else None
+            if buf[0:1] != b"Y" or (n is not None and n < 4):
+                why = "the bridge to the server broke: a malformed reply frame (kind %r%s)" % (
+                    buf[0:1], "" if n is None else ", length %d" % n)
+                broken = True
                 break
-            if len(buf) < 5 + n:
+            if n is None or len(buf) < 5 + n:
                 break
             cid, body, buf = int.from_bytes(buf[5:9], "big"), buf[9:5 + n], buf[5 + n:]
             slot = _pending.get(cid)
             if slot is not None:
                 slot[1] = body
                 slot[0].set()
+        if broken:
+            break
     with _write_lock:
-        _state["closed"] = "the bridge to the server closed"
+        _state["closed"] = why
         for slot in list(_pending.values()):
             slot[0].set()
 
@@ -132,7 +139,16 @@ def _call(server, tool, arguments):
     _pending.pop(cid, None)
     if slot[1] is None:
         raise ToolUnavailable(_state["closed"] or "no reply", server, tool, "unavailable")
-    return _decode(server, tool, _json.loads(slot[1]))
+    try:
+        reply = _json.loads(slot[1])
+        if not isinstance(reply, dict):
+            raise ValueError("not a JSON object")
+        return _decode(server, tool, reply)
+    except ToolError:
+        raise
+    except Exception as e:
+        raise ToolUnavailable("a malformed reply from the server (%s: %s)" % (type(e).__name__, e),
+                              server, tool, "unavailable") from None
 
 
 def _decode(server, tool, reply):

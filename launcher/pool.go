@@ -90,7 +90,14 @@ func (p *pool) get(ctx context.Context) (*sandbox, bool, error) {
 		if startCold {
 			ch := make(chan started, 1)
 			go func() {
-				sb, err := p.l.start(context.WithoutCancel(ctx))
+				// Not the caller's: a caller that leaves does not waste the start (the
+				// pool adopts it). But the launcher's stop ends it: Close waits for it
+				// (adoptLater), and an engine that hangs on a start must not hold Close
+				// past its grace, until the server is killed with its sandboxes.
+				sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+				defer cancel()
+				defer context.AfterFunc(p.l.stop, cancel)()
+				sb, err := p.l.start(sctx)
 				ch <- started{sb, err}
 			}()
 			cold = ch

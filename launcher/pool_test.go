@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"io"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -112,4 +113,73 @@ func TestPoolClaimsRefill(t *testing.T) {
 	if made := be.n.Load() - before; made != 3 {
 		t.Errorf("3 calls back to back on a pool of one made %d sandboxes, want 3 (each call after the first waits for the refill under way)", made)
 	}
+}
+
+// hangingStarts is an engine that hangs on every start until the start's context ends
+// (or the test releases it).
+type hangingStarts struct {
+	Backend
+	entered chan struct{} // a start began
+	release chan struct{} // closed: starts go on
+}
+
+func (h *hangingStarts) Start(ctx context.Context, id string, stdout, stderr io.Writer) (backend.Conn, error) {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-h.release:
+		return h.Backend.Start(ctx, id, stdout, stderr)
+	}
+}
+
+// TestCloseEndsAColdStart: a call's cold start (the pool is empty) on an engine that
+// hangs on the start ends when Close's grace period is over, and its container is
+// removed: Close returns, and nothing of the instance is left. Before, the cold start
+// ran on a context that nothing cancelled, Close waited for it as long as the engine
+// hung, and a server stopped in that state was killed (the test harness waits 45 s
+// after SIGTERM) with its containers left behind.
+func TestCloseEndsAColdStart(t *testing.T) {
+	cli := testClient(t)
+	log := zerolog.New(zerolog.NewTestWriter(t))
+	be := &hangingStarts{Backend: testBackend(t, cli, log), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	defer close(be.release)
+	instance := "test-close-ends-cold-start"
+	// A pool that is never started: every call finds it empty and starts cold.
+	l, err := New(be, Options{Image: os.Getenv("MCP_EXEC_IMAGE"), Instance: instance, PoolSize: 1, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAndReap(t, l)
+	ran := make(chan error, 1)
+	go func() {
+		_, err := l.Run(context.Background(), Job{Code: "print(1)"})
+		ran <- err
+	}()
+	select {
+	case <-be.entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the call's sandbox never reached its start")
+	}
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second) // the grace period
+		defer cancel()
+		closed <- l.Close(ctx)
+	}()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("Close still waiting 45 s after its grace period for a cold start the engine hangs on")
+	}
+	if err := <-ran; err == nil {
+		t.Error("the call whose start hung succeeded, want an error")
+	}
+	assertNoContainers(t, cli, instance)
 }

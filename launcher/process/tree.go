@@ -101,7 +101,7 @@ func killTree(root int, withRoot bool) (int, error) {
 	var last []proc
 	var err error
 	for round := 0; ; round++ {
-		procs, rerr := readProcs()
+		procs, rerr := scanProcs()
 		if rerr != nil {
 			err = rerr
 			break
@@ -150,6 +150,10 @@ func killTree(root int, withRoot bool) (int, error) {
 
 // maxStopRounds bounds killTree's rounds.
 const maxStopRounds = 1000
+
+// scanProcs is killTree's scan of the processes: readProcs, but for tests, which put
+// an adversary's move at an exact point of a round (tree_test.go).
+var scanProcs = readProcs
 
 // waitGone waits until none of pids is alive any more (zombies count as gone), for at
 // most d. It reports whether they all went.

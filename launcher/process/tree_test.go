@@ -1,0 +1,169 @@
+package process
+
+import (
+	"bufio"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tree kill against issue 20 item 4's attack: a tree whose processes continue
+// each other and fork. Which of a scan, a stop, a continue and a fork comes first is
+// a race; these tests replace killTree's scan (scanProcs) with one that makes the
+// attacker's move at the moment that beats the kill, so that each outcome is certain
+// rather than likely.
+
+// forker starts, as root of its own process group, a Python process that ignores
+// SIGCHLD and forks a sleeping child for each line it reads, printing the child's
+// pid. It returns the process and a function that makes it fork and returns the
+// child's pid; everything is killed at the test's end.
+func forker(t *testing.T) (*exec.Cmd, func() int) {
+	t.Helper()
+	if python() == "" {
+		t.Fatal("python3 not found")
+	}
+	cmd := exec.Command(python(), "-I", "-c", `
+import os, signal, sys, time
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+print("ready", flush=True)
+for _ in sys.stdin:
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    print(pid, flush=True)
+`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	out := bufio.NewScanner(outp)
+	if !out.Scan() || out.Text() != "ready" {
+		t.Fatalf("forker did not start: %q %v", out.Text(), out.Err())
+	}
+	fork := func() int {
+		if _, err := in.Write([]byte("fork\n")); err != nil {
+			t.Fatalf("asking the forker to fork: %v", err)
+		}
+		if !out.Scan() {
+			t.Fatalf("forker gave no child pid: %v", out.Err())
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(out.Text()))
+		if err != nil {
+			t.Fatalf("forker's child pid: %v", err)
+		}
+		return pid
+	}
+	return cmd, fork
+}
+
+// withScan makes killTree call scan (with the round number) instead of readProcs
+// until the test ends.
+func withScan(t *testing.T, scan func(round int) ([]proc, error)) {
+	t.Helper()
+	round := 0
+	scanProcs = func() ([]proc, error) {
+		defer func() { round++ }()
+		return scan(round)
+	}
+	t.Cleanup(func() { scanProcs = readProcs })
+}
+
+// waitState waits until pid's state satisfies ok, for at most 5 s.
+func waitState(t *testing.T, pid int, what string, ok func(byte) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if p, found := readStat(pid); found && ok(p.state) {
+			return
+		}
+	}
+	t.Fatalf("process %d never became %s", pid, what)
+}
+
+func stoppedState(s byte) bool { return s == 'T' || s == 't' }
+
+// TestKillTreeStopsAContinuedProcessAgain: a process that is stopped, then continued
+// by another of its tree (which was still running while the round stopped them one
+// by one), and forks after the next scan, is stopped again, and so is its child: the
+// kill ends with both dead. Before the fix a pid was stopped once only: the next scan
+// found no new pid, the kill sent SIGKILL to the pids it had, and the child forked
+// after that scan lived on.
+func TestKillTreeStopsAContinuedProcessAgain(t *testing.T) {
+	cmd, fork := forker(t)
+	root := cmd.Process.Pid
+	var child int
+	withScan(t, func(round int) ([]proc, error) {
+		if round != 1 {
+			return readProcs()
+		}
+		// Round 0 stopped root. Its sibling continues it; the scan sees it running,
+		// and root forks right after the scan.
+		waitState(t, root, "stopped", stoppedState)
+		if err := syscall.Kill(root, syscall.SIGCONT); err != nil {
+			t.Errorf("continuing %d: %v", root, err)
+		}
+		waitState(t, root, "running", func(s byte) bool { return !stoppedState(s) })
+		procs, err := readProcs()
+		child = fork()
+		return procs, err
+	})
+	if _, err := killTree(root, true); err != nil {
+		t.Fatalf("killTree: %v", err)
+	}
+	if child == 0 {
+		t.Fatal("the scan's second round never ran")
+	}
+	if !waitGone([]int{root, child}, 5*time.Second) {
+		t.Fatalf("after killTree: root %d alive %v, its child %d (forked after the scan that saw root continued) alive %v; want both dead",
+			root, pidAlive(root), child, pidAlive(child))
+	}
+}
+
+// TestKillTreeKillsEverySeenProcessWhenItGivesUp: a tree that shows a new running
+// process at every scan (one that no pid can have: kill finds none) never lets the
+// rounds end; after the last one every real process seen is killed all the same,
+// and the error says so. Before the fix the kill returned its error after 1000
+// rounds without sending any SIGKILL: root and its child lived on, stopped.
+func TestKillTreeKillsEverySeenProcessWhenItGivesUp(t *testing.T) {
+	cmd, fork := forker(t)
+	root := cmd.Process.Pid
+	child := fork()
+	const noSuchPid = 1 << 23 // above PID_MAX_LIMIT (1<<22): no process has it
+	rounds := 0
+	withScan(t, func(round int) ([]proc, error) {
+		rounds = round + 1
+		// The tree alone (a whole /proc a thousand times is slow under -race).
+		var procs []proc
+		for _, pid := range []int{root, child} {
+			if p, ok := readStat(pid); ok {
+				procs = append(procs, p)
+			}
+		}
+		return append(procs, proc{pid: noSuchPid + round, ppid: root, state: 'R'}), nil
+	})
+	_, err := killTree(root, true)
+	if err == nil || !strings.Contains(err.Error(), "rounds") {
+		t.Errorf("killTree after %d rounds: got error %v, want one naming the rounds", rounds, err)
+	}
+	if !waitGone([]int{root, child}, 5*time.Second) {
+		t.Fatalf("after killTree gave up (%d rounds, %v): root %d alive %v, its child %d alive %v; want both killed",
+			rounds, err, root, pidAlive(root), child, pidAlive(child))
+	}
+}
