@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
@@ -51,21 +53,70 @@ func (r *recorder) Open(ctx context.Context, profile string) (string, func() err
 	return dir, closeFn, err
 }
 
-func liveLauncher(t testing.TB) (*launcher.Launcher, *recorder, *launchertest.Buffer) {
+// liveLauncher is a started launcher with the live profiles whose start-up check
+// (CheckEgress) has run; the check's answer must agree with the engine's own
+// configuration of the runtime (hostUDS). served reports whether the check passed:
+// where it rightly refused (gVisor without --host-uds=open), the refusal is checked
+// here and a test of the allowed paths has nothing more to run.
+func liveLauncher(t testing.TB) (l *launcher.Launcher, rec *recorder, logs *launchertest.Buffer, served bool) {
 	t.Helper()
 	ps, err := egress.ParseProfiles([]byte(liveProfiles))
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &launchertest.Buffer{}
-	srv, err := proxy.New(ps, t.TempDir(), zerolog.New(logs))
+	logs = &launchertest.Buffer{}
+	srv, err := proxy.New(ps, t.TempDir(), "live", zerolog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	adaptToGateway(t, srv)
-	rec := &recorder{Server: srv, opened: make(chan string, 8)}
-	l := launchertest.New(t, launcher.Options{Egress: rec, MaxConcurrent: 3})
-	return l, rec, logs
+	rec = &recorder{Server: srv, opened: make(chan string, 8)}
+	l = launchertest.New(t, launcher.Options{Egress: rec, MaxConcurrent: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err = l.CheckEgress(ctx)
+	if hostUDS(t, l.Options().Runtime) {
+		if err != nil {
+			t.Fatalf("start-up check: %v", err)
+		}
+		return l, rec, logs, true
+	}
+	if !errors.Is(err, launcher.ErrEgressChannel) || !strings.Contains(err.Error(), "--host-uds=open") {
+		t.Fatalf("start-up check under runtime %q, whose runtimeArgs lack --host-uds: got %v, want %v naming --host-uds=open", l.Options().Runtime, err, launcher.ErrEgressChannel)
+	}
+	t.Logf("the start-up check refused, as it must: %v", err)
+	if _, err := l.Run(context.Background(), launcher.Job{Code: "print(1)", Egress: "deb"}); !errors.Is(err, launcher.ErrEgressUnchecked) {
+		t.Errorf("a job with a profile after the refusal: got %v, want %v", err, launcher.ErrEgressUnchecked)
+	}
+	return l, rec, logs, false
+}
+
+// hostUDS reports whether the tests' runtime lets a sandbox connect to a host Unix
+// socket mounted into it, as the engine's configuration says (the oracle the start-up
+// check is compared with): any runtime but gVisor's, and runsc when its runtimeArgs
+// hold --host-uds=open or =all.
+func hostUDS(t testing.TB, runtime string) bool {
+	t.Helper()
+	if !backend.GVisor(runtime) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := launchertest.Client(t).Info(ctx, client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := info.Info.Runtimes[runtime]
+	if !ok {
+		t.Fatalf("the engine lists no runtime %q", runtime)
+	}
+	for _, a := range r.Args {
+		switch strings.TrimLeft(a, "-") {
+		case "host-uds=open", "host-uds=all":
+			return true
+		}
+	}
+	return false
 }
 
 // standIn is a public address that stands in for a gateway's (adaptToGateway).
@@ -121,20 +172,6 @@ func hostTrust(t testing.TB) launcher.File {
 	}
 	t.Fatal("no system trust store on this host")
 	return launcher.File{}
-}
-
-// refusedUnderGVisor: under gVisor (MCP_EXEC_TEST_RUNTIME=runsc) this version refuses
-// a job with a profile (documented); the test checks that refusal instead.
-func refusedUnderGVisor(t *testing.T, l *launcher.Launcher) bool {
-	t.Helper()
-	if !l.Options().GVisor() {
-		return false
-	}
-	_, err := l.Run(context.Background(), launcher.Job{Code: "print(1)", Egress: "deb"})
-	if !errors.Is(err, launcher.ErrEgressGVisor) {
-		t.Errorf("under gVisor: got %v, want %v", err, launcher.ErrEgressGVisor)
-	}
-	return true
 }
 
 func run(t *testing.T, l *launcher.Launcher, job launcher.Job) map[string]string {
@@ -237,8 +274,8 @@ func want(t *testing.T, out map[string]string, key, prefix string) {
 // public host: what the profile names works, TLS verified end to end, and nothing else
 // leaves, while the sandbox keeps no network of its own.
 func TestLiveEgressProfile(t *testing.T) {
-	l, _, logs := liveLauncher(t)
-	if refusedUnderGVisor(t, l) {
+	l, _, logs, served := liveLauncher(t)
+	if !served {
 		return
 	}
 	out := run(t, l, launcher.Job{Code: probes, Stdin: canary, Egress: "deb", Files: []launcher.File{hostTrust(t)}})
@@ -276,7 +313,7 @@ func TestLiveEgressProfile(t *testing.T) {
 // TestLiveEgressNoProfile: a job without a profile, on a launcher that has profiles,
 // gets a sandbox with no channel, no relay and no proxy variables.
 func TestLiveEgressNoProfile(t *testing.T) {
-	l, _, _ := liveLauncher(t)
+	l, _, _, _ := liveLauncher(t)
 	out := run(t, l, launcher.Job{Code: `
 import json, os, socket
 out = {"egress_dir": str(os.path.exists("/egress")), "env": str(sorted(k for k in os.environ if "proxy" in k.lower()))}
@@ -296,8 +333,8 @@ print(json.dumps(out))
 // another profile) can neither reach the first one's socket by its host path nor get
 // the first one's hosts through its own channel.
 func TestLiveEgressChannelIsPrivate(t *testing.T) {
-	l, rec, _ := liveLauncher(t)
-	if refusedUnderGVisor(t, l) {
+	l, rec, _, served := liveLauncher(t)
+	if !served {
 		return
 	}
 	first := make(chan launcher.Result, 1)
@@ -341,8 +378,8 @@ print(json.dumps(out))
 // TestLiveEgressCaps: a profile's caps hold per call: past max_bytes a download is cut,
 // past max_connections the next connection is refused.
 func TestLiveEgressCaps(t *testing.T) {
-	l, _, _ := liveLauncher(t)
-	if refusedUnderGVisor(t, l) {
+	l, _, _, served := liveLauncher(t)
+	if !served {
 		return
 	}
 	out := run(t, l, launcher.Job{Egress: "tiny", Code: `
