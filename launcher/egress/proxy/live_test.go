@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
-	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
@@ -55,7 +53,7 @@ func (r *recorder) Open(ctx context.Context, profile string) (string, func() err
 
 // liveLauncher is a started launcher with the live profiles whose start-up check
 // (CheckEgress) has run; the check's answer must agree with the engine's own
-// configuration of the runtime (hostUDS). served reports whether the check passed:
+// configuration of the runtime (launchertest.HostUDS). served reports whether the check passed:
 // where it rightly refused (gVisor without --host-uds=open), the refusal is checked
 // here and a test of the allowed paths has nothing more to run.
 func liveLauncher(t testing.TB) (l *launcher.Launcher, rec *recorder, logs *launchertest.Buffer, served bool) {
@@ -75,7 +73,7 @@ func liveLauncher(t testing.TB) (l *launcher.Launcher, rec *recorder, logs *laun
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	err = l.CheckEgress(ctx)
-	if hostUDS(t, l.Options().Runtime) {
+	if launchertest.HostUDS(t, l.Options().Runtime) {
 		if err != nil {
 			t.Fatalf("start-up check: %v", err)
 		}
@@ -89,34 +87,6 @@ func liveLauncher(t testing.TB) (l *launcher.Launcher, rec *recorder, logs *laun
 		t.Errorf("a job with a profile after the refusal: got %v, want %v", err, launcher.ErrEgressUnchecked)
 	}
 	return l, rec, logs, false
-}
-
-// hostUDS reports whether the tests' runtime lets a sandbox connect to a host Unix
-// socket mounted into it, as the engine's configuration says (the oracle the start-up
-// check is compared with): any runtime but gVisor's, and runsc when its runtimeArgs
-// hold --host-uds=open or =all.
-func hostUDS(t testing.TB, runtime string) bool {
-	t.Helper()
-	if !backend.GVisor(runtime) {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	info, err := launchertest.Client(t).Info(ctx, client.InfoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ok := info.Info.Runtimes[runtime]
-	if !ok {
-		t.Fatalf("the engine lists no runtime %q", runtime)
-	}
-	for _, a := range r.Args {
-		switch strings.TrimLeft(a, "-") {
-		case "host-uds=open", "host-uds=all":
-			return true
-		}
-	}
-	return false
 }
 
 // standIn is a public address that stands in for a gateway's (adaptToGateway).
@@ -331,7 +301,10 @@ print(json.dumps(out))
 
 // TestLiveEgressChannelIsPrivate: while one sandbox holds its channel, another (with
 // another profile) can neither reach the first one's socket by its host path nor get
-// the first one's hosts through its own channel.
+// the first one's hosts through its own channel, and the only socket file anywhere in
+// its filesystem is its own channel's. Under gVisor it runs with --host-uds=open
+// (runsc-egress), where a sandbox may connect to any host socket it can see: so what
+// it can see is what the test pins down.
 func TestLiveEgressChannelIsPrivate(t *testing.T) {
 	l, rec, _, served := liveLauncher(t)
 	if !served {
@@ -352,8 +325,25 @@ time.sleep(15)`, Egress: "deb", Timeout: 60 * time.Second})
 		t.Fatal("the first sandbox's channel never opened")
 	}
 	out := run(t, l, launcher.Job{Stdin: dir, Egress: "other", Code: `
-import json, os, socket, sys, urllib.request
+import json, os, socket, stat, sys, urllib.request
 out = {}
+found, unlisted = [], []
+for root, dirs, files in os.walk("/", onerror=lambda e: unlisted.append(e.filename)):
+    if root == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys")]
+    for f in files + dirs:
+        p = os.path.join(root, f)
+        try:
+            if stat.S_ISSOCK(os.lstat(p).st_mode):
+                found.append(p)
+        except OSError:
+            pass
+out["sockets"] = " ".join(sorted(found))
+# A directory it cannot list on the image's own filesystem holds no socket (an image
+# layer cannot carry one); one on another filesystem is a mount.
+rootdev = os.stat("/").st_dev
+out["unlisted_mounts"] = " ".join(sorted(d for d in unlisted if os.stat(d).st_dev != rootdev))
+out["unlisted"] = " ".join(sorted(unlisted))
 path = sys.stdin.read().strip() + "/proxy.sock"
 try:
     s = socket.socket(socket.AF_UNIX)
@@ -367,6 +357,11 @@ except Exception as e:
     out["deb"] = "err %s" % e
 print(json.dumps(out))
 `})
+	// Its own channel's directory is the one mount it may search but not list.
+	t.Logf("second sandbox: socket files %q, directories it cannot list %q", out["sockets"], out["unlisted"])
+	if out["sockets"] != "" || out["unlisted_mounts"] != "/egress" {
+		t.Errorf("second sandbox: socket files %q and mounts it cannot list %q, want none and /egress", out["sockets"], out["unlisted_mounts"])
+	}
 	want(t, out, "host_path", "err FileNotFoundError")
 	want(t, out, "deb", "err <urlopen error Tunnel connection failed: 403 egress denied (host_not_allowed)")
 	res := <-first
