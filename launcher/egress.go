@@ -112,7 +112,7 @@ func (l *Launcher) CheckEgress(ctx context.Context) error {
 		what += fmt.Sprintf(" (exit %d, stderr %q)", res.ExitCode, truncate(res.Stderr, 300))
 	}
 	if l.opts.GVisor() {
-		return fmt.Errorf("%w under gVisor (runtime %q): %s. runsc lets a sandbox connect to a host Unix socket mounted into it only when it runs with %s: register a runtime whose runtimeArgs include it (scripts/runsc.sh registers runsc-egress so) and use that runtime", ErrEgressChannel, l.opts.Runtime, what, HostUDSFlag)
+		return fmt.Errorf("%w under gVisor (runtime %q): %s. runsc lets a sandbox connect to a host Unix socket mounted into it only when it runs with %s: register a runtime whose runtimeArgs include it (scripts/runsc.sh registers runsc-egress so)", ErrEgressChannel, l.opts.Runtime, what, HostUDSFlag)
 	}
 	return fmt.Errorf("%w (runtime %q): %s", ErrEgressChannel, orDefault(l.opts.Runtime), what)
 }

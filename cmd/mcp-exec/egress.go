@@ -80,20 +80,22 @@ func newEgress(cfg Config, engineHost string, log zerolog.Logger) (*proxy.Server
 // checkEgress runs the launcher's start-up check of the egress channel (a sandbox
 // connects to a socket of the server's), when profiles are configured; its error
 // names the setting and, under gVisor, the runtime flag it lacks.
-func checkEgress(ctx context.Context, cfg Config, l *launcher.Launcher) error {
+func checkEgress(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) error {
 	if l.Options().Egress == nil {
 		return nil
 	}
 	// A cold sandbox, under gVisor on a loaded machine several seconds.
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	t0 := time.Now()
 	err := l.CheckEgress(ctx)
 	if err == nil {
+		log.Info().Int64("duration_ms", time.Since(t0).Milliseconds()).Msg("egress channel checked: a sandbox reaches it")
 		return nil
 	}
 	hint := "run without " + cfgName("egress-profiles")
 	if backend.GVisor(cfg.Runtime) {
-		hint = "set " + cfgName("runtime") + " to a runsc runtime registered with " + launcher.HostUDSFlag + ", or " + hint
+		hint = "name it in " + cfgName("runtime") + ", or " + hint
 	}
 	return fmt.Errorf("%s: %w; %s (README, Egress profiles)", cfgName("egress-profiles"), err, hint)
 }

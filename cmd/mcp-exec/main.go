@@ -261,7 +261,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 			return nil, nil, err
 		}
 	}
-	if err := checkEgress(ctx, cfg, l); err != nil {
+	if err := checkEgress(ctx, cfg, l, log); err != nil {
 		cleanup()
 		return nil, nil, err
 	}
