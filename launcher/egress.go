@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
@@ -19,6 +21,9 @@ type EgressChannels interface {
 	// Open starts a channel bound to the named profile and returns the host directory
 	// holding its socket and the function that ends it (its connections too).
 	Open(ctx context.Context, profile string) (dir string, closeFn func() error, err error)
+	// OpenCheck starts a channel that serves no profile and answers every connection
+	// with token and a newline (CheckEgress), and returns it as Open does.
+	OpenCheck(ctx context.Context) (dir, token string, closeFn func() error, err error)
 }
 
 // EgressPort is the loopback port where the bootstrap of a sandbox with a profile
@@ -28,8 +33,110 @@ const EgressPort = 3128
 // ErrEgressUnavailable: a job asked for an egress profile and the launcher has none.
 var ErrEgressUnavailable = errors.New("egress profiles are not configured")
 
-// ErrEgressGVisor: egress profiles are not supported under gVisor in this version.
-var ErrEgressGVisor = errors.New("egress profiles are not supported under gVisor (runsc) yet")
+// ErrEgressChannel: the start-up check (CheckEgress) found that a sandbox cannot reach
+// its channel, so no profile is served.
+var ErrEgressChannel = errors.New("a sandbox cannot reach its egress channel")
+
+// ErrEgressUnchecked: a job asked for a profile before CheckEgress passed.
+var ErrEgressUnchecked = errors.New("egress channels are not checked (CheckEgress has not passed)")
+
+// HostUDSFlag is the runsc flag without which gVisor refuses a sandbox's connect() to
+// a host Unix socket mounted into it (ECONNREFUSED): the runtime that serves egress
+// profiles must run with it (in dockerd's runtimes.<name>.runtimeArgs).
+const HostUDSFlag = "--host-uds=open"
+
+// egressCheckProgram connects to the channel's socket directly and through the
+// bootstrap's relay, and prints what each answered: "unix ok <line>" or "unix err
+// <exception>", then the same for "relay".
+const egressCheckProgram = `
+import socket
+def ask(family, addr):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(20)
+    try:
+        s.connect(addr)
+        line = s.makefile("rb").readline().decode("ascii", "replace").strip()
+        return "ok " + line if line else "err closed without an answer"
+    except Exception as e:
+        return "err %s: %s" % (type(e).__name__, e)
+    finally:
+        s.close()
+print("unix", ask(socket.AF_UNIX, "/egress/proxy.sock"))
+print("relay", ask(socket.AF_INET, ("127.0.0.1", 3128)))
+`
+
+// CheckEgress proves, before any profile is served, that a sandbox of this launcher
+// can reach a channel: it opens a check channel, starts a sandbox as a job with a
+// profile gets one (its directory bind-mounted at /egress, no network), and has it
+// connect to the socket and to the relay; both must read the channel's random token.
+// gVisor passes a host Unix socket through only with HostUDSFlag, and other runtimes
+// or security modules (SELinux labels) may refuse it too; without this check such a
+// profile would seem to work and every connection fail. Until it passes, jobs with a
+// profile fail with ErrEgressUnchecked. It costs one cold sandbox; without Egress it
+// does nothing.
+func (l *Launcher) CheckEgress(ctx context.Context) error {
+	if l.opts.Egress == nil {
+		return nil
+	}
+	var token string
+	job := Job{Code: egressCheckProgram, Timeout: 30 * time.Second, internal: true}
+	res, err := l.call(ctx, job, func(ctx context.Context, job Job) (Result, error) {
+		dir, tok, closeCh, err := l.opts.Egress.OpenCheck(ctx)
+		if err != nil {
+			return Result{}, fmt.Errorf("opening the egress check channel: %w", err)
+		}
+		token = tok
+		defer closeCh()
+		sb, err := l.startSpec(ctx, egressSpec(l.opts, dir), nil)
+		if err != nil {
+			return Result{}, err
+		}
+		defer l.dispose(sb)
+		return sb.exec(ctx, job)
+	})
+	if err != nil {
+		return fmt.Errorf("egress check: %w", err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			got[k] = v
+		}
+	}
+	if got["unix"] == "ok "+token && got["relay"] == "ok "+token {
+		l.egressOK.Store(true)
+		return nil
+	}
+	what := fmt.Sprintf("socket: %s; relay 127.0.0.1:%d: %s", orNothing(got["unix"]), EgressPort, orNothing(got["relay"]))
+	if res.ExitCode != 0 || got["unix"] == "" {
+		what += fmt.Sprintf(" (exit %d, stderr %q)", res.ExitCode, truncate(res.Stderr, 300))
+	}
+	if l.opts.GVisor() {
+		return fmt.Errorf("%w under gVisor (runtime %q): %s. runsc lets a sandbox connect to a host Unix socket mounted into it only when it runs with %s: register a runtime whose runtimeArgs include it (scripts/runsc.sh registers runsc-egress so)", ErrEgressChannel, l.opts.Runtime, what, HostUDSFlag)
+	}
+	return fmt.Errorf("%w (runtime %q): %s", ErrEgressChannel, orDefault(l.opts.Runtime), what)
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing printed"
+	}
+	return s
+}
+
+func orDefault(runtime string) string {
+	if runtime == "" {
+		return "the engine's default"
+	}
+	return runtime
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
 
 // egressEnv is what a sandbox with a profile has on top of sandboxEnv: where the
 // proxy is, for every HTTP library and pip. Fixed text, nothing of the job.
@@ -55,10 +162,10 @@ func (l *Launcher) startEgress(ctx context.Context, profile string) (*sandbox, f
 	if l.opts.Egress == nil {
 		return nil, nil, ErrEgressUnavailable
 	}
-	if l.opts.GVisor() {
-		// runsc refuses connect() on a host socket unless started with --host-uds,
-		// which this version neither sets nor checks: refuse rather than half-work.
-		return nil, nil, ErrEgressGVisor
+	if !l.egressOK.Load() {
+		// The runtime may not let the socket through (gVisor without HostUDSFlag):
+		// refuse rather than half-work until CheckEgress has shown that it does.
+		return nil, nil, ErrEgressUnchecked
 	}
 	dir, closeCh, err := l.opts.Egress.Open(ctx, profile)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -113,6 +114,8 @@ type Launcher struct {
 	pending      map[string]struct{}
 	janitor      sync.Once
 	janitorEvery time.Duration
+
+	egressOK atomic.Bool // CheckEgress passed: jobs with a profile may run
 }
 
 const janitorInterval = 10 * time.Second

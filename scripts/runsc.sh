@@ -16,9 +16,18 @@
 #     container: "cannot run with network enabled in root network namespace");
 #     --oci-seccomp: gVisor applies the container's seccomp profile to the program's
 #     system calls too (without it the profile binds only the host side);
-#   - checks that a hardened container runs under it, with gVisor's kernel.
+#   - registers the same binary a second time as "runsc-egress" (NAME-egress), with
+#     --host-uds=open added: the runtime for egress profiles (README, "Egress
+#     profiles"). gVisor refuses a sandbox's connect() to a host Unix socket mounted
+#     into it unless runsc runs with it, and mcp-exec checks at start-up that its
+#     runtime lets the channel through. It stays a second name so that "runsc" stays
+#     strict for every other container on this engine: with the flag, any container
+#     of that runtime may connect to whatever host socket is mounted into it (open
+#     only: it cannot create one), which mcp-exec's sandboxes never have but others
+#     may (a docker.sock someone mounted);
+#   - checks that a hardened container runs under each, with gVisor's kernel.
 # Then: mcp-exec --runtime runsc (MCP_EXEC_RUNTIME=runsc), or for the tests
-# MCP_EXEC_TEST_RUNTIME=runsc.
+# MCP_EXEC_TEST_RUNTIME=runsc; with egress profiles --runtime runsc-egress.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,8 +58,11 @@ fi
 [ -x "$path" ] || die "$path is not an executable"
 
 register_runtime "$name" "$path" --network=none --oci-seccomp
+register_runtime "$name-egress" "$path" --network=none --oci-seccomp --host-uds=open
 
-if ! out=$(run_hardened "$name" 'import platform; print("ok", platform.release())') || [ "${out%% *}" != ok ]; then
-  die "a container under runtime $name failed: $out"
-fi
-log "runtime $name works: guest kernel ${out#ok } ($path)"
+for n in "$name" "$name-egress"; do
+  if ! out=$(run_hardened "$n" 'import platform; print("ok", platform.release())') || [ "${out%% *}" != ok ]; then
+    die "a container under runtime $n failed: $out"
+  fi
+  log "runtime $n works: guest kernel ${out#ok } ($path)"
+done

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -18,8 +20,10 @@ import (
 
 // cfgEgressProfiles checks --egress-profiles: the file parses and vets (no IP
 // literal, no special name, no wildcard over a public suffix), and the backend can
-// give a sandbox its channel. Kubernetes, the process backend and gVisor are refused
-// in this version (issue 23): see the README's "Egress profiles".
+// give a sandbox its channel. Kubernetes and the process backend are refused in this
+// version (issue 23): see the README's "Egress profiles". Whether the runtime lets the
+// channel through (gVisor needs runsc's --host-uds=open) is checked at start-up with a
+// sandbox (checkEgress).
 func cfgEgressProfiles(c Config) string {
 	if c.EgressProfiles == "" {
 		return ""
@@ -27,11 +31,8 @@ func cfgEgressProfiles(c Config) string {
 	if _, err := egress.LoadProfiles(c.EgressProfiles); err != nil {
 		return err.Error()
 	}
-	switch {
-	case c.Backend != "docker":
+	if c.Backend != "docker" {
 		return fmt.Sprintf("needs --backend docker (Docker or Podman), got %q: the %s backend cannot give a sandbox a channel of its own to the proxy yet", c.Backend, c.Backend)
-	case backend.GVisor(c.Runtime):
-		return fmt.Sprintf("is not supported under gVisor (--runtime %s) yet: whether runsc passes a bind-mounted socket through is not checked", c.Runtime)
 	}
 	return ""
 }
@@ -68,12 +69,35 @@ func newEgress(cfg Config, engineHost string, log zerolog.Logger) (*proxy.Server
 		}
 		dir = filepath.Join(os.TempDir(), "mcp-exec-egress-"+cfg.Instance)
 	}
-	srv, err := proxy.New(ps, dir, log.With().Str("component", "egress").Logger())
+	srv, err := proxy.New(ps, dir, cfg.Instance, log.With().Str("component", "egress").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgName("egress-dir"), err)
 	}
 	log.Info().Strs("profiles", ps.Names()).Str("dir", dir).Msg("egress profiles loaded")
 	return srv, nil
+}
+
+// checkEgress runs the launcher's start-up check of the egress channel (a sandbox
+// connects to a socket of the server's), when profiles are configured; its error
+// names the setting and, under gVisor, the runtime flag it lacks.
+func checkEgress(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) error {
+	if l.Options().Egress == nil {
+		return nil
+	}
+	// A cold sandbox, under gVisor on a loaded machine several seconds.
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	err := l.CheckEgress(ctx)
+	if err == nil {
+		log.Info().Int64("duration_ms", time.Since(t0).Milliseconds()).Msg("egress channel checked: a sandbox reaches it")
+		return nil
+	}
+	hint := "run without " + cfgName("egress-profiles")
+	if backend.GVisor(cfg.Runtime) {
+		hint = "name it in " + cfgName("runtime") + ", or " + hint
+	}
+	return fmt.Errorf("%s: %w; %s (README, Egress profiles)", cfgName("egress-profiles"), err, hint)
 }
 
 // egressTool describes the profiles of srv for exec's schema; nil without any.

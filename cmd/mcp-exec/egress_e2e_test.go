@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,23 +11,48 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 // TestEgressE2E runs the binary with --egress-profiles (as MCP_EXEC_EGRESS_PROFILES):
 // exec offers egress as the enum of the profiles' names; a call with a profile gets
 // the proxy (which refuses a host the profile does not name, with the reason), a call
 // without gets no network and no proxy, an unknown name is refused, and the caller's
-// data is nowhere in the server's log. The live tests of launcher/egress/proxy cover
-// the allowed paths against a real public host.
+// data is nowhere in the server's log. The channel directory an earlier run of the
+// instance left is gone once it serves. Under a runtime that does not let the channel
+// through (gVisor without --host-uds=open, MCP_EXEC_TEST_RUNTIME=runsc), the server
+// must refuse to start, naming the flag and the setting. The live tests of
+// launcher/egress/proxy cover the allowed paths against a real public host.
 func TestEgressE2E(t *testing.T) {
 	bin := e2eBuild(t)
 	profiles := filepath.Join(t.TempDir(), "egress.json")
 	if err := os.WriteFile(profiles, []byte(`{"profiles": {"deb": {"hosts": ["deb.debian.org"]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	const instance = "test-egress-e2e"
+	sockets := filepath.Join(t.TempDir(), "sockets")
+	stale := filepath.Join(sockets, proxy.DirPrefix(instance)+"1234")
+	if err := os.MkdirAll(stale, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	env := e2eEnv("MCP_EXEC_POOL_SIZE=1", "MCP_EXEC_EGRESS_PROFILES="+profiles, "MCP_EXEC_EGRESS_DIR="+sockets)
 	token := e2eRandom()
-	srv := e2eServe(t, bin, e2eEnv("MCP_EXEC_POOL_SIZE=1", "MCP_EXEC_EGRESS_PROFILES="+profiles,
-		"MCP_EXEC_EGRESS_DIR="+filepath.Join(t.TempDir(), "sockets")), "http", "test-egress-e2e", token)
+	if runtime := os.Getenv("MCP_EXEC_TEST_RUNTIME"); !launchertest.HostUDS(t, runtime) {
+		_, err := e2eStartServer(t, bin, env, "http", instance, token)
+		var se *e2eStartError
+		if !errors.As(err, &se) || se.exitCode != 1 ||
+			!strings.Contains(se.logs, "--egress-profiles (MCP_EXEC_EGRESS_PROFILES): a sandbox cannot reach its egress channel under gVisor") ||
+			!strings.Contains(se.logs, "--host-uds=open") || !strings.Contains(se.logs, "--runtime (MCP_EXEC_RUNTIME)") {
+			t.Fatalf("under runtime %q, without --host-uds: got %v, want the server to refuse naming --host-uds=open and --runtime", runtime, err)
+		}
+		return
+	}
+	srv := e2eServe(t, bin, env, "http", instance, token)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the earlier run's channel directory %s is still there: %v", stale, err)
+	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "egress-test", Version: "0"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{
 		Endpoint: srv.endpoint, HTTPClient: &http.Client{Transport: headerTransport{token}},
 	}, nil)

@@ -42,7 +42,9 @@ func TestEgressConfig(t *testing.T) {
 		}, "a wildcard over a public suffix"},
 		{"kubernetes", func(c *Config) { c.EgressProfiles, c.Backend = good, "kubernetes" }, `--egress-profiles (MCP_EXEC_EGRESS_PROFILES) needs --backend docker (Docker or Podman), got "kubernetes"`},
 		{"process", func(c *Config) { c.EgressProfiles, c.Backend = good, "process" }, `needs --backend docker (Docker or Podman), got "process"`},
-		{"gvisor", func(c *Config) { c.EgressProfiles, c.Runtime = good, "runsc" }, "--egress-profiles (MCP_EXEC_EGRESS_PROFILES) is not supported under gVisor"},
+		// gVisor is checked at start-up, with a sandbox (checkEgress): the runtime's
+		// flags are the engine's, not the server's.
+		{"gvisor", func(c *Config) { c.EgressProfiles, c.Runtime = good, "runsc" }, ""},
 		{"relative dir", func(c *Config) { c.EgressDir = "egress" }, `--egress-dir (MCP_EXEC_EGRESS_DIR) must be an absolute path, got "egress"`},
 	}
 	for _, tt := range tests {

@@ -261,6 +261,10 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 			return nil, nil, err
 		}
 	}
+	if err := checkEgress(ctx, cfg, l, log); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	l.StartPool()
 	name, err := l.EngineName(cctx)
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
@@ -131,6 +132,35 @@ func New(t testing.TB, opts launcher.Options) *launcher.Launcher {
 	}
 	l.StartPool()
 	return l
+}
+
+// HostUDS reports whether the tests' runtime lets a sandbox connect to a host Unix
+// socket mounted into it (an egress channel), as the engine's own configuration says:
+// any runtime but gVisor's, and runsc when its runtimeArgs hold --host-uds=open or
+// =all. It is the oracle that the launcher's start-up check (CheckEgress) is compared
+// with; a gVisor runtime the engine does not list fails the test.
+func HostUDS(t testing.TB, runtime string) bool {
+	t.Helper()
+	if !backend.GVisor(runtime) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := Client(t).Info(ctx, client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := info.Info.Runtimes[runtime]
+	if !ok {
+		t.Fatalf("the engine lists no runtime %q", runtime)
+	}
+	for _, a := range r.Args {
+		switch strings.TrimLeft(a, "-") {
+		case "host-uds=open", "host-uds=all":
+			return true
+		}
+	}
+	return false
 }
 
 // Buffer collects what goroutines (a process's output copier, a logger) write, for

@@ -51,21 +51,42 @@ func (r *recorder) Open(ctx context.Context, profile string) (string, func() err
 	return dir, closeFn, err
 }
 
-func liveLauncher(t testing.TB) (*launcher.Launcher, *recorder, *launchertest.Buffer) {
+// liveLauncher is a started launcher with the live profiles whose start-up check
+// (CheckEgress) has run; the check's answer must agree with the engine's own
+// configuration of the runtime (launchertest.HostUDS). served reports whether the check passed:
+// where it rightly refused (gVisor without --host-uds=open), the refusal is checked
+// here and a test of the allowed paths has nothing more to run.
+func liveLauncher(t testing.TB) (l *launcher.Launcher, rec *recorder, logs *launchertest.Buffer, served bool) {
 	t.Helper()
 	ps, err := egress.ParseProfiles([]byte(liveProfiles))
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &launchertest.Buffer{}
-	srv, err := proxy.New(ps, t.TempDir(), zerolog.New(logs))
+	logs = &launchertest.Buffer{}
+	srv, err := proxy.New(ps, t.TempDir(), "live", zerolog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	adaptToGateway(t, srv)
-	rec := &recorder{Server: srv, opened: make(chan string, 8)}
-	l := launchertest.New(t, launcher.Options{Egress: rec, MaxConcurrent: 3})
-	return l, rec, logs
+	rec = &recorder{Server: srv, opened: make(chan string, 8)}
+	l = launchertest.New(t, launcher.Options{Egress: rec, MaxConcurrent: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err = l.CheckEgress(ctx)
+	if launchertest.HostUDS(t, l.Options().Runtime) {
+		if err != nil {
+			t.Fatalf("start-up check: %v", err)
+		}
+		return l, rec, logs, true
+	}
+	if !errors.Is(err, launcher.ErrEgressChannel) || !strings.Contains(err.Error(), "--host-uds=open") {
+		t.Fatalf("start-up check under runtime %q, whose runtimeArgs lack --host-uds: got %v, want %v naming --host-uds=open", l.Options().Runtime, err, launcher.ErrEgressChannel)
+	}
+	t.Logf("the start-up check refused, as it must: %v", err)
+	if _, err := l.Run(context.Background(), launcher.Job{Code: "print(1)", Egress: "deb"}); !errors.Is(err, launcher.ErrEgressUnchecked) {
+		t.Errorf("a job with a profile after the refusal: got %v, want %v", err, launcher.ErrEgressUnchecked)
+	}
+	return l, rec, logs, false
 }
 
 // standIn is a public address that stands in for a gateway's (adaptToGateway).
@@ -121,20 +142,6 @@ func hostTrust(t testing.TB) launcher.File {
 	}
 	t.Fatal("no system trust store on this host")
 	return launcher.File{}
-}
-
-// refusedUnderGVisor: under gVisor (MCP_EXEC_TEST_RUNTIME=runsc) this version refuses
-// a job with a profile (documented); the test checks that refusal instead.
-func refusedUnderGVisor(t *testing.T, l *launcher.Launcher) bool {
-	t.Helper()
-	if !l.Options().GVisor() {
-		return false
-	}
-	_, err := l.Run(context.Background(), launcher.Job{Code: "print(1)", Egress: "deb"})
-	if !errors.Is(err, launcher.ErrEgressGVisor) {
-		t.Errorf("under gVisor: got %v, want %v", err, launcher.ErrEgressGVisor)
-	}
-	return true
 }
 
 func run(t *testing.T, l *launcher.Launcher, job launcher.Job) map[string]string {
@@ -237,8 +244,8 @@ func want(t *testing.T, out map[string]string, key, prefix string) {
 // public host: what the profile names works, TLS verified end to end, and nothing else
 // leaves, while the sandbox keeps no network of its own.
 func TestLiveEgressProfile(t *testing.T) {
-	l, _, logs := liveLauncher(t)
-	if refusedUnderGVisor(t, l) {
+	l, _, logs, served := liveLauncher(t)
+	if !served {
 		return
 	}
 	out := run(t, l, launcher.Job{Code: probes, Stdin: canary, Egress: "deb", Files: []launcher.File{hostTrust(t)}})
@@ -276,7 +283,7 @@ func TestLiveEgressProfile(t *testing.T) {
 // TestLiveEgressNoProfile: a job without a profile, on a launcher that has profiles,
 // gets a sandbox with no channel, no relay and no proxy variables.
 func TestLiveEgressNoProfile(t *testing.T) {
-	l, _, _ := liveLauncher(t)
+	l, _, _, _ := liveLauncher(t)
 	out := run(t, l, launcher.Job{Code: `
 import json, os, socket
 out = {"egress_dir": str(os.path.exists("/egress")), "env": str(sorted(k for k in os.environ if "proxy" in k.lower()))}
@@ -294,10 +301,13 @@ print(json.dumps(out))
 
 // TestLiveEgressChannelIsPrivate: while one sandbox holds its channel, another (with
 // another profile) can neither reach the first one's socket by its host path nor get
-// the first one's hosts through its own channel.
+// the first one's hosts through its own channel, and the only socket file anywhere in
+// its filesystem is its own channel's. Under gVisor it runs with --host-uds=open
+// (runsc-egress), where a sandbox may connect to any host socket it can see: so what
+// it can see is what the test pins down.
 func TestLiveEgressChannelIsPrivate(t *testing.T) {
-	l, rec, _ := liveLauncher(t)
-	if refusedUnderGVisor(t, l) {
+	l, rec, _, served := liveLauncher(t)
+	if !served {
 		return
 	}
 	first := make(chan launcher.Result, 1)
@@ -315,8 +325,25 @@ time.sleep(15)`, Egress: "deb", Timeout: 60 * time.Second})
 		t.Fatal("the first sandbox's channel never opened")
 	}
 	out := run(t, l, launcher.Job{Stdin: dir, Egress: "other", Code: `
-import json, os, socket, sys, urllib.request
+import json, os, socket, stat, sys, urllib.request
 out = {}
+found, unlisted = [], []
+for root, dirs, files in os.walk("/", onerror=lambda e: unlisted.append(e.filename)):
+    if root == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys")]
+    for f in files + dirs:
+        p = os.path.join(root, f)
+        try:
+            if stat.S_ISSOCK(os.lstat(p).st_mode):
+                found.append(p)
+        except OSError:
+            pass
+out["sockets"] = " ".join(sorted(found))
+# A directory it cannot list on the image's own filesystem holds no socket (an image
+# layer cannot carry one); one on another filesystem is a mount.
+rootdev = os.stat("/").st_dev
+out["unlisted_mounts"] = " ".join(sorted(d for d in unlisted if os.stat(d).st_dev != rootdev))
+out["unlisted"] = " ".join(sorted(unlisted))
 path = sys.stdin.read().strip() + "/proxy.sock"
 try:
     s = socket.socket(socket.AF_UNIX)
@@ -330,6 +357,11 @@ except Exception as e:
     out["deb"] = "err %s" % e
 print(json.dumps(out))
 `})
+	// Its own channel's directory is the one mount it may search but not list.
+	t.Logf("second sandbox: socket files %q, directories it cannot list %q", out["sockets"], out["unlisted"])
+	if out["sockets"] != "" || out["unlisted_mounts"] != "/egress" {
+		t.Errorf("second sandbox: socket files %q and mounts it cannot list %q, want none and /egress", out["sockets"], out["unlisted_mounts"])
+	}
 	want(t, out, "host_path", "err FileNotFoundError")
 	want(t, out, "deb", "err <urlopen error Tunnel connection failed: 403 egress denied (host_not_allowed)")
 	res := <-first
@@ -341,8 +373,8 @@ print(json.dumps(out))
 // TestLiveEgressCaps: a profile's caps hold per call: past max_bytes a download is cut,
 // past max_connections the next connection is refused.
 func TestLiveEgressCaps(t *testing.T) {
-	l, _, _ := liveLauncher(t)
-	if refusedUnderGVisor(t, l) {
+	l, _, _, served := liveLauncher(t)
+	if !served {
 		return
 	}
 	out := run(t, l, launcher.Job{Egress: "tiny", Code: `

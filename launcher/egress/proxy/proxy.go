@@ -26,11 +26,17 @@
 //     tunnel the program chooses SNI and Host; a CDN serving an allowed name may serve
 //     other sites by them: domain fronting, which only TLS interception could stop.)
 //   - Close ends every connection of the Channel and removes its socket directory.
+//   - A Channel's directory is named after the server's instance (sb-<tag>-*, tag a
+//     hash of the instance name); New removes the ones of its own instance that an
+//     earlier run left (after a crash or SIGKILL), never another instance's.
 package proxy
 
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +69,7 @@ const (
 type Server struct {
 	profiles *egress.Profiles
 	dir      string
+	prefix   string // of this instance's Channel directories: "sb-" + tag + "-"
 	resolver egress.Resolver
 	own      []netip.Prefix
 	log      zerolog.Logger
@@ -72,14 +79,22 @@ type Server struct {
 // New returns a Server whose Channels live in directories under dir, which it creates
 // (mode 0700: only the server's user and root can reach a socket through it). The
 // server's own interface addresses are refused on top of what egress.Vet refuses.
-func New(profiles *egress.Profiles, dir string, log zerolog.Logger) (*Server, error) {
+// Channel directories that an earlier run of the same instance left in dir (its
+// process was killed before it could remove them) are removed; those of other
+// instances sharing dir are not touched.
+func New(profiles *egress.Profiles, dir, instance string, log zerolog.Logger) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("egress socket directory: %w", err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("egress socket directory: %w", err)
 	}
-	s := &Server{profiles: profiles, dir: dir, resolver: net.DefaultResolver, log: log, dial: dialAddr}
+	s := &Server{profiles: profiles, dir: dir, prefix: DirPrefix(instance), resolver: net.DefaultResolver, log: log, dial: dialAddr}
+	if n, err := s.removeStale(); err != nil {
+		return nil, fmt.Errorf("egress socket directory: removing an earlier run's channels: %w", err)
+	} else if n > 0 {
+		log.Info().Int("channels", n).Str("dir", dir).Msg("removed egress channel directories left by an earlier run of this instance")
+	}
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("listing the server's own addresses: %w", err)
@@ -93,6 +108,38 @@ func New(profiles *egress.Profiles, dir string, log zerolog.Logger) (*Server, er
 		}
 	}
 	return s, nil
+}
+
+// DirPrefix is how the names of an instance's Channel directories begin: "sb-", 8 hex
+// digits of the instance name's SHA-256 (fixed length: a socket's path is limited to
+// 107 bytes), "-".
+func DirPrefix(instance string) string {
+	h := sha256.Sum256([]byte(instance))
+	return "sb-" + hex.EncodeToString(h[:4]) + "-"
+}
+
+// removeStale removes the directories of s.prefix in s.dir: at New, none of them can
+// belong to a Channel of this process, and a live server of the same instance would
+// be a misconfiguration the launcher's Reap does not survive either (it removes that
+// instance's sandboxes).
+func (s *Server) removeStale() (int, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), s.prefix) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }
 
 // Profiles returns the profiles the Server serves.
@@ -118,26 +165,8 @@ func (s *Server) OpenChannel(profile string) (*Channel, error) {
 	if !ok {
 		return nil, fmt.Errorf("egress profile %q is not configured", profile)
 	}
-	dir, err := os.MkdirTemp(s.dir, "sb-")
+	dir, ln, err := s.listen()
 	if err != nil {
-		return nil, fmt.Errorf("egress channel: %w", err)
-	}
-	// The sandbox's user needs to search the directory, not to list it.
-	if err := os.Chmod(dir, 0o711); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("egress channel: %w", err)
-	}
-	path := filepath.Join(dir, SocketName)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("egress channel: %w", err)
-	}
-	ln.SetUnlinkOnClose(true)
-	// The sandbox runs as another user than the server: it must be able to connect.
-	if err := os.Chmod(path, 0o666); err != nil {
-		ln.Close()
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("egress channel: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,6 +177,75 @@ func (s *Server) OpenChannel(profile string) (*Channel, error) {
 	c.wg.Add(1)
 	go c.accept()
 	return c, nil
+}
+
+// listen makes a fresh Channel directory and its socket.
+func (s *Server) listen() (string, *net.UnixListener, error) {
+	dir, err := os.MkdirTemp(s.dir, s.prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	// The sandbox's user needs to search the directory, not to list it.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	path := filepath.Join(dir, SocketName)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	ln.SetUnlinkOnClose(true)
+	// The sandbox runs as another user than the server: it must be able to connect.
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, ln, nil
+}
+
+// OpenCheck starts a channel that serves no profile, for the launcher's start-up check
+// (launcher.CheckEgress): it answers every connection with token and a newline, then
+// closes it; nothing is read, resolved or dialled. It returns the host directory that
+// holds its socket, the token (random, so that no other socket can pass for it) and
+// the function that closes it.
+func (s *Server) OpenCheck(context.Context) (dir, token string, closeFn func() error, err error) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	token = "mcp-exec-egress-check-" + hex.EncodeToString(b)
+	dir, ln, err := s.listen()
+	if err != nil {
+		return "", "", nil, fmt.Errorf("egress check channel: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.WriteString(conn, token+"\n")
+			conn.Close()
+		}
+	}()
+	var once sync.Once
+	closeFn = func() error {
+		var err error
+		once.Do(func() {
+			err = ln.Close()
+			wg.Wait()
+			if rmErr := os.RemoveAll(dir); rmErr != nil && err == nil {
+				err = rmErr
+			}
+		})
+		return err
+	}
+	return dir, token, closeFn, nil
 }
 
 // Channel is one sandbox's socket to the proxy, bound to one profile.

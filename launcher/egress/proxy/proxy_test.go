@@ -74,7 +74,7 @@ func newTestServer(t *testing.T, profiles string, upstream string) *testServer {
 		"meta.example.org.":   {netip.MustParseAddr("169.254.169.254")},
 		"mapped.example.org.": {netip.MustParseAddr("::ffff:10.0.0.1")},
 	}}}
-	srv, err := New(ps, filepath.Join(t.TempDir(), "s"), zerolog.New(ts))
+	srv, err := New(ps, filepath.Join(t.TempDir(), "s"), "unit", zerolog.New(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,5 +286,97 @@ func TestChannelClose(t *testing.T) {
 	held.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := held.Read(make([]byte, 1)); err == nil {
 		t.Error("a connection outlived Close")
+	}
+}
+
+// TestCheckChannel: the check channel answers each connection with its token and
+// closes it, and Close removes its directory.
+func TestCheckChannel(t *testing.T) {
+	ts := newTestServer(t, unitProfiles, echoUpstream(t))
+	dir, token, closeFn, err := ts.OpenCheck(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(dir), DirPrefix("unit")) || len(token) < 32 {
+		t.Errorf("dir %q, token %q", dir, token)
+	}
+	for range 2 {
+		c, err := net.Dial("unix", filepath.Join(dir, SocketName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c)
+		c.Close()
+		if err != nil || string(b) != token+"\n" {
+			t.Errorf("read %q, %v; want the token and a newline", b, err)
+		}
+	}
+	if err := closeFn(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("directory left: %v", err)
+	}
+}
+
+// TestStaleChannelsRemoved: a server that starts removes the channel directories an
+// earlier run of its instance left (a SIGKILLed server cannot), and leaves alone
+// those of another instance sharing the directory (live or not) and anything else.
+func TestStaleChannelsRemoved(t *testing.T) {
+	ps, err := egress.ParseProfiles([]byte(unitProfiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// The other instance is live: its channel must keep working.
+	other, err := New(ps, dir, "other", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := other.OpenChannel("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	// The earlier run of "mine", killed: its directories and sockets stay behind
+	// (a listener's file outlives the process that was killed holding it).
+	var stale []string
+	for range 2 {
+		d, err := os.MkdirTemp(dir, DirPrefix("mine"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(d, SocketName), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.SetUnlinkOnClose(false)
+		ln.Close()
+		stale = append(stale, d)
+	}
+	keep := filepath.Join(dir, "not-a-channel")
+	if err := os.Mkdir(keep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	logs := &strings.Builder{}
+	if _, err := New(ps, dir, "mine", zerolog.New(logs)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range stale {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("stale channel directory %s left: %v", d, err)
+		}
+	}
+	if !strings.Contains(logs.String(), `"channels":2`) {
+		t.Errorf("log: %s", logs.String())
+	}
+	for _, d := range []string{live.Dir(), keep} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s removed: %v", d, err)
+		}
+	}
+	if status, _ := ask(t, live, "CONNECT localhost:443 HTTP/1.1\r\n\r\n", ""); !strings.HasPrefix(status, "403 egress denied (special_name)") {
+		t.Errorf("the other instance's live channel: %q", status)
 	}
 }
