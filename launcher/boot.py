@@ -124,31 +124,38 @@ def _main(boot, finish):
         finish(e)
     finish(None)
 
-def _finish(exc):
+def _status(exc):
+    # The exit status of a program that ended with exc (None: it ran to its end), as
+    # the interpreter's own exit gives it: SystemExit's code (a code that is not an int
+    # is written to stderr: status 1); any other exception is reported by sys.excepthook
+    # (status 1). Session cells use it too.
+    import sys
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code & 0xFF
+        try:
+            sys.stderr.write(str(code) + "\n")
+        except BaseException:
+            pass
+        return 1
+    if exc is not None:
+        try:
+            sys.excepthook(type(exc), exc, exc.__traceback__)
+        except BaseException:
+            pass
+        return 1
+    return 0
+
+def _finish(exc, _status=_status):
     # The end of the program, as the interpreter's own exit would do it, minus the
     # teardown of every loaded module (over half a second with pandas loaded): report
     # an uncaught exception, wait for non-daemon threads, run atexit handlers, release
     # the program's globals (closing the files it left open), flush, and exit.
     import gc, os, _signal, sys
-    status, sigint = 0, False
-    if isinstance(exc, SystemExit):
-        code = exc.code
-        if code is None:
-            pass
-        elif isinstance(code, int):
-            status = code & 0xFF
-        else:
-            try:
-                sys.stderr.write(str(code) + "\n")
-            except BaseException:
-                pass
-            status = 1
-    elif exc is not None:
-        try:
-            sys.excepthook(type(exc), exc, exc.__traceback__)
-        except BaseException:
-            pass
-        status, sigint = 1, isinstance(exc, KeyboardInterrupt)
+    status, sigint = _status(exc), isinstance(exc, KeyboardInterrupt)
     exc = None
     threading = sys.modules.get("threading")
     if threading is not None:
@@ -285,6 +292,7 @@ def _plots(sys, outdir):
             return spec
     sys.meta_path.insert(0, Hook())
 
+globals().pop("_status")
 globals().pop("_main")(globals().pop("_boot"), globals().pop("_finish"))
 '''
 
@@ -768,10 +776,10 @@ def send_files(outdir, max_file, max_total, max_count=64):
 # PID 1 forks a holder: an interpreter whose __main__ keeps the session's variables and
 # imports. PID 1 reads the server's stream itself: "MCPEXECS <n> <m> <s>\n", n bytes of
 # code, m bytes of input files, s bytes of stdin (one cell), or "MCPEXECK\n" (kill the
-# running cell). It hands a cell to the holder on a pipe; the holder forks the cell, a
-# copy of itself, which runs the code in the same __main__. When the code ends, by
-# itself or with an exception, the cell says so ("K") and becomes the new holder: PID 1
-# ends the old one (state "kept"). When the server asks for a kill (timeout, cancel),
+# running cell). It writes a cell to the holder's pipe, where the cell (a copy of the
+# holder, forked ahead of its call) reads it and runs the code in the same __main__.
+# When the code ends, by itself or with an exception, the cell says so ("K") and
+# becomes the new holder: PID 1 ends the old one (state "kept"). When the server asks for a kill (timeout, cancel),
 # PID 1 kills every process of the container but itself and the holder, which reports
 # its cell's death ("L"): the session is as it was before the call ("rolled_back"). If
 # the holder is gone as well, PID 1 sends the X frame with "lost" and ends the
@@ -781,7 +789,7 @@ def send_files(outdir, max_file, max_total, max_count=64):
 # ends each cell with an X frame that adds "state". Output written between cells (a
 # thread a cell left) is dropped.
 HOLDER = r"""
-def _holder(seed, plots, files):
+def _holder(seed, plots, files, status_of):
     import os, sys, _signal
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     cmd, ev, outdir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[4]
@@ -829,10 +837,7 @@ def _holder(seed, plots, files):
                 pass
         files(os, blob)
 
-    main = sys.modules["__main__"].__dict__
-    os.write(ev, b"R %d\n" % os.getpid())
-    count = 0
-    while True:
+    def read_call():
         header = b""
         while not header.endswith(b"\n"):
             b = os.read(cmd, 1)
@@ -840,22 +845,34 @@ def _holder(seed, plots, files):
                 os._exit(0)
             header += b
         n, m, s = (int(x) for x in header.split()[1:4])
-        source = read_exact(n).decode("utf-8", "surrogateescape")
-        blob, stdin = read_exact(m), read_exact(s)
-        count += 1
+        return read_exact(n).decode("utf-8", "surrogateescape"), read_exact(m), read_exact(s)
+
+    main = sys.modules["__main__"].__dict__
+    os.write(ev, b"R %d\n" % os.getpid())
+    count, call = 0, None
+    while True:
+        # The next cell is forked ahead of its call, so that the fork and the cell's
+        # set-up are not on the call's path (the copy is the holder as it is between
+        # calls). After a cell has died, the holder reads the next call itself and
+        # forks when it has come: a kill of the dead cell's processes that is still
+        # under way never meets a new cell.
         pid = os.fork()
         if pid:
-            # The old holder: it stays if the cell dies before it has ended (PID 1
-            # ends this process when the cell has).
-            source = blob = stdin = None
+            # The holder: it stays if the cell dies before it has ended (PID 1 ends
+            # this process when the cell has).
+            call = None
             _, st = os.waitpid(pid, 0)
             os.write(ev, b"L %d %d\n" % (pid, os.waitstatus_to_exitcode(st)))
+            call = read_call()
             continue
         try:
             with open("/proc/self/oom_score_adj", "w") as f:
                 f.write("1000")  # the kernel's OOM kill takes the cell, not the holder
         except OSError:
             pass
+        source, blob, stdin = call or read_call()
+        call = None
+        count += 1
         status = 0
         try:
             fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
@@ -873,24 +890,8 @@ def _holder(seed, plots, files):
             code = compile(source, name, "exec", dont_inherit=True)
             source = None
             exec(code, main)
-        except SystemExit as e:
-            c = e.code
-            if c is None:
-                pass
-            elif isinstance(c, int):
-                status = c & 0xFF
-            else:
-                try:
-                    sys.stderr.write(str(c) + "\n")
-                except BaseException:
-                    pass
-                status = 1
         except BaseException as e:
-            try:
-                sys.excepthook(type(e), e, e.__traceback__)
-            except BaseException:
-                pass
-            status = 1
+            status = status_of(e)
         e = code = None
         for f in (sys.stdout, sys.stderr):
             try:
@@ -904,9 +905,10 @@ def _holder(seed, plots, files):
 
 def session_child(main, out_w, err_w, cmd_r, ev_w, preload, outdir, close):
     # The first holder, in the forked child, set up as child() sets up one-shot's.
-    src = CHILD[:CHILD.rindex("globals().pop(\"_main\")")] + HOLDER + \
+    src = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
         '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools")]\n' + \
-        'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"))\n'
+        'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
+        '                         globals().pop("_status"))\n'
     _os, _sys, failed = os, sys, EXIT_FAILED
     try:
         for fd in close:
@@ -1078,6 +1080,7 @@ def session(max_output, preload, outdir, max_file, max_files, seal_fd=None):
         cell = b"CELL %d %d %d\n" % (n, m, s) + read_exact(n) + read_exact(m) + read_exact(s)
         ooms = oom_kills()
         state, status, killed = None, 0, False
+        events()  # the death of a cell forked ahead that never had a call: not this call's
         try:
             while cell:
                 cell = cell[os.write(cmd_w, cell):]

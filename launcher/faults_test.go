@@ -154,8 +154,55 @@ func TestNoCallerDataPersisted(t *testing.T) {
 		"time.sleep(4)\n"
 	canaries := []string{codeCanary, stdinCanary, outCanary}
 
-	type found struct{ where, canary string }
-	search := func(id string) []found {
+	search := callerDataSearch(t, cli, records, canaries)
+
+	type outcome struct {
+		res Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := l.Run(context.Background(), Job{Code: code, Stdin: stdinCanary, Timeout: 30 * time.Second})
+		done <- outcome{res, err}
+	}()
+	id := waitForSandbox(t, cli, l.opts.Instance)
+	time.Sleep(1500 * time.Millisecond) // the program has read its stdin and printed
+	if hits := search(id); len(hits) > 0 {
+		t.Errorf("while running: caller data found: %v", hits)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if !strings.Contains(o.res.Stdout, outCanary) || !strings.Contains(o.res.Stdout, stdinCanary) {
+		t.Fatalf("stdout %q lacks the canaries: the test would prove nothing", o.res.Stdout)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hits := search(""); len(hits) > 0 {
+		t.Errorf("after removal: caller data found: %v", hits)
+	}
+	for _, c := range canaries {
+		if strings.Contains(logs.String(), c) {
+			t.Errorf("our log contains %s", c)
+		}
+	}
+	if !strings.Contains(logs.String(), "sandbox started") {
+		t.Errorf("log: got %q, want lifecycle lines at trace level (else this proves nothing)", logs.String())
+	}
+}
+
+// found is one canary found in the engine's records.
+type found struct{ where, canary string }
+
+// callerDataSearch returns a search of the engine's records (inspect of container id
+// when not empty, the directories of records and the container's own layers) for
+// canaries.
+func callerDataSearch(t *testing.T, cli *client.Client, records, canaries []string) func(id string) []found {
+	return func(id string) []found {
 		var hits []found
 		if id != "" {
 			ins, err := cli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
@@ -196,44 +243,6 @@ func TestNoCallerDataPersisted(t *testing.T) {
 			})
 		}
 		return hits
-	}
-
-	type outcome struct {
-		res Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := l.Run(context.Background(), Job{Code: code, Stdin: stdinCanary, Timeout: 30 * time.Second})
-		done <- outcome{res, err}
-	}()
-	id := waitForSandbox(t, cli, l.opts.Instance)
-	time.Sleep(1500 * time.Millisecond) // the program has read its stdin and printed
-	if hits := search(id); len(hits) > 0 {
-		t.Errorf("while running: caller data found: %v", hits)
-	}
-	o := <-done
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if !strings.Contains(o.res.Stdout, outCanary) || !strings.Contains(o.res.Stdout, stdinCanary) {
-		t.Fatalf("stdout %q lacks the canaries: the test would prove nothing", o.res.Stdout)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := l.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if hits := search(""); len(hits) > 0 {
-		t.Errorf("after removal: caller data found: %v", hits)
-	}
-	for _, c := range canaries {
-		if strings.Contains(logs.String(), c) {
-			t.Errorf("our log contains %s", c)
-		}
-	}
-	if !strings.Contains(logs.String(), "sandbox started") {
-		t.Errorf("log: got %q, want lifecycle lines at trace level (else this proves nothing)", logs.String())
 	}
 }
 

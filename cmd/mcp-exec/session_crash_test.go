@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
+)
+
+// sessionStdio is a stdio server and the JSON-RPC answers it writes on stdout.
+type sessionStdio struct {
+	*crashServer
+	out  *bufio.Scanner
+	next int
+}
+
+// call sends a tools/call and returns its result's structured content and whether it
+// is a tool error.
+func (s *sessionStdio) call(t *testing.T, tool string, args map[string]any) (map[string]any, bool, string) {
+	t.Helper()
+	s.next++
+	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": s.next, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": args}})
+	io.WriteString(s.in, string(req)+"\n")
+	for s.out.Scan() {
+		var m struct {
+			ID     int `json:"id"`
+			Result struct {
+				IsError           bool             `json:"isError"`
+				StructuredContent map[string]any   `json:"structuredContent"`
+				Content           []map[string]any `json:"content"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(s.out.Bytes(), &m) != nil || m.ID != s.next {
+			continue
+		}
+		text := ""
+		for _, c := range m.Result.Content {
+			if s, ok := c["text"].(string); ok {
+				text += s
+			}
+		}
+		return m.Result.StructuredContent, m.Result.IsError, text
+	}
+	t.Fatalf("%s: the server ended before answering", tool)
+	return nil, false, ""
+}
+
+// startSessionStdio starts bin serving stdio with args and initializes the session.
+func startSessionStdio(t *testing.T, bin string, args ...string) *sessionStdio {
+	t.Helper()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		env = append(env, "DOCKER_HOST="+h)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	in, _ := cmd.StdinPipe()
+	errs, _ := cmd.StderrPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	s := &sessionStdio{crashServer: &crashServer{cmd: cmd, in: in, log: bufio.NewScanner(errs)}, out: bufio.NewScanner(out)}
+	s.out.Buffer(make([]byte, 1<<20), 1<<20)
+	crashWaitLog(t, s.log, "serving")
+	go func() { // the log must keep draining
+		for s.log.Scan() {
+		}
+	}()
+	io.WriteString(in, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n")
+	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	return s
+}
+
+// TestSessionExpiryAndRestart, against the real binary and engine: a session's
+// container is gone once the session has expired (idle timeout), and its handle then
+// gets a tool error that says it expired and to call session_create; a session
+// whose server is killed with SIGKILL leaves its container, labelled with its expiry
+// and not its handle, and the next start of the same instance removes it before
+// serving.
+func TestSessionExpiryAndRestart(t *testing.T) {
+	bin := e2eBuild(t)
+	cli := launchertest.Client(t)
+	if _, err := cli.Ping(t.Context(), client.PingOptions{}); err != nil {
+		e2eSkipOrFail(t, "no engine: %v", err)
+	}
+	instance := "test-session-crash-" + e2eRandom()
+	be, err := docker.New(cli, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := crashList(t, be, instance)
+	args := []string{"--instance", instance, "--pool-size", "0", "--log-format", "json", "--session-idle-timeout-s", "3"}
+	if image := os.Getenv("MCP_EXEC_IMAGE"); image != "" {
+		args = append(args, "--image", image)
+	}
+
+	s := startSessionStdio(t, bin, args...)
+	crashWait(t, 30*time.Second, func() bool { return len(list()) == 0 }, "the limits check's sandbox was not removed")
+	created, isErr, text := s.call(t, "session_create", map[string]any{})
+	id, _ := created["session_id"].(string)
+	if isErr || id == "" {
+		t.Fatalf("session_create: error %v, %q", isErr, text)
+	}
+	if res, isErr, text := s.call(t, "exec", map[string]any{"code": "x = 41\nprint(x + 1)", "session_id": id}); isErr || res["stdout"] != "42\n" {
+		t.Fatalf("exec in the session: error %v, %v, %q", isErr, res, text)
+	}
+	if len(list()) != 1 {
+		t.Fatalf("sandboxes of the session: %v, want 1", list())
+	}
+	crashWait(t, 30*time.Second, func() bool { return len(list()) == 0 }, "the expired session's container was not removed")
+	if _, isErr, text := s.call(t, "exec", map[string]any{"code": "print(x)", "session_id": id}); !isErr ||
+		!strings.Contains(text, "expired") || !strings.Contains(text, "session_create") {
+		t.Fatalf("exec with the expired handle: error %v, %q; want a tool error that says expired and session_create", isErr, text)
+	}
+
+	// SIGKILL with a live session, then a restart.
+	created, isErr, text = s.call(t, "session_create", map[string]any{})
+	id, _ = created["session_id"].(string)
+	if isErr || id == "" {
+		t.Fatalf("session_create: error %v, %q", isErr, text)
+	}
+	if res, isErr, _ := s.call(t, "exec", map[string]any{"code": "y = 1", "session_id": id}); isErr {
+		t.Fatalf("exec in the second session: %v", res)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.cmd.Wait()
+	left := list()
+	if len(left) != 1 {
+		t.Fatalf("after SIGKILL: sandboxes %v, want the session's", left)
+	}
+	ins, err := cli.ContainerInspect(t.Context(), left[0], client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.Container.Config.Labels[launcher.LabelSessionExpires] == "" {
+		t.Errorf("the session's container has no %s label", launcher.LabelSessionExpires)
+	}
+	if strings.Contains(string(ins.Raw), id) {
+		t.Errorf("the session's handle is in its container's record")
+	}
+	r := startSessionStdio(t, bin, args...)
+	for _, c := range list() {
+		if c == left[0] {
+			t.Errorf("after restart: the session's container %.12s is still there, want it removed before serving", c)
+		}
+	}
+	if _, isErr, text := r.call(t, "exec", map[string]any{"code": "print(y)", "session_id": id}); !isErr || !strings.Contains(text, "session_create") {
+		t.Errorf("exec with the handle after the restart: error %v, %q; want a tool error naming session_create", isErr, text)
+	}
+}
