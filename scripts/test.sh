@@ -78,10 +78,13 @@ pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestCapture.*|T
 warm_tests='^(TestRunHello|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestKilledFromOutside|TestImageDeleted|TestNoCallerDataPersisted|TestFilesInAndOut|TestPoolClaimsRefill|TestInvariants|TestStdinUnreadStress)$'
 
 step "launcher suite again, with a warm pool"
-# The packages that take sandboxes from a pool (launchertest.New honours
-# MCP_EXEC_TEST_POOL_SIZE). Code mode through the server is not run again here (65 s):
-# what a pool changes for it is the launcher's bridge, which TestBridge* run warm.
-MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -skip "$pool_free" "${engine_pkgs[@]}"
+# ./launcher, whose sandboxes a pool changes (launchertest.New honours
+# MCP_EXEC_TEST_POOL_SIZE). Not again here: the egress proxy's live tests (a job with a
+# profile always gets a cold sandbox of its own, launcher.go), ./launcher/engine (its
+# remote-engine tests run only in scripts/remote-test.sh), and code mode through the
+# server (65 s): what a pool changes for it is the launcher's bridge, which TestBridge*
+# run warm.
+MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -skip "$pool_free" ./launcher
 
 step "engine restart under load (a private dockerd the test stops and starts; never the shared one)"
 # ~85 s on a fresh machine (start 34 s, loading the sandbox image into it; test 47 s;
