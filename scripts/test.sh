@@ -68,7 +68,13 @@ engine_pkgs=(./launcher ./launcher/engine ./launcher/egress/proxy)
 # live ones with a launcher of their own or the docker CLI): the warm runs skip them.
 # A test missing here only runs twice; one listed here must not use testLauncher,
 # launchertest.New or invariantsLauncher.
-pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestEngineUnreachable|TestProbesDetectWeakSandbox|TestFailedRemovalRetried|TestLostCreateSwept|TestCloseSweepsLostCreate|TestRefillHold|TestSessionSpecLabels|TestSlots|TestSpecCommand)$'
+pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestEngineUnreachable|TestProbesDetectWeakSandbox|TestFailedRemovalRetried|TestLostCreateSwept|TestCloseSweepsLostCreate|TestRefillHold|TestSessionSpecLabels|TestSlots|TestSpecCommand|TestSession.*|TestNoSessionCallerDataPersisted)$'
+# (A session's sandbox never comes from the pool: OpenSession starts its own.)
+# The launcher's tests whose engine calls are those of the others (the code-mode bridge,
+# progress, the queue, close's grace, a busy session, an idle session's slot: frames
+# and the launcher's own bookkeeping over a stream the other tests prove) and the unit
+# tests: the cold runs of the other engines and runtimes skip them (Docker runs them).
+engine_free='^(TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestProgress|TestQueueTimeNotCounted|TestCloseLetsRunsFinish|TestSessionBusy|TestSessionIdleHoldsNoSlot|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestBootExitCodesMatch|TestEngineUnreachable|TestSlots|TestSpecCommand|TestSessionSpecLabels)$'
 # The tests of the other engines' and runtimes' warm runs: those where a pool changes
 # what the engine sees (a sandbox started ahead, idle with its stdin attached, then
 # given code; killed, its image removed or the launcher closed while it waits; the
@@ -116,7 +122,7 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
   # the private channel, the caps; 82 s measured at load ~18). TestEgressE2E (the
   # binary) is not run here: what it adds to those (the enum, the log) is the server's,
   # which ./... ran against Docker.
-  DOCKER_HOST=$podman_host go test -race -count=1 -timeout 20m "${engine_pkgs[@]}"
+  DOCKER_HOST=$podman_host go test -race -count=1 -timeout 20m -skip "$engine_free" "${engine_pkgs[@]}"
 
   step "podman (rootful): launcher suite again, with a warm pool"
   # ./launcher only (the pool is the launcher's), and of it $warm_tests.
@@ -179,7 +185,7 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   # ./launcher only: ./launcher/engine's tests (engine discovery, remote engines) do not
   # depend on the runtime, and the egress proxy's live tests run under runsc-egress below
   # (under the strict runsc they would only meet the refusal, which TestEgressE2E checks).
-  MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -p 1 -timeout 20m -skip '^TestProbesDetectWeakSandbox$' ./launcher
+  MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -p 1 -timeout 20m -skip "^TestProbesDetectWeakSandbox\$|$engine_free" ./launcher
   MCP_EXEC_TEST_RUNTIME=runsc MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
   go run ./cmd/mcp-exec selftest --runtime runsc --log-level warn
   # TestEgressE2E here: runsc is strict (no --host-uds), so the server must refuse its
