@@ -186,7 +186,10 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   # ./launcher only: ./launcher/engine's tests (engine discovery, remote engines) do not
   # depend on the runtime, and the egress proxy's live tests run under runsc-egress below
   # (under the strict runsc they would only meet the refusal, which TestEgressE2E checks).
-  MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -p 1 -timeout 20m -skip "^TestProbesDetectWeakSandbox\$|$engine_free" ./launcher
+  # Nor the session tests: the server offers no sessions under gVisor yet (serve.go;
+  # they passed under runsc when run by hand, 172 s at load ~18, docs/sessions.md).
+  MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -p 1 -timeout 20m \
+    -skip "^TestProbesDetectWeakSandbox\$|$engine_free|^(TestSession.*|TestNoSessionCallerDataPersisted)\$" ./launcher
   MCP_EXEC_TEST_RUNTIME=runsc MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
   go run ./cmd/mcp-exec selftest --runtime runsc --log-level warn
   # TestEgressE2E here: runsc is strict (no --host-uds), so the server must refuse its
