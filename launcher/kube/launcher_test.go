@@ -203,8 +203,10 @@ func TestLauncherPodDeletedMidExec(t *testing.T) {
 			go func() {
 				for i := 0; i < 300; i++ {
 					time.Sleep(100 * time.Millisecond)
-					if pods := instancePods(t, admin, inst); len(pods) == 1 {
-						time.Sleep(2 * time.Second) // let it start running the program
+					if pods := instancePods(t, admin, inst); len(pods) == 1 && containerRunning(admin, pods[0]) {
+						// The container runs; let the launcher's start (the gate, the
+						// code) end and the program run.
+						time.Sleep(2 * time.Second)
 						now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
 						var err error
 						if how == "evict" {
@@ -235,6 +237,21 @@ func TestLauncherPodDeletedMidExec(t *testing.T) {
 			assertNoPods(t, admin, inst)
 		})
 	}
+}
+
+// containerRunning reports whether the pod's container has started (a pod deleted
+// before that fails the start, not the run: "sandbox not found").
+func containerRunning(admin kubernetes.Interface, name string) bool {
+	p, err := admin.CoreV1().Pods(sandboxNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // TestLauncherReap: Reap removes this instance's leftover pods and never another instance's.

@@ -158,6 +158,11 @@ open(%q + '/m.txt', 'w').write('mcp-exec-sessf-' + s)`, launcher.OutputDir, laun
 	if r1.Stdout != markers[0]+"\n" || r2.Stdout != markers[1]+"\n" || len(r2.Files) != 1 || string(r2.Files[0].Data) != markers[2] {
 		t.Fatalf("the output did not come back: %q, %q, files %d", r1.Stdout, r2.Stdout, len(r2.Files))
 	}
+	// The container log is written a line at a time (CRI's format), and sealed output is
+	// random bytes: the markers' ciphertext reaches the file only once a byte 0x0a
+	// follows it, which 143 bytes lack more often than not. A third call's 20,000 sealed
+	// bytes hold one almost surely (the chance of none is e^-78).
+	liveSessionExec(t, s, launcher.Job{Code: "print('p' * 20000)"})
 	pods := sessionPods(t, admin, l.Options().Instance)
 	if len(pods) != 1 {
 		t.Fatalf("session pods: %v, want one", pods)
