@@ -2,8 +2,7 @@
 # Linters (`make lint`; scripts/test.sh runs this before the long suites):
 #   - staticcheck on every package, with every build tag the tests use;
 #   - govulncheck against the Go vulnerability database;
-#   - shellcheck on every shell script of the repository;
-#   - images/server/deps.txt current (scripts/server-deps.sh --check).
+#   - shellcheck on every shell script of the repository.
 # The Go tools are installed from the Go module proxy, at pinned versions, into a
 # cache directory outside the clone ($MCP_EXEC_TOOLS, default ~/.cache/mcp-exec/tools),
 # once; shellcheck from Debian's packages when missing.
@@ -36,9 +35,6 @@ govulncheck=$(install govulncheck golang.org/x/vuln/cmd/govulncheck "$govulnchec
 if ! command -v shellcheck >/dev/null; then
   apt-get install -y shellcheck >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y shellcheck >/dev/null; }
 fi
-
-echo "lint: images/server/deps.txt current (scripts/server-deps.sh --check)"
-bash scripts/server-deps.sh --check
 
 echo "lint: staticcheck"
 "$staticcheck" ./...
