@@ -61,15 +61,5 @@ func TestNoSessionCallerDataPersisted(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if hits := search(""); len(hits) > 0 {
-		t.Errorf("after removal: caller data found: %v", hits)
-	}
-	for _, c := range canaries {
-		if strings.Contains(logs.String(), c) {
-			t.Errorf("our log contains %s", c)
-		}
-	}
-	if !strings.Contains(logs.String(), "sandbox started") {
-		t.Errorf("log: got %q, want lifecycle lines at trace level (else this proves nothing)", logs.String())
-	}
+	assertNoCallerDataLeft(t, search, canaries, logs.String())
 }
