@@ -136,7 +136,7 @@ build_server() {
   # would send the whole repository: it ignores images/server/Dockerfile.dockerignore).
   # They go whole, tests included, so that a later docker-compose 1.x build of the
   # same sources finds every layer in the cache.
-  tar -cf - go.mod go.sum cmd launcher mcpserver images/server/Dockerfile \
+  tar -cf - go.mod go.sum images/server/deps.txt cmd launcher mcpserver images/server/Dockerfile \
     | docker build --quiet -f images/server/Dockerfile -t "$server_image" \
         --build-arg GO_IMAGE="$goimg" --build-arg VERSION="$version" \
         ${GOPROXY:+--build-arg GOPROXY="$GOPROXY"} ${GOSUMDB:+--build-arg GOSUMDB="$GOSUMDB"} \

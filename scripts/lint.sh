@@ -40,6 +40,9 @@ echo "lint: staticcheck"
 "$staticcheck" ./...
 "$staticcheck" -tags enginefault,remoteengine ./...
 
+echo "lint: images/server/deps.txt (scripts/server-deps.sh --check)"
+bash scripts/server-deps.sh --check
+
 echo "lint: shellcheck"
 git ls-files -z '*.sh' .ci/run | xargs -0 shellcheck
 

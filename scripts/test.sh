@@ -18,6 +18,11 @@ step() {
 finish() { step_done; printf -- '-- total: %d s\n' $((SECONDS - t_start)); }
 trap finish EXIT
 
+# go test through scripts/lib/gotest.py: the output of go test without -v (results,
+# failures), plus each package's skipped tests and slowest tests with their seconds, so
+# that CI's output says where the time of a step goes. pipefail: go test's status.
+gotest() { go test -json "$@" | python3 scripts/lib/gotest.py; }
+
 step "engine"
 bash scripts/engine.sh
 step "images"
@@ -55,7 +60,7 @@ step "go test -race"
 # CI=true turns a missing engine into a failure instead of a skip.
 export CI=${CI:-}
 # One package at a time: several tests time real sandboxes, and two cores are few.
-go test -race -count=1 -p 1 -timeout 30m ./...
+gotest -race -count=1 -p 1 -timeout 30m ./...
 
 # The packages whose tests start sandboxes through an engine (launchertest.New or the
 # launcher's own): the suites of the other engines, runtimes and the warm pool run these
@@ -91,7 +96,7 @@ step "launcher suite again, with a warm pool"
 # remote-engine tests run only in scripts/remote-test.sh), and code mode through the
 # server (65 s): what a pool changes for it is the launcher's bridge, which TestBridge*
 # run warm.
-MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -skip "$pool_free" ./launcher
+MCP_EXEC_TEST_POOL_SIZE=2 gotest -race -count=1 -timeout 20m -skip "$pool_free" ./launcher
 
 step "engine restart under load (a private dockerd the test stops and starts; never the shared one)"
 # ~85 s on a fresh machine (start 34 s, loading the sandbox image into it; test 47 s;
@@ -100,7 +105,7 @@ eval "$(bash scripts/fault-engine.sh start)"
 MCP_EXEC_TEST_FAULT_HOST=$MCP_EXEC_TEST_FAULT_HOST \
   MCP_EXEC_TEST_FAULT_DOWN="bash $PWD/scripts/fault-engine.sh down" \
   MCP_EXEC_TEST_FAULT_UP="bash $PWD/scripts/fault-engine.sh up" \
-  go test -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./cmd/mcp-exec
+  gotest -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./cmd/mcp-exec
 bash scripts/fault-engine.sh stop
 
 step "remote engines: tcp:// with TLS (a second dockerd on 127.0.0.1) and ssh:// (an sshd on 127.0.0.1)"
@@ -123,11 +128,11 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
   # the private channel, the caps; 82 s measured at load ~18). TestEgressE2E (the
   # binary) is not run here: what it adds to those (the enum, the log) is the server's,
   # which ./... ran against Docker.
-  DOCKER_HOST=$podman_host go test -race -count=1 -timeout 20m -skip "$engine_free" "${engine_pkgs[@]}"
+  DOCKER_HOST=$podman_host gotest -race -count=1 -timeout 20m -skip "$engine_free" "${engine_pkgs[@]}"
 
   step "podman (rootful): launcher suite again, with a warm pool"
   # ./launcher only (the pool is the launcher's), and of it $warm_tests.
-  DOCKER_HOST=$podman_host MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
+  DOCKER_HOST=$podman_host MCP_EXEC_TEST_POOL_SIZE=2 gotest -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
 
   step "podman (rootful): mcp-exec selftest"
   DOCKER_HOST=$podman_host go run ./cmd/mcp-exec selftest --log-level warn
@@ -137,7 +142,7 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
   MCP_EXEC_TEST_FAULT_HOST=$podman_host \
     MCP_EXEC_TEST_FAULT_DOWN="bash $PWD/scripts/podman.sh --stop-service" \
     MCP_EXEC_TEST_FAULT_UP="bash $PWD/scripts/podman.sh >/dev/null" \
-    go test -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./cmd/mcp-exec
+    gotest -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./cmd/mcp-exec
 
   left=$(podman ps -aq --filter label=dev.mcp-exec.role=sandbox | wc -l)
   if [ "$left" != 0 ]; then
@@ -150,7 +155,7 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
     ruser=${MCP_EXEC_ROOTLESS_USER:-mcp-exec-rootless}
     ruid=$(id -u "$ruser")
     DOCKER_HOST=unix:///run/user/$ruid/podman/podman.sock MCP_EXEC_TEST_EXPECT_UNENFORCED=1 \
-      go test -race -count=1 -p 1 -timeout 10m \
+      gotest -race -count=1 -p 1 -timeout 10m \
       -run '^(TestVerifyLimitsUnenforcedLive|TestRunPrograms|TestTimeoutKillsProcessTree|TestEngineNameLive|TestUnenforcedLimitsLive)$' \
       ./launcher ./launcher/engine ./cmd/mcp-exec
     left=$(runuser -u "$ruser" -- env XDG_RUNTIME_DIR="/run/user/$ruid" \
@@ -164,7 +169,7 @@ fi
 if [ -z "${MCP_EXEC_SKIP_CRUN:-}" ]; then
   step "crun: registered with dockerd (SIGHUP, no restart), then the sandbox tests under it"
   bash scripts/crun.sh
-  MCP_EXEC_TEST_RUNTIME=crun go test -race -count=1 -timeout 20m \
+  MCP_EXEC_TEST_RUNTIME=crun gotest -race -count=1 -timeout 20m \
     -run '^(TestRuntimeLive|TestRunPrograms|TestTimeoutKillsProcessTree|TestVerifyLimits|TestInvariants|TestKilledFromOutside|TestCancelRemovesContainer|TestCloseEndsRuns)$' ./launcher
 fi
 
@@ -188,18 +193,18 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   # (under the strict runsc they would only meet the refusal, which TestEgressE2E checks).
   # Nor the session tests: the server offers no sessions under gVisor yet (serve.go;
   # they passed under runsc when run by hand, 172 s at load ~18, docs/sessions.md).
-  MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -p 1 -timeout 20m \
+  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -p 1 -timeout 20m \
     -skip "^TestProbesDetectWeakSandbox\$|$engine_free|^(TestSession.*|TestNoSessionCallerDataPersisted)\$" ./launcher
-  MCP_EXEC_TEST_RUNTIME=runsc MCP_EXEC_TEST_POOL_SIZE=2 go test -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
+  MCP_EXEC_TEST_RUNTIME=runsc MCP_EXEC_TEST_POOL_SIZE=2 gotest -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
   go run ./cmd/mcp-exec selftest --runtime runsc --log-level warn
   # TestEgressE2E here: runsc is strict (no --host-uds), so the server must refuse its
   # egress profiles at start, naming the flag (~33 s at load ~18).
-  MCP_EXEC_TEST_RUNTIME=runsc go test -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestEgressE2E)$' ./cmd/mcp-exec
+  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestEgressE2E)$' ./cmd/mcp-exec
   # Egress under gVisor: runsc-egress is runsc with --host-uds=open (scripts/runsc.sh).
   # The live tests (start-up check, public host, the private channel, caps): 89-108 s
   # measured at load ~18. The binary's positive path (TestEgressE2E) ran under runc in
   # ./...; what gVisor changes, the channel, is these tests'.
-  MCP_EXEC_TEST_RUNTIME=runsc-egress go test -race -count=1 -timeout 10m -run '^TestLiveEgress' ./launcher/egress/proxy
+  MCP_EXEC_TEST_RUNTIME=runsc-egress gotest -race -count=1 -timeout 10m -run '^TestLiveEgress' ./launcher/egress/proxy
 fi
 
 step "short fuzz"
