@@ -248,8 +248,11 @@ func (s *Session) cell(ctx context.Context, sb *sandbox, sw *switchWriter, job J
 			if sb.dec.finished() {
 				res, err = s.ended(sb, time.Since(began))
 			} else {
+				// The whole sandbox went (under gVisor, an allocation far beyond the
+				// limit ends it: docs/sessions.md), and the interpreter with it.
 				res, err = sb.vanished(ctx, time.Since(began))
 				res.SessionState = SessionLost
+				res.Stderr = appendNote(res.Stderr, lostNote)
 			}
 		case <-timer.C:
 			res, err = s.interrupt(ctx, sb, time.Since(began))
@@ -279,10 +282,13 @@ func (s *Session) ended(sb *sandbox, d time.Duration) (Result, error) {
 		return Result{SessionState: SessionLost}, fmt.Errorf("%w: session sandbox %s: exit frame without a session state", ErrSandbox, shortID(sb.id))
 	}
 	if res.SessionState == SessionLost {
-		res.Stderr = appendNote(res.Stderr, "[mcp-exec] the session's interpreter was lost: its variables are gone; the next call starts an empty one (files in /tmp too)\n")
+		res.Stderr = appendNote(res.Stderr, lostNote)
 	}
 	return res, nil
 }
+
+// lostNote ends the stderr of a call that lost its session.
+const lostNote = "[mcp-exec] the session's interpreter was lost: its variables are gone; the next call starts an empty one (files in /tmp too)\n"
 
 // interruptWait bounds how long a killed call's exit frame may take before the whole
 // sandbox goes (and the session is lost).

@@ -295,17 +295,18 @@ func isLoopback(a net.Addr) bool {
 	return ok && ta.IP.IsLoopback()
 }
 
-// sessionOptions offers sessions on the docker backend (Docker or Podman) and on the
-// kubernetes backend (a pod per session, held by the replica that created it), with
-// runc or crun only: gVisor's are not tested yet, and the process backend cannot keep
-// one run's memory, stdin and files from the next (docs/sessions.md). There the
-// session tools are absent, and the log says why.
+// sessionOptions offers sessions on the docker backend (Docker or Podman, under runc,
+// crun or gVisor's runsc) and on the kubernetes backend (a pod per session, held by
+// the replica that created it, under the node's default runtime). Not on the process
+// backend, which cannot keep one run's memory, stdin and files from the next, nor on
+// the kubernetes backend with a gVisor RuntimeClass, whose sessions are not tested
+// (docs/sessions.md). There the session tools are absent, and the log says why.
 func sessionOptions(cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
 	if cfg.MaxSessions == 0 {
 		return mcpserver.SessionOptions{}
 	}
-	if (cfg.Backend != "docker" && cfg.Backend != "kubernetes") || l.Options().GVisor() {
-		log.Info().Str("backend", cfg.Backend).Str("runtime", cfg.Runtime).Msg("sessions are not offered by this backend or runtime yet (docker or kubernetes, with runc or crun only): no session tools")
+	if cfg.Backend != "docker" && (cfg.Backend != "kubernetes" || l.Options().GVisor()) {
+		log.Info().Str("backend", cfg.Backend).Str("runtime", cfg.Runtime).Msg("sessions are not offered by this backend or runtime yet (docker under any runtime, or kubernetes without gVisor): no session tools")
 		return mcpserver.SessionOptions{}
 	}
 	return mcpserver.SessionOptions{

@@ -61,12 +61,8 @@ func (s *sessionStdio) call(t *testing.T, tool string, args map[string]any) (map
 // startSessionStdio starts bin serving stdio with args and initializes the session.
 func startSessionStdio(t *testing.T, bin string, args ...string) *sessionStdio {
 	t.Helper()
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		env = append(env, "DOCKER_HOST="+h)
-	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = env
+	cmd.Env = e2eEnv() // under MCP_EXEC_TEST_RUNTIME, e.g. runsc, when set
 	in, _ := cmd.StdinPipe()
 	errs, _ := cmd.StderrPipe()
 	out, _ := cmd.StdoutPipe()

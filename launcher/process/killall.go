@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +39,7 @@ const killAllRounds = 5
 // the task list lock, and a fork under way when it does fails: no process can fork
 // its way out, nor continue a stopped one to run ahead of the kill. Then it reaps
 // what was reparented to the server and checks that nothing of the runs is left in
-// the server's tree.
+// the server's tree, zombies included.
 func (b *Backend) killAll() error {
 	for round := 0; round < killAllRounds; round++ {
 		b.mu.Lock() // held across every fork, and no sweep takes the helper for a stray
@@ -47,16 +48,15 @@ func (b *Backend) killAll() error {
 		if err != nil {
 			return err
 		}
-		b.sweep()
-		if len(b.leftovers(0)) == 0 {
+		if len(b.settle()) == 0 {
 			return nil
 		}
 	}
-	left := b.leftovers(0)
+	left := b.settle()
 	if len(left) == 0 {
 		return nil
 	}
-	return fmt.Errorf("processes %v are still alive after %d rounds of kill(-1, SIGKILL)", left, killAllRounds)
+	return fmt.Errorf("processes %v are still there (alive or unreaped) after %d rounds of kill(-1, SIGKILL)", left, killAllRounds)
 }
 
 // runKillHelper runs the helper that sends kill(-1, SIGKILL); mu must be held (a
@@ -79,13 +79,16 @@ func (b *Backend) idleKillsAll() bool {
 	return b.opts.Serial && len(b.live) == 0 && os.Getpid() == 1 && os.Getuid() != 0 && os.Geteuid() != 0
 }
 
-// leftovers are the live processes below the server (a run's processes can be
-// nowhere else: every run's bootstrap and the server are subreapers), but for except
-// (a run's wrapper, 0 for none) and everything below it. A process an operator
-// started in the container (docker exec) has its parent outside the namespace and is
-// not counted.
+// leftovers are the processes below the server (a run's processes can be nowhere
+// else: every run's bootstrap and the server are subreapers), but for except (a run's
+// wrapper, 0 for none) and everything below it. Zombies count until they are reaped:
+// the pids cgroup and RLIMIT_NPROC count them too, and one that became a zombie after
+// the last sweep still holds its share of the next run's limit (the sweep reaps it).
+// Only a run's wrapper that has ended is left out: its own Wait reaps it. A process an
+// operator started in the container (docker exec) has its parent outside the
+// namespace and is not counted. Called with mu held.
 func (b *Backend) leftovers(except int) []int {
-	procs, err := readProcs()
+	procs, err := scanProcs()
 	if err != nil {
 		return []int{-1}
 	}
@@ -98,11 +101,30 @@ func (b *Backend) leftovers(except int) []int {
 	}
 	var out []int
 	for _, p := range descendants(procs, os.Getpid()) {
-		if alive(p) && !skip[p.pid] {
+		if !skip[p.pid] && (alive(p) || !b.live[p.pid]) {
 			out = append(out, p.pid)
 		}
 	}
 	return out
+}
+
+// settleRounds bounds settle's sweeps.
+const settleRounds = 20
+
+// settle sweeps until no leftover is left below the server (a zombie that appeared
+// after one sweep is reaped by the next), for at most settleRounds sweeps, and
+// returns what is still there.
+func (b *Backend) settle() []int {
+	for round := 0; ; round++ {
+		b.sweep()
+		b.mu.Lock()
+		left := b.leftovers(0)
+		b.mu.Unlock()
+		if len(left) == 0 || round >= settleRounds {
+			return left
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // killAllHelper is the helper's body: kill(-1, SIGKILL) once its parent is verified

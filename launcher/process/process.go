@@ -564,13 +564,13 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 		}
 		// Below the reaped bootstrap nothing can remain (it was a subreaper, and its
 		// orphans went to the server): sweep them.
-		b.sweep()
-		if b.opts.Serial {
+		if !b.opts.Serial {
+			b.sweep()
+		} else if left := b.settle(); len(left) > 0 {
 			// The run stays (and the next one waits for it, then fails) while any
-			// process of it is left.
-			if left := b.leftovers(0); len(left) > 0 {
-				return errors.Join(append(errs, fmt.Errorf("removing run %s: %d of its processes are still there after being killed (pids %v)", id, len(left), left))...)
-			}
+			// process of it is left, a zombie included (it holds a share of the pids
+			// limit until it is reaped).
+			return errors.Join(append(errs, fmt.Errorf("removing run %s: %d of its processes are still there after being killed (pids %v)", id, len(left), left))...)
 		}
 	}
 	if err := removeTree(r.dir); err != nil {

@@ -59,7 +59,37 @@ func readStat(pid int) (proc, bool) {
 	if err != nil {
 		return proc{}, false
 	}
-	return proc{pid: pid, ppid: ppid, state: f[0][0]}, true
+	return proc{pid: pid, ppid: ppid, state: groupState(pid, f[0][0])}, true
+}
+
+// groupState is the state of the whole process given its leader's: /proc/<pid>/stat
+// shows the leader thread only, and a leader that ended by itself (exit(2), not
+// exit_group) shows Z while the process's other threads run on. Such a process is
+// not gone: it counts as running (or stopped) as its live threads are.
+func groupState(pid int, leader byte) byte {
+	if leader != 'Z' {
+		return leader
+	}
+	tids, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return leader
+	}
+	state := leader
+	for _, t := range tids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/stat")
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 || i+2 >= len(b) {
+			continue
+		}
+		switch s := b[i+2]; s {
+		case 'Z', 'X':
+		case 'T', 't':
+			state = s
+		default:
+			return s // a live thread that is not stopped
+		}
+	}
+	return state
 }
 
 // descendants returns the processes below root (root excluded), zombies included.
@@ -151,12 +181,12 @@ func killTree(root int, withRoot bool) (int, error) {
 // maxStopRounds bounds killTree's rounds.
 const maxStopRounds = 1000
 
-// scanProcs is killTree's scan of the processes: readProcs, but for tests, which put
-// an adversary's move at an exact point of a round (tree_test.go).
+// scanProcs is the scan of killTree and of the leftovers check: readProcs, but for
+// tests, which put an adversary's move at an exact point (tree_test.go).
 var scanProcs = readProcs
 
-// waitGone waits until none of pids is alive any more (zombies count as gone), for at
-// most d. It reports whether they all went.
+// waitGone waits until none of pids is alive any more (zombies count as gone, but
+// not a zombie leader whose threads run on), for at most d. It reports whether they all went.
 func waitGone(pids []int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {

@@ -2,12 +2,20 @@ package process
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // The tree kill against issue 20 item 4's attack: a tree whose processes continue
@@ -165,5 +173,124 @@ func TestKillTreeKillsEverySeenProcessWhenItGivesUp(t *testing.T) {
 	if !waitGone([]int{root, child}, 5*time.Second) {
 		t.Fatalf("after killTree gave up (%d rounds, %v): root %d alive %v, its child %d alive %v; want both killed",
 			rounds, err, root, pidAlive(root), child, pidAlive(child))
+	}
+}
+
+// leaderState is the state /proc/<pid>/stat shows: the leader thread's alone.
+func leaderState(pid int) byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
+
+// TestKillTreeKillsAProcessWhoseLeaderExited: a program's main thread that ends
+// with exit(2) (not exit_group) leaves its process showing Z in /proc/<pid>/stat
+// while its other threads run on. That process is not gone: the tree kill kills it.
+// Before the fix it counted as a zombie, was never signalled, and its thread
+// outlived the kill (and the leftovers check and waitGone called it gone).
+func TestKillTreeKillsAProcessWhoseLeaderExited(t *testing.T) {
+	if python() == "" {
+		t.Fatal("python3 not found")
+	}
+	cmd := exec.Command(python(), "-I", "-c", fmt.Sprintf(`
+import ctypes, threading, time
+threading.Thread(target=lambda: time.sleep(600)).start()
+print("ready", flush=True)
+ctypes.CDLL(None).syscall(%d, 0)  # exit(2) of the main thread only
+`, unix.SYS_EXIT))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(waited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-waited })
+	if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("the program did not start: %q", sc.Text())
+	}
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(5 * time.Second); leaderState(pid) != 'Z'; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader of %d never showed Z (state %c)", pid, leaderState(pid))
+		}
+	}
+	if p, ok := readStat(pid); !ok || !alive(p) {
+		t.Errorf("a process whose leader exited but whose thread runs: got alive %v (state %c), want alive", ok && alive(p), p.state)
+	}
+	if _, err := killTree(pid, true); err != nil {
+		t.Fatalf("killTree: %v", err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("after killTree, process %d (leader exited) still runs a thread: want it killed", pid)
+	}
+}
+
+// zombie makes a child of the test process (the server here) that exits at once and
+// is not reaped, and waits until it is a zombie.
+func zombie(t *testing.T) int {
+	t.Helper()
+	pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = syscall.Wait4(pid, nil, syscall.WNOHANG, nil) })
+	waitState(t, pid, "a zombie", func(s byte) bool { return s == 'Z' })
+	return pid
+}
+
+// TestLeftoversCountUnreapedZombies: a process of an ended run that has died but is
+// not reaped yet still holds its share of the container's pids limit (and of
+// RLIMIT_NPROC), so the leftovers check counts it, and a Serial removal sweeps again
+// until it is reaped, also when it became a zombie after the removal's sweep. Before
+// the fix the check counted zombies as gone: a run could be removed (and the next one
+// started) with the pids of the last one still taken.
+func TestLeftoversCountUnreapedZombies(t *testing.T) {
+	b := New(Options{
+		Scratch: t.TempDir(), Limits: Limits{CPUSeconds: 60, Files: 256}, SweepEvery: time.Hour,
+		Serial: true, Log: zerolog.New(zerolog.NewTestWriter(t)),
+	})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+
+	z := zombie(t)
+	b.mu.Lock()
+	left := b.leftovers(0)
+	b.mu.Unlock()
+	if !slices.Contains(left, z) {
+		t.Errorf("leftovers with the unreaped zombie %d below the server: got %v, want it among them", z, left)
+	}
+	b.sweep()
+	if _, ok := readStat(z); ok {
+		t.Fatalf("zombie %d not reaped by the sweep", z)
+	}
+
+	// A zombie that appears after the removal's sweep, at its leftovers scan.
+	s := start(t, b, "print('ran')")
+	<-s.conn.Done()
+	if _, err := b.Inspect(t.Context(), s.id); err != nil {
+		t.Fatal(err)
+	}
+	late := 0
+	withScan(t, func(round int) ([]proc, error) {
+		if round == 0 {
+			late = zombie(t)
+		}
+		return readProcs()
+	})
+	if err := b.Remove(t.Context(), s.id); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if late == 0 {
+		t.Fatal("the removal never checked for leftovers")
+	}
+	if p, ok := readStat(late); ok {
+		t.Fatalf("after Remove, the zombie %d that appeared after its sweep is still there (state %c): want it reaped", late, p.state)
 	}
 }
