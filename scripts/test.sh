@@ -60,6 +60,8 @@ step "go test -race"
 # CI=true turns a missing engine into a failure instead of a skip.
 export CI=${CI:-}
 # One package at a time: several tests time real sandboxes, and two cores are few.
+# TestE2ESession (cmd/mcp-exec: the TypeScript client's data-analysis sequence in one
+# session) runs here only, on Docker with runc: 14 s with -race at load ~4 (measured).
 gotest -race -count=1 -p 1 -timeout 30m ./...
 
 # The packages whose tests start sandboxes through an engine (launchertest.New or the

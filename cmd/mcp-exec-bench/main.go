@@ -6,6 +6,9 @@
 //	    transports);
 //	(d) mcp-exec warm (a pool of started sandboxes), with and without Preload
 //	    numpy,pandas, each call either after the pool has refilled or back to back;
+//	(e) the same calls in one live session;
+//	(f) a ~50 MB CSV loaded once in a session and queried 10 times, against 10
+//	    one-shot execs that each load it (csv.go);
 //
 // then sustained throughput (cold, warm) at several concurrencies beside the engine's
 // own churn rate (create+start+wait+remove of a hardened container running `true`),
@@ -63,7 +66,7 @@ type config struct {
 	args        []string
 }
 
-var sections = []string{"host", "docker", "cold", "warm", "throughput", "runtimes", "codemode"}
+var sections = []string{"host", "docker", "cold", "warm", "csv", "throughput", "runtimes", "codemode"}
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -208,6 +211,7 @@ func (b *bench) all(ctx context.Context) error {
 		{"docker", b.docker},
 		{"cold", b.cold},
 		{"warm", b.warm},
+		{"csv", b.csv},
 		{"throughput", b.throughput},
 		{"runtimes", b.runtimes}, // only with -compare-runtime
 		{"codemode", b.codemode},

@@ -35,6 +35,7 @@ type report struct {
 	churnPy            []tput // diagnostic: the churn loop running an interpreter
 	rt                 []*rtRow
 	code               *codeRows
+	csv                *csvRows
 	leftBeforeSweep    int
 	notes              []string
 }
@@ -240,6 +241,7 @@ func (r *report) print(w io.Writer) {
 		p("")
 	}
 
+	r.printCSV(p)
 	r.printRuntimes(p)
 	r.printCodeMode(p)
 	r.printTargets(p)

@@ -59,6 +59,12 @@ func (s *stack) openSession(ctx context.Context) error {
 	return nil
 }
 
+// closeSession ends session sid through session_close (idempotent: a second close is
+// not an error).
+func (s *stack) closeSession(ctx context.Context, sid string) {
+	s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "session_close", Arguments: map[string]any{"session_id": sid}})
+}
+
 func newStack(ctx context.Context, cli *client.Client, image, runtime string, opts launcher.Options) (*stack, error) {
 	return newStackUpstreams(ctx, cli, image, runtime, opts, nil)
 }
