@@ -1,4 +1,4 @@
-// What the e2e clients (client.mjs, rich.mjs, lb.mjs) share: the protocol constants,
+// What the e2e clients (client.mjs, rich.mjs, session.mjs, lb.mjs) share: the protocol constants,
 // the check helpers, and the loop that connects, runs a battery of checks and prints
 // ONE JSON report on stdout (progress on stderr), exiting 0 only when every check
 // passed.
@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 export const AUTH_HEADER = 'X-MCP-AUTH';
 export const CONNECT_TIMEOUT_MS = 30_000;
@@ -70,6 +71,18 @@ export function stdioTransport(cmd) {
     args: [],
     env: { ...process.env, MCP_EXEC_TRANSPORT: 'stdio' },
     stderr: 'inherit',
+  });
+}
+
+// stdioOrHTTPTransport is the transport of a client that speaks stdio (the server
+// spawned from cmd, stdioTransport) or streamable HTTP to url, with the token in
+// AUTH_HEADER when one is given.
+export function stdioOrHTTPTransport(name, cmd, url, token) {
+  if (name === 'stdio') {
+    return stdioTransport(cmd);
+  }
+  return new StreamableHTTPClientTransport(url, {
+    requestInit: token ? { headers: { [AUTH_HEADER]: token } } : undefined,
   });
 }
 

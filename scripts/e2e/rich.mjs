@@ -21,10 +21,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 
 import {
-  AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioTransport, textOf, toolError, usageExit,
+  TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioOrHTTPTransport, textOf, toolError, usageExit,
 } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 // The sandbox must be gone this soon after the abort. The program sleeps 60 s with a
 // 120 s timeout, so a cancel that never reached the sandbox leaves it for a minute: the
@@ -51,18 +50,6 @@ if (!opts.instance) {
 const token = opts.token ?? '';
 const docker = opts.docker ?? 'docker';
 const url = transportName === 'stdio' ? undefined : new URL(opts.url ?? 'http://127.0.0.1:8080/mcp');
-
-function makeTransport() {
-  switch (transportName) {
-    case 'stdio':
-      return stdioTransport(opts.cmd);
-    case 'http':
-      return new StreamableHTTPClientTransport(url, {
-        requestInit: token ? { headers: { [AUTH_HEADER]: token } } : undefined,
-      });
-  }
-  throw new Error('unreachable');
-}
 
 // ---- helpers ---------------------------------------------------------------------
 
@@ -319,5 +306,5 @@ const report = newReport(transportName, url, token);
 {
   const client = new Client({ name: 'mcp-exec-e2e-rich', version: '1.0.0' }, { capabilities: {} });
   client.onerror = onSdkError;
-  await runAndReport(client, makeTransport(), checks, report, log);
+  await runAndReport(client, stdioOrHTTPTransport(transportName, opts.cmd, url, token), checks, report, log);
 }

@@ -27,10 +27,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 
 import {
-  AUTH_HEADER, CALL_TIMEOUT_MS, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioTransport, textOf, toolError, usageExit,
+  CALL_TIMEOUT_MS, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioOrHTTPTransport, textOf, toolError, usageExit,
 } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const INSTANCE_LABEL = 'dev.mcp-exec.instance';
 const USAGE = 'usage: node session.mjs --transport stdio|http [--url URL] [--token T] [--cmd BINARY] --instance NAME [--docker PATH]';
@@ -51,18 +50,6 @@ if (!opts.instance) {
 const token = opts.token ?? '';
 const docker = opts.docker ?? 'docker';
 const url = transportName === 'stdio' ? undefined : new URL(opts.url ?? 'http://127.0.0.1:8080/mcp');
-
-function makeTransport() {
-  switch (transportName) {
-    case 'stdio':
-      return stdioTransport(opts.cmd);
-    case 'http':
-      return new StreamableHTTPClientTransport(url, {
-        requestInit: token ? { headers: { [AUTH_HEADER]: token } } : undefined,
-      });
-  }
-  throw new Error('unreachable');
-}
 
 const execFileP = promisify(execFile);
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
@@ -286,5 +273,5 @@ const report = newReport(transportName, url, token, { session_id: undefined });
 
 {
   const client = new Client({ name: 'mcp-exec-e2e-session', version: '1.0.0' }, { capabilities: {} });
-  await runAndReport(client, makeTransport(), checks, report, log);
+  await runAndReport(client, stdioOrHTTPTransport(transportName, opts.cmd, url, token), checks, report, log);
 }
