@@ -794,7 +794,7 @@ func TestValidateKubernetesSettings(t *testing.T) {
 	if _, err := cfgLoad([]string{"--backend", "kubernetes", "--kube-namespace", ""}, nil); err == nil || !strings.Contains(err.Error(), "--kube-namespace (MCP_EXEC_KUBE_NAMESPACE)") {
 		t.Errorf("an empty --kube-namespace: got %v, want an error naming it", err)
 	}
-	// The default is deploy/kubernetes' sandbox namespace, never the server's own.
+	// The default is docs/deploy/kubernetes' sandbox namespace, never the server's own.
 	if c, err := cfgLoad([]string{"--backend", "kubernetes"}, nil); err != nil || c.KubeNamespace != "mcp-exec-sandbox" || c.KubeUserNamespace {
 		t.Errorf("defaults: got namespace %q, user namespace %v, %v; want mcp-exec-sandbox, false", c.KubeNamespace, c.KubeUserNamespace, err)
 	}

@@ -23,7 +23,7 @@ import (
 // SIGKILLed mid-exec leaves its pod; restarted with the same instance it deletes that pod
 // before it serves, never another instance's; after SIGTERM no pod of it is left. It runs when
 // MCP_EXEC_TEST_KUBECONFIG names a test cluster (scripts/k8s/ci.sh), with the namespace of
-// deploy/kubernetes applied (the launcher/kube tests apply it).
+// docs/deploy/kubernetes applied (the launcher/kube tests apply it).
 func TestKubeRestartReapsOrphans(t *testing.T) {
 	kc := os.Getenv("MCP_EXEC_TEST_KUBECONFIG")
 	if kc == "" {
@@ -41,7 +41,7 @@ func TestKubeRestartReapsOrphans(t *testing.T) {
 			utilnet.CloseIdleConnectionsFor(tr)
 		}
 	})
-	const ns = kube.DefaultNamespace // deploy/kubernetes' sandbox namespace
+	const ns = kube.DefaultNamespace // docs/deploy/kubernetes' sandbox namespace
 	bin := e2eBuild(t)
 	instance := "test-crash-reap-kube"
 

@@ -15,7 +15,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
-// tokenSecret is the Secret deploy/kubernetes tells the deployer to create in the server's
+// tokenSecret is the Secret docs/deploy/kubernetes tells the deployer to create in the server's
 // namespace (docs/kubernetes.md, "Running it").
 const tokenSecret = "mcp-exec-token"
 
@@ -201,7 +201,7 @@ func bindPolicyToTestNamespaces(t *testing.T, admin kubernetes.Interface) {
 	}
 }
 
-// TestManifestsAdmission proves the ValidatingAdmissionPolicy of deploy/kubernetes: alone (in a
+// TestManifestsAdmission proves the ValidatingAdmissionPolicy of docs/deploy/kubernetes: alone (in a
 // namespace without Pod Security) it refuses every pod not shaped like the backend's, naming
 // itself, and admits the backend's pods with each of the server's options; in the sandbox
 // namespace the server's ServiceAccount can create none of the bad pods and each of the good

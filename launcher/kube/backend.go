@@ -30,7 +30,7 @@ import (
 // Backend runs each sandbox as a Pod of a Kubernetes cluster, through its API server: it
 // creates the pod from PodSpec, waits for it to run, attaches stdin, stdout and stderr
 // (pods/attach, SPDY), and deletes it. It satisfies launcher.Backend. Its requests are exactly
-// those the Role in deploy/kubernetes allows.
+// those the Role in docs/deploy/kubernetes allows.
 type Backend struct {
 	cfg  *rest.Config
 	cs   kubernetes.Interface

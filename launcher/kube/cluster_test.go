@@ -14,7 +14,7 @@ import (
 // it after bringing the cluster up, so there a missing cluster fails).
 const envKubeconfig = "MCP_EXEC_TEST_KUBECONFIG"
 
-// The namespaces of deploy/kubernetes: the server's (its ServiceAccount, its token Secret), and
+// The namespaces of docs/deploy/kubernetes: the server's (its ServiceAccount, its token Secret), and
 // the sandboxes', where the tests run their pods (the backend's default).
 const (
 	serverNamespace  = "mcp-exec"
@@ -46,7 +46,7 @@ func adminConfig(t testing.TB) *rest.Config {
 const serviceAccount = "system:serviceaccount:" + serverNamespace + ":mcp-exec"
 
 // asServiceAccount returns cfg impersonating the server's ServiceAccount, so that every request
-// made with it is authorized by the Role of deploy/kubernetes and nothing else.
+// made with it is authorized by the Role of docs/deploy/kubernetes and nothing else.
 func asServiceAccount(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount}

@@ -49,7 +49,7 @@ func CheckNamespace(sandbox, podNamespace string) error {
 	}
 	if sandbox == podNamespace {
 		return fmt.Errorf("sandbox namespace %q is the server pod's own namespace: the sandboxes need a namespace of their own, "+
-			"where the server's Secrets are not and only sandbox-shaped pods are admitted (deploy/kubernetes: %s)", sandbox, DefaultNamespace)
+			"where the server's Secrets are not and only sandbox-shaped pods are admitted (docs/deploy/kubernetes: %s)", sandbox, DefaultNamespace)
 	}
 	return nil
 }

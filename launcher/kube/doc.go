@@ -20,10 +20,10 @@
 //     random bytes of this pod alone, which only stdin carried (seal.go); its stderr holds
 //     its own diagnostics only. The key reaches the bootstrap through a pipe read after the
 //     fork, so the program never holds it.
-//   - The backend's requests are exactly those deploy/kubernetes' Role allows (pods create,
+//   - The backend's requests are exactly those docs/deploy/kubernetes' Role allows (pods create,
 //     get, list, watch, delete; pods/attach create), in the sandbox namespace, which is never
 //     the server pod's own (CheckNamespace: that one holds its token Secret); its tests run as
-//     that ServiceAccount. Every pod PodSpec makes passes deploy/kubernetes' admission policy,
+//     that ServiceAccount. Every pod PodSpec makes passes docs/deploy/kubernetes' admission policy,
 //     which admits nothing else there.
 //   - A create is never cancelled mid-request, so every pod made has a known name and is
 //     deleted; deletes use grace period 0.

@@ -23,7 +23,7 @@ import (
 // clone3 with ENOSYS, leaves the program no thread (glibc falls back to clone only on ENOSYS).
 const envGVisorSeccomp = "MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP"
 
-// gvisorRuntimeClass is the RuntimeClass scripts/k8s/up.sh applies (deploy/kubernetes/gvisor).
+// gvisorRuntimeClass is the RuntimeClass scripts/k8s/up.sh applies (docs/deploy/kubernetes/gvisor).
 const gvisorRuntimeClass = "gvisor"
 
 // gvisorPids is RLIMIT_NPROC in the base spec of the test cluster's runsc runtime

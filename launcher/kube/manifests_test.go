@@ -26,9 +26,9 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-const manifestDir = "../../deploy/kubernetes"
+const manifestDir = "../../docs/deploy/kubernetes"
 
-// readManifests decodes every object of every YAML file in deploy/kubernetes except the
+// readManifests decodes every object of every YAML file in docs/deploy/kubernetes except the
 // kustomization, keyed by file.
 func readManifests(t testing.TB) map[string][]*unstructured.Unstructured {
 	t.Helper()
@@ -134,7 +134,7 @@ func ensureDefaultServiceAccount(t testing.TB, cs kubernetes.Interface, ns strin
 	}
 }
 
-// policyName is the ValidatingAdmissionPolicy of deploy/kubernetes/admission.yaml; the API
+// policyName is the ValidatingAdmissionPolicy of docs/deploy/kubernetes/admission.yaml; the API
 // server names it in every refusal.
 const policyName = "mcp-exec-sandbox-pods"
 
@@ -159,7 +159,7 @@ func awaitPolicy(t testing.TB, cs kubernetes.Interface, ns string) {
 	t.Fatalf("the admission policy %s is not enforced in %s after 30 s: an unlabelled pod got %v", policyName, ns, err)
 }
 
-// TestManifestsDryRun applies every object of deploy/kubernetes with a server-side dry run:
+// TestManifestsDryRun applies every object of docs/deploy/kubernetes with a server-side dry run:
 // the API server validates each against its schema and admission (Pod Security "restricted"
 // for the namespace's pods, the Deployment's pod template included).
 func TestManifestsDryRun(t *testing.T) {

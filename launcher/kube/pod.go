@@ -19,7 +19,7 @@ import (
 // Options configure the pods a Backend makes. Zero values take the defaults named on each field.
 type Options struct {
 	// Namespace of the sandbox pods, a namespace of their own (never the server's, which
-	// holds its Secrets); "" is DefaultNamespace, deploy/kubernetes' sandbox namespace.
+	// holds its Secrets); "" is DefaultNamespace, docs/deploy/kubernetes' sandbox namespace.
 	Namespace string
 	// UserNamespace runs each pod in a user namespace of its own (hostUsers: false): root
 	// in the pod, were it ever reached, is not root on the node. Every node that runs
@@ -49,7 +49,7 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// DefaultNamespace is the sandbox namespace of deploy/kubernetes (namespace.yaml): pods only,
+// DefaultNamespace is the sandbox namespace of docs/deploy/kubernetes (namespace.yaml): pods only,
 // no Secret, and an admission policy that admits only pods shaped like PodSpec's.
 const DefaultNamespace = "mcp-exec-sandbox"
 

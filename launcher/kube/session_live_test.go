@@ -59,7 +59,7 @@ func sessionPods(t *testing.T, admin kubernetes.Interface, instance string) map[
 }
 
 // TestLiveSession: a session on the Kubernetes backend, as the server's ServiceAccount
-// (so the Role and the admission policy of deploy/kubernetes admit its pod): one pod,
+// (so the Role and the admission policy of docs/deploy/kubernetes admit its pod): one pod,
 // labelled with the expiry and nothing of the handle, holds the interpreter across
 // calls through the sealed attach stream; a variable and a file in /tmp live from one
 // call to the next; a timeout rolls the interpreter back; a second call while one runs

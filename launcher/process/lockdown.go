@@ -163,7 +163,7 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	case !l.Network:
 		miss("network namespace holds only loopback", "interfaces %s besides loopback: a program could reach the network; docker run --network none (serving HTTP or SSE needs a network: then set MCP_EXEC_STANDALONE_EGRESS_DENIED=true behind a NetworkPolicy that denies egress)", strings.Join(others, ", "))
 	case !l.EgressDenied:
-		miss("egress denied", "serving %s needs a network (interfaces %s), and a program would share it: deny egress outside the container (the Kubernetes NetworkPolicy in deploy/standalone, a firewall) and say so with MCP_EXEC_STANDALONE_EGRESS_DENIED=true (--standalone-egress-denied)", "HTTP/SSE", strings.Join(others, ", "))
+		miss("egress denied", "serving %s needs a network (interfaces %s), and a program would share it: deny egress outside the container (the Kubernetes NetworkPolicy in docs/deploy/standalone, a firewall) and say so with MCP_EXEC_STANDALONE_EGRESS_DENIED=true (--standalone-egress-denied)", "HTTP/SSE", strings.Join(others, ", "))
 	default:
 		reached, tried, err := l.probeEgress(ctx)
 		st.ProbedEgress = tried

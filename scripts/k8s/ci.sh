@@ -36,7 +36,7 @@ go run ./cmd/mcp-exec seccomp-profile > "$KSTATE/kubelet/seccomp/profiles/mcp-ex
 go run ./cmd/mcp-exec seccomp-profile --gvisor > "$KSTATE/kubelet/seccomp/profiles/mcp-exec-gvisor.json"
 
 # The manifests (server-side dry run, Pod Security, RBAC) and the backend, as the server's
-# ServiceAccount, against the cluster. They apply deploy/kubernetes' namespaces, ServiceAccount,
+# ServiceAccount, against the cluster. They apply docs/deploy/kubernetes' namespaces, ServiceAccount,
 # Role, admission policy and NetworkPolicy for real. TestLiveGVisor* run pods of the RuntimeClass
 # gvisor (~15 s).
 MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \

@@ -339,6 +339,6 @@ kwaitfor 120 node_ready
 # No controller-manager: lift the taint its node-lifecycle controller would lift.
 kc taint nodes "$KNODE" node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
 bash "$here/kns.sh" default >/dev/null
-# The RuntimeClass for gVisor sandboxes (mcp-exec --runtime gvisor), the one deploy/kubernetes ships.
-kc apply -f "$here/../../deploy/kubernetes/gvisor/runtimeclass.yaml" >/dev/null
+# The RuntimeClass for gVisor sandboxes (mcp-exec --runtime gvisor), the one docs/deploy/kubernetes ships.
+kc apply -f "$here/../../docs/deploy/kubernetes/gvisor/runtimeclass.yaml" >/dev/null
 kts "cluster up: export KUBECONFIG=$KUBECONFIG_ADMIN"
