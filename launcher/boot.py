@@ -776,7 +776,9 @@ def send_files(outdir, max_file, max_total, max_count=64):
 # PID 1 forks a holder: an interpreter whose __main__ keeps the session's variables and
 # imports. PID 1 reads the server's stream itself: "MCPEXECS <n> <m> <s>\n", n bytes of
 # code, m bytes of input files, s bytes of stdin (one cell), or "MCPEXECK\n" (kill the
-# running cell). It writes a cell to the holder's pipe, where the cell (a copy of the
+# running cell), or, between cells and only when sealing, "MCPEXECR <64 hex>\n": a new
+# seal key whose keystream starts at 0 (a shared session on Kubernetes, attached anew
+# for each call by whichever replica serves it). It writes a cell to the holder's pipe, where the cell (a copy of the
 # holder, forked ahead of its call) reads it and runs the code in the same __main__.
 # When the code ends, by itself or with an exception, the cell says so ("K") and
 # becomes the new holder: PID 1 ends the old one (state "kept"). When the server asks for a kill (timeout, cancel),
@@ -1039,7 +1041,7 @@ def session(max_output, preload, outdir, max_file, max_files, seal_fd=None):
             if not b:
                 os._exit(EXIT_OK)  # the server closed the stream: the session ends
             line += b
-            if len(line) > 64:
+            if len(line) > 80:
                 fatal("bad session header")
         return line
 
@@ -1074,6 +1076,17 @@ def session(max_output, preload, outdir, max_file, max_files, seal_fd=None):
         parts = read_line().split()
         if parts == [b"MCPEXECK"]:
             continue  # a kill that came after its cell had ended
+        if len(parts) == 2 and parts[0] == b"MCPEXECR" and seal is not None:
+            # A new attach (a shared session on Kubernetes: any replica serves the next
+            # call): a fresh key, whose keystream starts at 0, seals what follows.
+            try:
+                key = bytes.fromhex(parts[1].decode())
+            except ValueError:
+                key = b""
+            if len(key) != SEAL_KEY_SIZE:
+                fatal("bad session seal key")
+            seal = sealer(key)
+            continue
         if len(parts) != 4 or parts[0] != b"MCPEXECS" or not all(p.isdigit() for p in parts[1:]):
             fatal("bad session header")
         n, m, s = (int(p) for p in parts[1:])

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,20 @@ type SessionOptions struct {
 	// Memory is the session sandbox's memory (and swap) limit in bytes; 0 is the
 	// launcher's Memory.
 	Memory int64
+	// Shared: any launcher on the same backend may serve the session (launcher/kube's
+	// SharedSessions). The sandbox is attached for each call (the backend must be a
+	// Reattacher), not held by this launcher: once ready it is detached and no longer
+	// this launcher's (neither its shutdown nor its reaper removes it). Labels must
+	// then hold backend.LabelSessionKey.
+	Shared bool
+	// Labels and Annotations are added to the sandbox's (metadata, never caller data).
+	Labels, Annotations map[string]string
+}
+
+// Reattacher is a backend whose session sandboxes can be attached again, for one call
+// at a time, by any launcher: Kubernetes (pods with stdinOnce false).
+type Reattacher interface {
+	Reattach(ctx context.Context, id string, stdout, stderr io.Writer) (backend.Conn, error)
 }
 
 // Session is one sandbox that keeps a Python interpreter across calls: boot.py's
@@ -59,6 +74,7 @@ type Session struct {
 	sb     *sandbox   // nil: none yet, or lost; the next call starts one
 	sw     *switchWriter
 	closed bool
+	id     string // a shared session's sandbox, attached per call
 }
 
 // SessionSpec is the spec of a session's sandbox: SpecOf with the session command,
@@ -74,6 +90,14 @@ func SessionSpec(o Options, so SessionOptions) backend.Spec {
 	if !so.Expires.IsZero() {
 		spec.Labels[LabelSessionExpires] = strconv.FormatInt(so.Expires.Unix(), 10)
 	}
+	for k, v := range so.Labels {
+		if _, own := spec.Labels[k]; !own {
+			spec.Labels[k] = v
+		}
+	}
+	if len(so.Annotations) > 0 {
+		spec.Annotations = maps.Clone(so.Annotations)
+	}
 	return spec
 }
 
@@ -86,11 +110,37 @@ func (l *Launcher) OpenSession(ctx context.Context, so SessionOptions) (*Session
 	}
 	defer l.runs.Done()
 	s := &Session{l: l, opts: so}
+	if so.Shared {
+		if _, ok := l.be.(Reattacher); !ok || so.Labels[backend.LabelSessionKey] == "" {
+			return nil, errors.New("a shared session needs a backend that reattaches (Kubernetes) and the session key label")
+		}
+	}
 	if err := s.ensure(ctx); err != nil {
 		return nil, l.closedOr(err)
 	}
+	if so.Shared {
+		// Ready: detach. The sandbox is now the session's, served by whichever launcher
+		// gets its next call (AttachSession).
+		s.mu.Lock()
+		sb := s.sb
+		s.mu.Unlock()
+		sb.conn.Close()
+		<-sb.streamDone
+		s.l.untrack(sb.id)
+		s.id = sb.id
+	}
 	return s, nil
 }
+
+// AttachSession returns the shared session whose sandbox is id (made by OpenSession with
+// Shared, by this launcher or another): each Exec attaches to it for its call. Close
+// removes the sandbox.
+func (l *Launcher) AttachSession(id string) *Session {
+	return &Session{l: l, opts: SessionOptions{Shared: true}, id: id}
+}
+
+// ID is a shared session's sandbox id ("" for a session this launcher holds).
+func (s *Session) ID() string { return s.id }
 
 // ensure starts the session's sandbox if it has none. It is called with s.run held
 // (or before the session is shared).
@@ -132,6 +182,16 @@ func (s *Session) ensure(ctx context.Context) error {
 // Close removes the session's sandbox. It does not wait for a call in flight, which
 // ends with its sandbox gone. Closing twice is fine.
 func (s *Session) Close() {
+	if s.opts.Shared {
+		s.mu.Lock()
+		id, done := s.id, s.closed
+		s.closed = true
+		s.mu.Unlock()
+		if !done && id != "" {
+			s.removeShared(id)
+		}
+		return
+	}
 	s.mu.Lock()
 	sb := s.sb
 	s.sb, s.closed = nil, true
@@ -166,8 +226,60 @@ func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 	return s.l.call(ctx, job, s.exec)
 }
 
+// removeShared removes a shared session's sandbox, in the background as dispose does.
+func (s *Session) removeShared(id string) {
+	l := s.l
+	l.cleanup.Add(1)
+	go func() {
+		defer l.cleanup.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := l.remove(ctx, id); err != nil {
+			l.log.Warn().Err(err).Str("container_id", shortID(id)).Msg("removing a shared session's sandbox (its expiry will)")
+		}
+	}()
+}
+
+// execShared is exec for a shared session: attach, run the call, detach. A lost
+// interpreter ends the session (its sandbox is removed): the store that found the
+// sandbox knows no other.
+func (s *Session) execShared(ctx context.Context, job Job) (Result, error) {
+	l := s.l
+	s.mu.Lock()
+	id, closed := s.id, s.closed
+	s.mu.Unlock()
+	if closed || id == "" {
+		return Result{}, ErrSessionClosed
+	}
+	t0 := time.Now()
+	sw := &switchWriter{}
+	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}}
+	conn, err := l.be.(Reattacher).Reattach(ctx, id, sw, sb.diag)
+	if err != nil {
+		return Result{}, l.backendErr("attaching to the session's sandbox", err)
+	}
+	sb.conn, sb.streamDone = conn, conn.Done()
+	take := time.Since(t0)
+	res, err := s.cell(ctx, sb, sw, job)
+	conn.Close()
+	<-sb.streamDone
+	res.Timing.Take, res.Timing.Warm = take, true
+	kept := res.SessionState == SessionKept || res.SessionState == SessionRolledBack
+	if res.SessionState == SessionLost || (err != nil && !(kept && errors.Is(err, context.Canceled))) {
+		res.SessionState = SessionLost
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.removeShared(id)
+	}
+	return res, l.closedOr(err)
+}
+
 // exec is Exec's body, inside Launcher.call.
 func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
+	if s.opts.Shared {
+		return s.execShared(ctx, job)
+	}
 	l := s.l
 	t0 := time.Now()
 	if err := s.ensure(ctx); err != nil {

@@ -12,6 +12,12 @@ const (
 	LabelRole     = "dev.mcp-exec.role"     // always RoleSandbox
 	LabelInstance = "dev.mcp-exec.instance" // the launcher's Options.Instance
 	RoleSandbox   = "sandbox"
+	// LabelSessionKey marks a session sandbox that every replica of the server may
+	// serve (launcher/kube's SharedSessions): its value is a truncated hash of the
+	// session's handle, never the handle. Such a sandbox is not its instance's alone:
+	// List leaves it out, so no replica's reaper, orphan sweep or shutdown removes it;
+	// the session's own expiry does (every replica's sweeper).
+	LabelSessionKey = "dev.mcp-exec.session-key"
 )
 
 // Spec is one sandbox, as every backend must make it. It is pure data, the same for
@@ -25,6 +31,9 @@ type Spec struct {
 	WorkDir  string   // working directory: a private, noexec tmpfs of TmpfsSize bytes
 	Hostname string
 	Labels   map[string]string // LabelRole and LabelInstance at least
+	// Annotations, where the backend has them (Kubernetes): a shared session's state
+	// (hashes, deadlines, its call count), never caller data.
+	Annotations map[string]string
 
 	Memory    int64   // bytes; also the memory+swap limit (no swap)
 	Pids      int64   // processes and threads

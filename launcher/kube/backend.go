@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -132,6 +133,22 @@ func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer
 	if err := b.waitRunning(ctx, id); err != nil {
 		return nil, err
 	}
+	// Open the start gate (see startGate) with the pod's seal key before anything else is
+	// written: the bootstrap starts once the attach carries its output, and seals all of it.
+	return b.attach(ctx, id, stdout, stderr, "")
+}
+
+// Reattach (launcher.Reattacher) attaches again to a shared session's running pod, for
+// one call: its first line, "MCPEXECR <key>", gives the bootstrap a fresh seal key whose
+// keystream starts at 0, so that any replica can undo the seal of the call it serves
+// without knowing what other replicas read. The pod's stdin outlives the attach
+// (stdinOnce false); the bootstrap writes nothing between calls.
+func (b *Backend) Reattach(ctx context.Context, id string, stdout, stderr io.Writer) (backend.Conn, error) {
+	return b.attach(ctx, id, stdout, stderr, "MCPEXECR ")
+}
+
+// attach attaches to the pod and writes prefix and a fresh seal key as its first line.
+func (b *Backend) attach(ctx context.Context, id string, stdout, stderr io.Writer, prefix string) (backend.Conn, error) {
 	req := b.cs.CoreV1().RESTClient().Post().Namespace(b.opts.Namespace).Resource("pods").Name(id).SubResource("attach").
 		VersionedParams(&corev1.PodAttachOptions{Container: containerName, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	exec, err := remotecommand.NewSPDYExecutor(b.cfg, "POST", req.URL())
@@ -145,13 +162,11 @@ func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pr, pw := io.Pipe()
 	c := &conn{pw: pw, cancel: cancel, done: make(chan struct{})}
-	// Open the start gate (see startGate) with the pod's seal key before anything else is
-	// written: the bootstrap starts once the attach carries its output, and seals all of
-	// it. The write returns when the stream reads it.
+	// The key's line goes first; the write returns when the stream reads it.
 	c.mu.Lock()
 	go func() {
 		defer c.mu.Unlock()
-		_, _ = pw.Write([]byte(line + "\n"))
+		_, _ = pw.Write([]byte(prefix + line + "\n"))
 	}()
 	unsealed := newUnsealer(stdout, key)
 	go func() {
@@ -348,6 +363,12 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 // List returns the names of every sandbox pod labelled with instance, in any phase.
 func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
 	sel := labels.SelectorFromSet(labels.Set{backend.LabelRole: backend.RoleSandbox, backend.LabelInstance: instance})
+	// A shared session's pod belongs to every replica (backend.LabelSessionKey).
+	notShared, err := labels.NewRequirement(backend.LabelSessionKey, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, err
+	}
+	sel = sel.Add(*notShared)
 	list, err := b.cs.CoreV1().Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods in namespace %s: %w", b.opts.Namespace, b.classify(err))

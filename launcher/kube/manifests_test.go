@@ -249,6 +249,7 @@ func TestManifestsRBAC(t *testing.T) {
 	for _, a := range []access{
 		{ns, "create", "pods", ""}, {ns, "get", "pods", ""}, {ns, "list", "pods", ""},
 		{ns, "watch", "pods", ""}, {ns, "delete", "pods", ""}, {ns, "create", "pods", "attach"},
+		{ns, "update", "pods", ""}, // a shared session's state in its pod's annotations (shared.go)
 	} {
 		if !can(t, cs, a) {
 			t.Errorf("the ServiceAccount may not %s; the backend needs it", a)
@@ -256,7 +257,7 @@ func TestManifestsRBAC(t *testing.T) {
 	}
 	denied := []access{
 		{ns, "create", "pods", "exec"}, {ns, "get", "pods", "exec"}, {ns, "get", "pods", "log"},
-		{ns, "create", "pods", "portforward"}, {ns, "update", "pods", ""}, {ns, "patch", "pods", ""},
+		{ns, "create", "pods", "portforward"}, {ns, "patch", "pods", ""},
 		{ns, "update", "pods", "status"}, {ns, "patch", "pods", "ephemeralcontainers"},
 		{ns, "deletecollection", "pods", ""}, {ns, "get", "pods", "attach"},
 		{ns, "get", "secrets", ""}, {ns, "list", "secrets", ""}, {ns, "create", "secrets", ""}, {ns, "get", "configmaps", ""},
@@ -267,7 +268,7 @@ func TestManifestsRBAC(t *testing.T) {
 		{"", "create", "pods", ""}, {"", "list", "pods", ""},
 	}
 	// The server's own namespace: not even the pods the backend may make elsewhere.
-	for _, verb := range []string{"create", "get", "list", "watch", "delete"} {
+	for _, verb := range []string{"create", "get", "list", "watch", "delete", "update"} {
 		denied = append(denied, access{own, verb, "pods", ""}, access{own, verb, "secrets", ""})
 	}
 	denied = append(denied, access{own, "create", "pods", "attach"}, access{own, "create", "pods", "exec"},

@@ -177,6 +177,7 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 			GenerateName: podNamePrefix,
 			Namespace:    o.Namespace,
 			Labels:       labels,
+			Annotations:  maps.Clone(spec.Annotations),
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
@@ -209,9 +210,11 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 				Env:             envVars(spec.Env),
 				WorkingDir:      spec.WorkDir,
 				Stdin:           true,
-				StdinOnce:       true,
-				TTY:             false,
-				Resources:       corev1.ResourceRequirements{Limits: res, Requests: res.DeepCopy()},
+				// A shared session's pod is attached once per call, by any replica:
+				// its stdin must outlive each attach.
+				StdinOnce: spec.Labels[backend.LabelSessionKey] == "",
+				TTY:       false,
+				Resources: corev1.ResourceRequirements{Limits: res, Requests: res.DeepCopy()},
 				// The kubelet copies this file into the pod's status; FallbackToLogsOnError
 				// would copy the end of the output there. The kubelet binds it, mode 0666,
 				// from the node's disk: at its default /dev/termination-log a program

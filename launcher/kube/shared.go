@@ -1,0 +1,372 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+// Shared sessions: a session's pod that every replica of the server can serve, so that
+// clients behind a load balancer need no affinity. The pod is the store: it is found by
+// a label whose value is a truncated hash of the handle (backend.LabelSessionKey), and
+// carries the session's state in annotations (below), which each call claims by an
+// update conditioned on the pod's resourceVersion (compare-and-swap: of two replicas, one
+// wins, the other's call is busy). The handle is never stored: the annotations hold its
+// SHA-256, against which a presented handle is checked in constant time, and a hash of
+// the owner's identity salted with the handle (no one can test a guessed identity without
+// the handle). Each call attaches anew (launcher.Session's shared mode, Backend.Reattach,
+// a fresh seal key per call). Every replica's sweeper deletes the session pods whose
+// idle deadline or maximum lifetime has passed, whoever made them; activeDeadlineSeconds
+// is the backstop should no replica run.
+const (
+	annHandle    = "dev.mcp-exec.session-handle-sha256" // hex SHA-256 of the handle (domain-separated)
+	annOwner     = "dev.mcp-exec.session-owner-sha256"  // hex SHA-256 of the handle and the owner's identity
+	annIdle      = "dev.mcp-exec.session-idle-s"        // the idle timeout, seconds
+	annIdleUntil = "dev.mcp-exec.session-idle-until"    // Unix ms: ends unless a call comes first
+	annExpires   = "dev.mcp-exec.session-expires-at"    // Unix ms: the maximum lifetime's end
+	annCount     = "dev.mcp-exec.session-count"         // calls claimed so far
+	annBusyUntil = "dev.mcp-exec.session-busy-until"    // Unix ms: a call's claim, "" when idle
+	annBusyBy    = "dev.mcp-exec.session-busy-by"       // the claim's random token
+)
+
+// claimMargin is added to a call's timeout for its claim: the kill, the exit frame
+// (launcher's interruptWait is 5 s), attaching and releasing.
+const claimMargin = 30 * time.Second
+
+// ErrSessionGone: no open session has the handle (never made, closed, expired, lost, or
+// another identity's: the same answer for all, so that a handle's owner is not told).
+var ErrSessionGone = errors.New("no open session has this session_id (it was closed, expired, or never existed)")
+
+// SharedSessions makes and serves shared sessions through a launcher on the Kubernetes
+// backend. Any number of them (one per replica) may serve the same namespace.
+type SharedSessions struct {
+	l   *launcher.Launcher
+	b   *Backend
+	log zerolog.Logger
+	now func() time.Time
+}
+
+// NewSharedSessions serves shared sessions with l, whose backend is b.
+func NewSharedSessions(l *launcher.Launcher, b *Backend, log zerolog.Logger) *SharedSessions {
+	return &SharedSessions{l: l, b: b, log: log, now: time.Now}
+}
+
+func handleSum(handle string) []byte {
+	s := sha256.Sum256([]byte("mcp-exec session handle v1\x00" + handle))
+	return s[:]
+}
+
+// SessionKey is the label value that finds handle's pod: 128 bits of its hash.
+func SessionKey(handle string) string { return hex.EncodeToString(handleSum(handle)[:16]) }
+
+func ownerSum(handle, owner string) []byte {
+	s := sha256.Sum256([]byte("mcp-exec session owner v1\x00" + handle + "\x00" + owner))
+	return s[:]
+}
+
+// SessionInfo is what a shared session's call reports besides its result.
+type SessionInfo struct {
+	Count     int       // calls claimed so far, this one included
+	ExpiresAt time.Time // the idle deadline or the maximum lifetime, the earlier
+}
+
+// Create starts the session handle for owner: its pod, labelled with SessionKey(handle)
+// and the expiry, its state in annotations, ready and detached. so.Expires is the
+// maximum lifetime's end.
+func (s *SharedSessions) Create(ctx context.Context, handle, owner string, idle time.Duration, so launcher.SessionOptions) (SessionInfo, error) {
+	now := s.now()
+	idleUntil := now.Add(idle)
+	so.Shared = true
+	so.Labels = map[string]string{backend.LabelSessionKey: SessionKey(handle)}
+	so.Annotations = sessionAnnotations(handle, owner, idle, idleUntil, so.Expires)
+	sess, err := s.l.OpenSession(ctx, so)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	_ = sess // detached: the pod is the session
+	return SessionInfo{ExpiresAt: earlier(idleUntil, so.Expires)}, nil
+}
+
+// sessionAnnotations is a new session's state: idle, nothing claimed.
+func sessionAnnotations(handle, owner string, idle time.Duration, idleUntil, expires time.Time) map[string]string {
+	return map[string]string{
+		annHandle:    hex.EncodeToString(handleSum(handle)),
+		annOwner:     hex.EncodeToString(ownerSum(handle, owner)),
+		annIdle:      strconv.FormatInt(int64(idle/time.Second), 10),
+		annIdleUntil: ms(idleUntil),
+		annExpires:   ms(expires),
+		annCount:     "0",
+		annBusyUntil: "",
+		annBusyBy:    "",
+	}
+}
+
+// find returns handle's pod, checked against the stored hashes (constant time).
+// Another identity's session is ErrSessionGone, as is none.
+func (s *SharedSessions) find(ctx context.Context, handle, owner string) (*corev1.Pod, error) {
+	list, err := s.b.cs.CoreV1().Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: backend.LabelSessionKey + "=" + SessionKey(handle)})
+	if err != nil {
+		return nil, fmt.Errorf("looking up the session: %w", s.b.classify(err))
+	}
+	hs, os := hex.EncodeToString(handleSum(handle)), hex.EncodeToString(ownerSum(handle, owner))
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil || subtle.ConstantTimeCompare([]byte(p.Annotations[annHandle]), []byte(hs)) != 1 {
+			continue
+		}
+		if subtle.ConstantTimeCompare([]byte(p.Annotations[annOwner]), []byte(os)) != 1 {
+			return nil, ErrSessionGone
+		}
+		return p, nil
+	}
+	return nil, ErrSessionGone
+}
+
+// state is a session pod's annotations, parsed.
+type state struct {
+	idle                          time.Duration
+	idleUntil, expires, busyUntil time.Time
+	count                         int
+	busyBy                        string
+	ended                         bool // the container is no longer running
+}
+
+func stateOf(p *corev1.Pod) (state, error) {
+	a := p.Annotations
+	var st state
+	var errs []error
+	num := func(k string) int64 {
+		v, err := strconv.ParseInt(a[k], 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("annotation %s: %w", k, err))
+		}
+		return v
+	}
+	st.idle = time.Duration(num(annIdle)) * time.Second
+	st.idleUntil = time.UnixMilli(num(annIdleUntil))
+	st.expires = time.UnixMilli(num(annExpires))
+	st.count = int(num(annCount))
+	if a[annBusyUntil] != "" {
+		st.busyUntil = time.UnixMilli(num(annBusyUntil))
+	}
+	st.busyBy = a[annBusyBy]
+	st.ended = p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	return st, errors.Join(errs...)
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// claimTries bounds the compare-and-swap retries of one claim or release: a conflict
+// that is not another claim (the kubelet's status updates move the resourceVersion too)
+// is read again and decided again.
+const claimTries = 8
+
+// claim marks handle's session busy for one call of timeout, by an update conditioned on
+// the pod's resourceVersion. It returns the pod's name, the claim's token and the count.
+func (s *SharedSessions) claim(ctx context.Context, handle, owner string, timeout time.Duration) (string, string, SessionInfo, error) {
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		return "", "", SessionInfo{}, fmt.Errorf("making a claim token: %w", err)
+	}
+	token := hex.EncodeToString(tok)
+	pods := s.b.cs.CoreV1().Pods(s.b.opts.Namespace)
+	for try := 0; ; try++ {
+		p, err := s.find(ctx, handle, owner)
+		if err != nil {
+			return "", "", SessionInfo{}, err
+		}
+		st, err := stateOf(p)
+		if err != nil {
+			return "", "", SessionInfo{}, fmt.Errorf("session pod %s: %w", p.Name, err)
+		}
+		now := s.now()
+		switch {
+		case st.ended, !now.Before(st.expires), st.busyUntil.IsZero() && !now.Before(st.idleUntil):
+			s.deleteIf(ctx, p, "expired")
+			return "", "", SessionInfo{}, ErrSessionGone
+		case !st.busyUntil.IsZero() && now.Before(st.busyUntil):
+			return "", "", SessionInfo{}, launcher.ErrSessionBusy
+		case !st.busyUntil.IsZero():
+			// The replica that claimed the last call went away in it: the interpreter
+			// is mid-call with nobody to end it. The session cannot be trusted.
+			s.deleteIf(ctx, p, "its last call's replica went away")
+			return "", "", SessionInfo{}, ErrSessionGone
+		}
+		p.Annotations[annBusyUntil] = ms(now.Add(timeout + claimMargin))
+		p.Annotations[annBusyBy] = token
+		p.Annotations[annCount] = strconv.Itoa(st.count + 1)
+		_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
+		if err == nil {
+			return p.Name, token, SessionInfo{Count: st.count + 1, ExpiresAt: earlier(now.Add(st.idle), st.expires)}, nil
+		}
+		if !apierrors.IsConflict(err) {
+			return "", "", SessionInfo{}, fmt.Errorf("claiming session pod %s: %w", p.Name, s.b.classify(err))
+		}
+		if try == claimTries {
+			return "", "", SessionInfo{}, launcher.ErrSessionBusy
+		}
+	}
+}
+
+// release ends the claim token on pod name and restarts the idle clock.
+func (s *SharedSessions) release(ctx context.Context, name, token string) (time.Time, error) {
+	pods := s.b.cs.CoreV1().Pods(s.b.opts.Namespace)
+	for try := 0; try <= claimTries; try++ {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return time.Time{}, nil // closed during the call
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("releasing session pod %s: %w", name, s.b.classify(err))
+		}
+		st, err := stateOf(p)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("session pod %s: %w", name, err)
+		}
+		if st.busyBy != token || p.DeletionTimestamp != nil {
+			return time.Time{}, nil
+		}
+		idleUntil := s.now().Add(st.idle)
+		p.Annotations[annBusyUntil], p.Annotations[annBusyBy] = "", ""
+		p.Annotations[annIdleUntil] = ms(idleUntil)
+		if _, err = pods.Update(ctx, p, metav1.UpdateOptions{}); err == nil {
+			return earlier(idleUntil, st.expires), nil
+		} else if !apierrors.IsConflict(err) {
+			return time.Time{}, fmt.Errorf("releasing session pod %s: %w", name, s.b.classify(err))
+		}
+	}
+	return time.Time{}, fmt.Errorf("releasing session pod %s: conflicting updates %d times", name, claimTries+1)
+}
+
+// Exec runs job in handle's session for owner, on whichever replica this is. A second
+// call while one runs, on any replica, is launcher.ErrSessionBusy; a handle with no open
+// session of owner's is ErrSessionGone.
+func (s *SharedSessions) Exec(ctx context.Context, handle, owner string, job launcher.Job) (launcher.Result, SessionInfo, error) {
+	timeout := job.Timeout
+	if timeout <= 0 {
+		timeout = s.l.Options().DefaultTimeout
+	}
+	name, token, info, err := s.claim(ctx, handle, owner, timeout)
+	if err != nil {
+		return launcher.Result{}, SessionInfo{}, err
+	}
+	res, err := s.l.AttachSession(name).Exec(ctx, job)
+	if res.SessionState == launcher.SessionLost {
+		return res, info, err // the launcher removes the pod: the session ends
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	exp, rerr := s.release(rctx, name, token)
+	if rerr != nil {
+		s.log.Warn().Err(rerr).Str("pod", name).Msg("releasing a shared session's call")
+	} else if !exp.IsZero() {
+		info.ExpiresAt = exp
+	}
+	return res, info, err
+}
+
+// Close deletes handle's session pod for owner: true when it was open.
+func (s *SharedSessions) Close(ctx context.Context, handle, owner string) (bool, error) {
+	p, err := s.find(ctx, handle, owner)
+	if errors.Is(err, ErrSessionGone) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := s.b.Remove(ctx, p.Name); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return false, fmt.Errorf("closing the session: %w", err)
+	}
+	return true, nil
+}
+
+// deleteIf deletes p unless it changed since it was read (a precondition on its
+// resourceVersion: a call that claimed it meanwhile wins).
+func (s *SharedSessions) deleteIf(ctx context.Context, p *corev1.Pod, why string) bool {
+	rv := p.ResourceVersion
+	err := s.b.cs.CoreV1().Pods(s.b.opts.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr(int64(0)),
+		Preconditions:      &metav1.Preconditions{UID: &p.UID, ResourceVersion: &rv},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		if !apierrors.IsConflict(err) {
+			s.log.Warn().Err(s.b.classify(err)).Str("pod", p.Name).Msg("deleting a shared session's pod")
+		}
+		return false
+	}
+	s.log.Info().Str("pod", p.Name).Str("why", why).Msg("shared session ended")
+	return err == nil
+}
+
+// Sweep deletes every shared session pod of the namespace that is due, whoever made it:
+// past its maximum lifetime, idle past its idle deadline, claimed by a call whose claim
+// ran out (its replica went away), ended, or unreadable. It returns how many it deleted.
+func (s *SharedSessions) Sweep(ctx context.Context) (int, error) {
+	list, err := s.b.cs.CoreV1().Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
+	if err != nil {
+		return 0, fmt.Errorf("listing shared sessions: %w", s.b.classify(err))
+	}
+	now, n := s.now(), 0
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		st, err := stateOf(p)
+		why := ""
+		switch {
+		case err != nil:
+			why = "unreadable state: " + err.Error()
+		case st.ended:
+			why = "its container ended"
+		case !now.Before(st.expires):
+			why = "maximum lifetime"
+		case st.busyUntil.IsZero() && !now.Before(st.idleUntil):
+			why = "idle"
+		case !st.busyUntil.IsZero() && !now.Before(st.busyUntil):
+			why = "its last call's replica went away"
+		}
+		if why != "" && s.deleteIf(ctx, p, why) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// RunSweeper sweeps every interval until ctx ends.
+func (s *SharedSessions) RunSweeper(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("sweeping shared sessions")
+			}
+		}
+	}
+}

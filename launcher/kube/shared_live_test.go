@@ -1,0 +1,171 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+func testHandle() string {
+	var b [24]byte
+	rand.Read(b[:])
+	return "sess_" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// sharedPods lists the shared session pods of handle not being deleted.
+func sharedPods(t *testing.T, admin kubernetes.Interface, handle string) []string {
+	t.Helper()
+	list, err := admin.CoreV1().Pods(sandboxNamespace).List(context.Background(),
+		metav1.ListOptions{LabelSelector: backend.LabelSessionKey + "=" + SessionKey(handle)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// TestLiveSharedSession: two replicas (two launchers of different instances, each with
+// its SharedSessions, as the server's ServiceAccount, on one namespace) serve one session
+// alternately: x = 41 on A, print(x + 1) on B; a call on A makes a concurrent one on B
+// busy (the claim's compare-and-swap); another identity is refused on both, with the
+// answer of a handle that does not exist; close on B, then A finds no session; B's
+// sweeper ends a session A made once it is idle. No label or annotation holds the handle
+// or the identity, and no pod is left.
+func TestLiveSharedSession(t *testing.T) {
+	la, ba, admin := testLauncherWith(t, Options{}, launcher.Options{Instance: testInstance(t) + "-a"})
+	lb, bb, _ := testLauncherWith(t, Options{}, launcher.Options{Instance: testInstance(t) + "-b"})
+	log := zerolog.New(zerolog.NewTestWriter(t))
+	A, B := NewSharedSessions(la, ba, log), NewSharedSessions(lb, bb, log)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	handle, owner := testHandle(), "oauth https://issuer.example alice"
+
+	t0 := time.Now()
+	if _, err := A.Create(ctx, handle, owner, time.Minute, launcher.SessionOptions{Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatalf("creating on A: %v", err)
+	}
+	t.Logf("created on A in %s", time.Since(t0))
+	names := sharedPods(t, admin, handle)
+	if len(names) != 1 {
+		t.Fatalf("session pods: %v, want one", names)
+	}
+	pod, err := admin.CoreV1().Pods(sandboxNamespace).Get(ctx, names[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.Containers[0].StdinOnce {
+		t.Errorf("a shared session's pod has stdinOnce: its stdin would end with the first attach")
+	}
+	secret := strings.TrimPrefix(handle, "sess_")
+	for _, m := range []map[string]string{pod.Labels, pod.Annotations} {
+		for k, v := range m {
+			if strings.Contains(v, secret) || strings.Contains(v, "alice") {
+				t.Errorf("%s=%q holds the handle or the identity", k, v)
+			}
+		}
+	}
+
+	run := func(s *SharedSessions, who, code string, timeout time.Duration) (launcher.Result, SessionInfo) {
+		t.Helper()
+		t0 := time.Now()
+		res, info, err := s.Exec(ctx, handle, owner, launcher.Job{Code: code, Timeout: timeout})
+		if err != nil {
+			t.Fatalf("%s: exec %q: %v", who, code, err)
+		}
+		t.Logf("%s: %q in %s", who, code, time.Since(t0))
+		return res, info
+	}
+	res, info := run(A, "A", "x = 41", 30*time.Second)
+	wantLiveState(t, res, launcher.SessionKept, "")
+	if info.Count != 1 {
+		t.Errorf("count on A: %d, want 1", info.Count)
+	}
+	res, info = run(B, "B", "print(x + 1)", 30*time.Second)
+	wantLiveState(t, res, launcher.SessionKept, "42\n")
+	if info.Count != 2 || time.Until(info.ExpiresAt) < 50*time.Second {
+		t.Errorf("on B: count %d, expires at %s; want 2, a minute from now", info.Count, info.ExpiresAt)
+	}
+	// A timeout rolls back on B; A sees the state from before it.
+	res, _ = run(B, "B", "x = 0\nwhile True: pass", 2*time.Second)
+	if !res.TimedOut || res.SessionState != launcher.SessionRolledBack {
+		t.Fatalf("timeout on B: timed out %v, state %q (stderr %q), want rolled_back", res.TimedOut, res.SessionState, res.Stderr)
+	}
+	res, _ = run(A, "A", "print(x)", 30*time.Second)
+	wantLiveState(t, res, launcher.SessionKept, "41\n")
+
+	// Busy across replicas.
+	done := make(chan error, 1)
+	go func() {
+		res, _, err := A.Exec(ctx, handle, owner, launcher.Job{Code: "import time\ntime.sleep(4)\nprint('first')", Timeout: 30 * time.Second})
+		if err == nil && res.Stdout != "first\n" {
+			err = errors.New("stdout " + res.Stdout)
+		}
+		done <- err
+	}()
+	time.Sleep(2500 * time.Millisecond)
+	if _, _, err := B.Exec(ctx, handle, owner, launcher.Job{Code: "print('second')", Timeout: 10 * time.Second}); !errors.Is(err, launcher.ErrSessionBusy) {
+		t.Errorf("B while A runs a call: got %v, want ErrSessionBusy", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("A's call: %v", err)
+	}
+
+	// Another identity: the answer of a handle that never existed, on both.
+	for _, s := range []*SharedSessions{A, B} {
+		if _, _, err := s.Exec(ctx, handle, "oauth https://issuer.example mallory", launcher.Job{Code: "print(x)"}); !errors.Is(err, ErrSessionGone) {
+			t.Errorf("another identity: got %v, want ErrSessionGone", err)
+		}
+		if closed, err := s.Close(ctx, handle, "oauth https://issuer.example mallory"); closed || err != nil {
+			t.Errorf("another identity's close: %v, %v; want false, nil", closed, err)
+		}
+		if _, _, err := s.Exec(ctx, testHandle(), owner, launcher.Job{Code: "print(x)"}); !errors.Is(err, ErrSessionGone) {
+			t.Errorf("an unknown handle: got %v, want ErrSessionGone", err)
+		}
+	}
+
+	// Close on B; A finds nothing.
+	if closed, err := B.Close(ctx, handle, owner); !closed || err != nil {
+		t.Fatalf("close on B: %v, %v", closed, err)
+	}
+	if _, _, err := A.Exec(ctx, handle, owner, launcher.Job{Code: "print(x)"}); !errors.Is(err, ErrSessionGone) {
+		t.Errorf("A after close on B: got %v, want ErrSessionGone", err)
+	}
+	if closed, err := A.Close(ctx, handle, owner); closed || err != nil {
+		t.Errorf("closing again on A: %v, %v; want false, nil", closed, err)
+	}
+	if left := sharedPods(t, admin, handle); len(left) != 0 {
+		t.Errorf("pods left after close: %v", left)
+	}
+
+	// Idle expiry by the other replica's sweeper.
+	h2 := testHandle()
+	if _, err := A.Create(ctx, h2, owner, time.Second, launcher.SessionOptions{Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatalf("creating a second session on A: %v", err)
+	}
+	if n, err := B.Sweep(ctx); n != 0 || err != nil {
+		t.Errorf("sweep of a fresh session: %d, %v; want 0", n, err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n, err := B.Sweep(ctx); n != 1 || err != nil {
+		t.Errorf("sweep on B of A's idle session: %d, %v; want 1", n, err)
+	}
+	if left := sharedPods(t, admin, h2); len(left) != 0 {
+		t.Errorf("pods left after the sweep: %v", left)
+	}
+}
