@@ -289,7 +289,7 @@ func TestManifestsRBAC(t *testing.T) {
 		ns   string
 		want []string
 	}{
-		{ns, append([]string{"/pods/attach:create", "/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:watch"}, selfReview...)},
+		{ns, append([]string{"/pods/attach:create", "/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:update", "/pods:watch"}, selfReview...)},
 		{own, selfReview},
 	} {
 		if diff := cmp.Diff(tt.want, rulesIn(t, cfg, tt.ns)); diff != "" {

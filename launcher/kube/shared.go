@@ -89,16 +89,33 @@ type SessionInfo struct {
 // maximum lifetime's end.
 func (s *SharedSessions) Create(ctx context.Context, handle, owner string, idle time.Duration, so launcher.SessionOptions) (SessionInfo, error) {
 	now := s.now()
-	idleUntil := now.Add(idle)
+	// While its pod starts, the session is claimed by its creation (no call, no sweep
+	// touches it); the release once it is ready starts its idle clock.
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		return SessionInfo{}, fmt.Errorf("making a claim token: %w", err)
+	}
+	token := hex.EncodeToString(tok)
 	so.Shared = true
 	so.Labels = map[string]string{backend.LabelSessionKey: SessionKey(handle)}
-	so.Annotations = sessionAnnotations(handle, owner, idle, idleUntil, so.Expires)
+	so.Annotations = sessionAnnotations(handle, owner, idle, now.Add(idle), so.Expires)
+	so.Annotations[annBusyUntil] = ms(now.Add(s.b.opts.StartTimeout + claimMargin))
+	so.Annotations[annBusyBy] = token
 	sess, err := s.l.OpenSession(ctx, so)
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	_ = sess // detached: the pod is the session
-	return SessionInfo{ExpiresAt: earlier(idleUntil, so.Expires)}, nil
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	exp, err := s.release(rctx, sess.ID(), token)
+	if err == nil && exp.IsZero() {
+		err = fmt.Errorf("starting the session: its pod %s went away", sess.ID())
+	}
+	if err != nil {
+		sess.Close()
+		return SessionInfo{}, err
+	}
+	return SessionInfo{ExpiresAt: exp}, nil
 }
 
 // sessionAnnotations is a new session's state: idle, nothing claimed.
