@@ -166,6 +166,9 @@ func (l *Launcher) PoolStats() PoolStats {
 // Options returns the effective options, defaults applied.
 func (l *Launcher) Options() Options { return l.opts }
 
+// Backend is the backend l runs sandboxes on.
+func (l *Launcher) Backend() Backend { return l.be }
+
 // Run runs job in a fresh sandbox and returns what the program did. The returned error
 // is for infrastructure failures only (see ErrEngineUnavailable and friends) or the
 // context's error when ctx ends first; in every case the container is removed.

@@ -33,6 +33,11 @@ const LabelSessionExpires = "dev.mcp-exec.session-expires"
 // ErrSessionBusy: the session is running another call.
 var ErrSessionBusy = errors.New("the session is busy with another call")
 
+// ErrSessionGone: a shared session (one any server replica may serve: launcher/kube)
+// is not open for this handle and identity: closed, expired, lost, another identity's,
+// or never made. It may be wrapped with why, when the server knows.
+var ErrSessionGone = errors.New("no open session has this session_id (it was closed, expired, or never existed)")
+
 // ErrSessionClosed: the session was closed.
 var ErrSessionClosed = errors.New("the session is closed")
 

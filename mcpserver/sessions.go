@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,10 +36,31 @@ type SessionConn interface {
 	Close()
 }
 
+// SharedSessionStore keeps sessions outside this server, so that every replica serves
+// every session (Kubernetes: the session pods are the store; cmd/mcp-exec adapts
+// launcher/kube's SharedSessions). Errors: launcher.ErrSessionBusy while another call
+// runs (on any replica), launcher.ErrSessionGone (possibly wrapped with why) for a handle
+// with no open session of owner's.
+type SharedSessionStore interface {
+	// Create starts the session handle for owner, ending at expires at the latest; it
+	// returns when it ends if no call comes.
+	Create(ctx context.Context, handle, owner string, idle time.Duration, o launcher.SessionOptions) (time.Time, error)
+	// Exec runs one call; it returns the session's call count and its new end.
+	Exec(ctx context.Context, handle, owner string, job launcher.Job) (launcher.Result, int, time.Time, error)
+	// Close ends the session: true when it was open.
+	Close(ctx context.Context, handle, owner string) (bool, error)
+	// Count is how many sessions the store holds, all of them and owner's.
+	Count(ctx context.Context, owner string) (all, owned int, err error)
+}
+
 // SessionOptions configure sessions. Max 0 removes the session tools.
 type SessionOptions struct {
 	Backend SessionBackend
-	Max     int // sessions open at once on this server
+	// Shared, when set, holds the sessions instead of Backend: Max and MaxPerIdentity
+	// then bound the store's sessions (every replica's together), and the server keeps
+	// no session state of its own but a short memory of why sessions it ended ended.
+	Shared SharedSessionStore
+	Max    int // sessions open at once on this server
 	// MaxPerIdentity bounds the sessions one identity (see identity) holds open at
 	// once; 0 is no bound but Max.
 	MaxPerIdentity int
@@ -47,7 +69,7 @@ type SessionOptions struct {
 	Memory         int64         // bytes, the session sandbox's memory limit (reported only)
 }
 
-func (o SessionOptions) on() bool { return o.Max > 0 && o.Backend != nil }
+func (o SessionOptions) on() bool { return o.Max > 0 && (o.Backend != nil || o.Shared != nil) }
 
 const (
 	toolSessionCreate = "session_create"
@@ -104,6 +126,10 @@ type sessions struct {
 	mu    sync.Mutex
 	open  map[string]*sessionEntry
 	ended map[string]endedSession // by handle; bounded (maxEnded)
+
+	// With a SharedSessionStore: the sessions this server is creating, in all and by owner.
+	starting   int
+	startingBy map[string]int
 }
 
 type endedSession struct {
@@ -119,7 +145,7 @@ func newSessions(o SessionOptions, log zerolog.Logger) *sessions {
 	if o.MaxLifetime <= 0 {
 		o.MaxLifetime = time.Hour
 	}
-	return &sessions{o: o, log: log, now: time.Now, open: map[string]*sessionEntry{}, ended: map[string]endedSession{}}
+	return &sessions{o: o, log: log, now: time.Now, open: map[string]*sessionEntry{}, ended: map[string]endedSession{}, startingBy: map[string]int{}}
 }
 
 // identity is who calls: the OAuth issuer and subject, or "" (the static token, or no
@@ -200,6 +226,9 @@ func (s *sessions) endLocked(e *sessionEntry, why string) {
 
 func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessionCreateInput) (*mcp.CallToolResult, sessionCreateOutput, error) {
 	owner := identity(req)
+	if s.o.Shared != nil {
+		return s.createShared(ctx, owner)
+	}
 	s.mu.Lock()
 	if len(s.open) >= s.o.Max {
 		s.mu.Unlock()
@@ -223,27 +252,79 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessi
 	if err != nil {
 		delete(s.open, id)
 		s.mu.Unlock()
-		if errors.Is(err, context.Canceled) {
-			return nil, sessionCreateOutput{}, err
-		}
-		s.log.Error().Err(err).Msg("session_create failed: sandbox unavailable")
-		return nil, sessionCreateOutput{}, fmt.Errorf("sandbox unavailable: %w", err)
+		return nil, sessionCreateOutput{}, s.createFailed(err)
 	}
 	e.conn, e.inCall = conn, false
 	e.lastUsed = s.now()
 	s.arm(e)
+	expires := s.expiresAt(e)
+	s.mu.Unlock()
+	return s.created(id, expires)
+}
+
+func (s *sessions) createFailed(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	s.log.Error().Err(err).Msg("session_create failed: sandbox unavailable")
+	return fmt.Errorf("sandbox unavailable: %w", err)
+}
+
+// created is session_create's result for the session id ending at expires.
+func (s *sessions) created(id string, expires time.Time) (*mcp.CallToolResult, sessionCreateOutput, error) {
 	out := sessionCreateOutput{
 		SessionID:    id,
-		ExpiresAt:    s.expiresAt(e).UTC().Format(time.RFC3339),
+		ExpiresAt:    expires.UTC().Format(time.RFC3339),
 		IdleTimeoutS: int64(s.o.IdleTimeout / time.Second),
 		MaxLifetimeS: int64(s.o.MaxLifetime / time.Second),
 		MemoryBytes:  s.o.Memory,
 	}
-	s.mu.Unlock()
 	s.log.Info().Str("session", handleHash(id)).Msg("session created")
 	text := fmt.Sprintf("session_id: %s\nexpires_at: %s (idle timeout %d s, maximum lifetime %d s; each exec call with this session_id resets the idle timeout)\nmemory_bytes: %d",
 		out.SessionID, out.ExpiresAt, out.IdleTimeoutS, out.MaxLifetimeS, out.MemoryBytes)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// createShared is session_create with a SharedSessionStore. The bounds count the
+// store's sessions plus those this server is starting; two replicas creating at the
+// same moment may each see room for one more (the bound can be passed by the number of
+// replicas creating at once).
+func (s *sessions) createShared(ctx context.Context, owner string) (*mcp.CallToolResult, sessionCreateOutput, error) {
+	all, owned, err := s.o.Shared.Count(ctx, owner)
+	if err != nil {
+		return nil, sessionCreateOutput{}, s.createFailed(err)
+	}
+	s.mu.Lock()
+	all += s.starting
+	owned += s.startingBy[owner]
+	if all >= s.o.Max {
+		s.mu.Unlock()
+		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
+		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions: at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS; on Kubernetes, every replica's together); close one with %s or wait for one to expire, or use exec without session_id", s.o.Max, toolSessionClose)
+	}
+	if n := s.o.MaxPerIdentity; n > 0 && owned >= n {
+		s.mu.Unlock()
+		s.log.Warn().Int("per_identity", n).Msg("session_create refused: too many sessions for this identity")
+		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions for you: one identity holds at most %d at once (--max-sessions-per-identity, MCP_EXEC_MAX_SESSIONS_PER_IDENTITY); close one with %s or wait for one to expire, or use exec without session_id", n, toolSessionClose)
+	}
+	s.starting++
+	s.startingBy[owner]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.starting--
+		if s.startingBy[owner]--; s.startingBy[owner] == 0 {
+			delete(s.startingBy, owner)
+		}
+		s.mu.Unlock()
+	}()
+	id := newHandle()
+	expires, err := s.o.Shared.Create(ctx, id, owner, s.o.IdleTimeout,
+		launcher.SessionOptions{Expires: s.now().Add(s.o.MaxLifetime), Memory: s.o.Memory})
+	if err != nil {
+		return nil, sessionCreateOutput{}, s.createFailed(err)
+	}
+	return s.created(id, expires)
 }
 
 // ownedLocked counts the sessions open (or starting) for owner; called with s.mu held.
@@ -257,8 +338,20 @@ func (s *sessions) ownedLocked(owner string) int {
 	return n
 }
 
-func (s *sessions) close(_ context.Context, req *mcp.CallToolRequest, in sessionCloseInput) (*mcp.CallToolResult, sessionCloseOutput, error) {
+func (s *sessions) close(ctx context.Context, req *mcp.CallToolRequest, in sessionCloseInput) (*mcp.CallToolResult, sessionCloseOutput, error) {
 	owner := identity(req)
+	if s.o.Shared != nil {
+		closed, err := s.o.Shared.Close(ctx, in.SessionID, owner)
+		if err != nil {
+			s.log.Error().Err(err).Str("session", handleHash(in.SessionID)).Msg("session_close failed")
+			return nil, sessionCloseOutput{}, fmt.Errorf("closing the session failed, try again: %w", err)
+		}
+		if !closed {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed: false (no open session with this session_id)"}}}, sessionCloseOutput{}, nil
+		}
+		s.log.Info().Str("session", handleHash(in.SessionID)).Msg("session closed")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed: true"}}}, sessionCloseOutput{Closed: true}, nil
+	}
 	s.mu.Lock()
 	e := s.open[in.SessionID]
 	if e == nil || e.owner != owner || e.conn == nil {
@@ -286,6 +379,9 @@ func (e *sessionError) Error() string { return e.msg }
 // exec runs job in the session id, for the caller of req.
 func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string, job launcher.Job) (launcher.Result, *sessionInfo, error) {
 	owner := identity(req)
+	if s.o.Shared != nil {
+		return s.execShared(ctx, owner, id, job)
+	}
 	s.mu.Lock()
 	e := s.open[id]
 	if e == nil || e.owner != owner || e.conn == nil {
@@ -322,6 +418,26 @@ func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string
 		return res, nil, &sessionError{fmt.Sprintf("session closed while the call ran; call %s for a new session", toolSessionCreate)}
 	}
 	return res, info, err
+}
+
+// execShared is exec in a session of the SharedSessionStore.
+func (s *sessions) execShared(ctx context.Context, owner, id string, job launcher.Job) (launcher.Result, *sessionInfo, error) {
+	res, count, expires, err := s.o.Shared.Exec(ctx, id, owner, job)
+	switch {
+	case errors.Is(err, launcher.ErrSessionBusy):
+		return res, nil, errSessionBusy()
+	case errors.Is(err, launcher.ErrSessionGone):
+		// The store's text: why, when this replica ended it; else "closed, expired,
+		// or never existed" (another identity's handle gets the same).
+		why := strings.TrimPrefix(err.Error(), launcher.ErrSessionGone.Error()+": ")
+		if why == err.Error() {
+			return res, nil, &sessionError{fmt.Sprintf("session_id not found: %s; call %s for a new session", err, toolSessionCreate)}
+		}
+		return res, nil, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", why, toolSessionCreate)}
+	case count == 0:
+		return res, nil, err
+	}
+	return res, &sessionInfo{ID: id, ExecutionCount: count, State: res.SessionState, ExpiresAt: expires.UTC().Format(time.RFC3339)}, err
 }
 
 func errSessionBusy() error {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
@@ -49,13 +50,9 @@ func TestKubeSessionServer(t *testing.T) {
 			utilnet.CloseIdleConnectionsFor(tr)
 		}
 	})
-	be, err := kube.New(rc, kube.Options{Namespace: kube.DefaultNamespace, PullPolicy: "Never"}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := e2eBuild(t)
 	instance := "test-kube-sessions"
-	list := crashList(t, be, instance)
+	list := kubeInstancePods(t, rc, instance) // the shared session pods too, which be.List leaves out
 	token := e2eRandom()
 	s := e2eServe(t, bin, e2eEnv("MCP_EXEC_BACKEND=kubernetes", "MCP_EXEC_KUBECONFIG="+kc,
 		"MCP_EXEC_KUBE_NAMESPACE="+kube.DefaultNamespace, "MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never",
@@ -125,24 +122,7 @@ func TestKubeSessionServer(t *testing.T) {
 	if n := len(list()); n != 1 {
 		t.Fatalf("after session_create: %d pods, want 1", n)
 	}
-	// Nothing of the handle, not even the hash the logs carry, on the pod.
-	pods, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Pods(kube.DefaultNamespace).List(t.Context(),
-		metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + instance})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256([]byte(a))
-	hash := hex.EncodeToString(sum[:6]) // what the logs say of it (mcpserver.handleHash)
-	for _, p := range pods.Items {
-		for k, v := range p.Labels {
-			if strings.Contains(k+"="+v, a) || strings.Contains(k+"="+v, hash) {
-				t.Errorf("pod %s: label %s=%s holds the handle", p.Name, k, v)
-			}
-		}
-		if len(p.Annotations) != 0 {
-			t.Errorf("pod %s: annotations %v, want none", p.Name, p.Annotations)
-		}
-	}
+	kubeNoHandleOnPods(t, rc, instance, a)
 	if out, text, isErr := exec(a, "x = 41"); isErr || out != "" {
 		t.Fatalf("x = 41: %s", text)
 	}
@@ -185,6 +165,64 @@ func TestKubeSessionServer(t *testing.T) {
 		t.Fatalf("exec after the maximum lifetime: got %q, want an error saying so", text)
 	}
 	noPods("after the maximum lifetime")
+}
+
+// kubeInstancePods lists the names of instance's sandbox pods, shared session pods
+// included (kube.Backend.List leaves those out: they are every replica's).
+func kubeInstancePods(t *testing.T, rc *rest.Config, instance string) func() []string {
+	cs := kubernetes.NewForConfigOrDie(rc)
+	return func() []string {
+		pods, err := cs.CoreV1().Pods(kube.DefaultNamespace).List(t.Context(),
+			metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + instance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				names = append(names, p.Name)
+			}
+		}
+		return names
+	}
+}
+
+// kubeNoHandleOnPods: nothing of the handle, not even the hash the logs carry, in the
+// labels or annotations of instance's pods; a shared session's pod carries exactly the
+// documented annotations (hashes, deadlines, its count, a claim).
+func kubeNoHandleOnPods(t *testing.T, rc *rest.Config, instance, handle string) {
+	t.Helper()
+	pods, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Pods(kube.DefaultNamespace).List(t.Context(),
+		metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + instance})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(handle))
+	hash := hex.EncodeToString(sum[:6]) // what the logs say of it (mcpserver.handleHash)
+	want := []string{"dev.mcp-exec.session-busy-by", "dev.mcp-exec.session-busy-until", "dev.mcp-exec.session-count",
+		"dev.mcp-exec.session-expires-at", "dev.mcp-exec.session-handle-sha256", "dev.mcp-exec.session-idle-s",
+		"dev.mcp-exec.session-idle-until", "dev.mcp-exec.session-owner-sha256", "dev.mcp-exec.session-owner-tag"}
+	shared := 0
+	for _, p := range pods.Items {
+		meta := map[string]string{}
+		maps.Copy(meta, p.Labels)
+		maps.Copy(meta, p.Annotations)
+		for k, v := range meta {
+			if strings.Contains(k+"="+v, handle) || strings.Contains(k+"="+v, handle[5:20]) || strings.Contains(k+"="+v, hash) {
+				t.Errorf("pod %s: %s=%s holds the handle", p.Name, k, v)
+			}
+		}
+		if p.Labels[backend.LabelSessionKey] == "" {
+			continue
+		}
+		shared++
+		if got := slices.Sorted(maps.Keys(p.Annotations)); !slices.Equal(got, want) {
+			t.Errorf("shared session pod %s: annotations %v, want %v", p.Name, got, want)
+		}
+	}
+	if shared == 0 {
+		t.Errorf("instance %s has no shared session pod (label %s)", instance, backend.LabelSessionKey)
+	}
 }
 
 // kubeSessionDifferences are the probes that see a session's own holder process (the

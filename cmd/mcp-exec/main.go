@@ -245,7 +245,9 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	l, cleanup, err := startLauncher(cctx, cfg, be, opts, m, log, func(context.Context) { be.close() })
+	// The launcher gets the backend itself, not the wrapper: its optional interfaces
+	// (kube's Reattacher, GoneAwaiter, LimitsHinter; docker's HostPider) must show.
+	l, cleanup, err := startLauncher(cctx, cfg, be.Backend, opts, m, log, func(context.Context) { be.close() })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/kube"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
@@ -46,7 +47,7 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		MaxTimeout:          cfg.MaxTimeout,
 		Python:              cfg.Python,
 		Egress:              egressOf(l),
-		Sessions:            sessionOptions(cfg, l, log),
+		Sessions:            sessionOptions(ctx, cfg, l, log),
 		Logger:              log,
 	})
 	ready := readyHandler(l) // one, so that both listeners share its cache
@@ -296,12 +297,13 @@ func isLoopback(a net.Addr) bool {
 }
 
 // sessionOptions offers sessions on the docker backend (Docker or Podman, under runc,
-// crun or gVisor's runsc) and on the kubernetes backend (a pod per session, held by
-// the replica that created it, under the node's default runtime). Not on the process
-// backend, which cannot keep one run's memory, stdin and files from the next, nor on
-// the kubernetes backend with a gVisor RuntimeClass, whose sessions are not tested
-// (docs/sessions.md). There the session tools are absent, and the log says why.
-func sessionOptions(cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
+// crun or gVisor's runsc) and on the kubernetes backend (a pod per session that every
+// replica serves: launcher/kube's SharedSessions, whose sweeper runs until ctx ends),
+// under the node's default runtime. Not on the process backend, which cannot keep one
+// run's memory, stdin and files from the next, nor on the kubernetes backend with a
+// gVisor RuntimeClass, whose sessions are not tested (docs/sessions.md). There the
+// session tools are absent, and the log says why.
+func sessionOptions(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
 	if cfg.MaxSessions == 0 {
 		return mcpserver.SessionOptions{}
 	}
@@ -309,7 +311,7 @@ func sessionOptions(cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpser
 		log.Info().Str("backend", cfg.Backend).Str("runtime", cfg.Runtime).Msg("sessions are not offered by this backend or runtime yet (docker under any runtime, or kubernetes without gVisor): no session tools")
 		return mcpserver.SessionOptions{}
 	}
-	return mcpserver.SessionOptions{
+	o := mcpserver.SessionOptions{
 		Backend:        launcherSessions{l},
 		Max:            cfg.MaxSessions,
 		MaxPerIdentity: cfg.MaxSessionsPerIdentity,
@@ -317,6 +319,40 @@ func sessionOptions(cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpser
 		MaxLifetime:    cfg.SessionMaxLifetime,
 		Memory:         cfg.SessionMemory,
 	}
+	if kb, ok := l.Backend().(*kube.Backend); ok {
+		shared := kube.NewSharedSessions(l, kb, log)
+		go shared.RunSweeper(ctx, sweepEvery(cfg.SessionIdleTimeout))
+		o.Backend, o.Shared = nil, kubeSessions{shared}
+	}
+	return o
+}
+
+// sweepEvery is how often every replica sweeps the shared sessions: a quarter of the
+// idle timeout, between 1 s and 30 s (an expired session is also ended by the first
+// call that finds it).
+func sweepEvery(idle time.Duration) time.Duration {
+	return min(max(idle/4, time.Second), 30*time.Second)
+}
+
+// kubeSessions adapts launcher/kube's SharedSessions to mcpserver.SharedSessionStore.
+type kubeSessions struct{ s *kube.SharedSessions }
+
+func (k kubeSessions) Create(ctx context.Context, handle, owner string, idle time.Duration, o launcher.SessionOptions) (time.Time, error) {
+	info, err := k.s.Create(ctx, handle, owner, idle, o)
+	return info.ExpiresAt, err
+}
+
+func (k kubeSessions) Exec(ctx context.Context, handle, owner string, job launcher.Job) (launcher.Result, int, time.Time, error) {
+	res, info, err := k.s.Exec(ctx, handle, owner, job)
+	return res, info.Count, info.ExpiresAt, err
+}
+
+func (k kubeSessions) Close(ctx context.Context, handle, owner string) (bool, error) {
+	return k.s.Close(ctx, handle, owner)
+}
+
+func (k kubeSessions) Count(ctx context.Context, owner string) (int, int, error) {
+	return k.s.Count(ctx, owner)
 }
 
 // launcherSessions adapts launcher.Launcher to mcpserver.SessionBackend.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -41,6 +42,11 @@ const (
 	annCount     = "dev.mcp-exec.session-count"         // calls claimed so far
 	annBusyUntil = "dev.mcp-exec.session-busy-until"    // Unix ms: a call's claim, "" when idle
 	annBusyBy    = "dev.mcp-exec.session-busy-by"       // the claim's random token
+	// annOwnerTag counts an identity's sessions (--max-sessions-per-identity) across
+	// replicas: 64 bits of an unsalted hash of the identity. Unlike annOwner it links the
+	// sessions of one identity for whoever reads the sandbox namespace's pods (the
+	// server's ServiceAccount, the cluster's administrators); it opens none of them.
+	annOwnerTag = "dev.mcp-exec.session-owner-tag"
 )
 
 // claimMargin is added to a call's timeout for its claim: the kill, the exit frame
@@ -49,7 +55,10 @@ const claimMargin = 30 * time.Second
 
 // ErrSessionGone: no open session has the handle (never made, closed, expired, lost, or
 // another identity's: the same answer for all, so that a handle's owner is not told).
-var ErrSessionGone = errors.New("no open session has this session_id (it was closed, expired, or never existed)")
+// When this replica ended the session itself, the error wraps it with why ("expired:
+// it was idle ...", "closed by session_close"); another replica's ending is not known
+// here, and the error says only that.
+var ErrSessionGone = launcher.ErrSessionGone
 
 // SharedSessions makes and serves shared sessions through a launcher on the Kubernetes
 // backend. Any number of them (one per replica) may serve the same namespace.
@@ -58,6 +67,48 @@ type SharedSessions struct {
 	b   *Backend
 	log zerolog.Logger
 	now func() time.Time
+
+	mu    sync.Mutex
+	ended map[string]endedShared // by SessionKey; what this replica ended, bounded (maxEnded)
+}
+
+// endedShared is why this replica ended a session, for the owner's next call.
+type endedShared struct {
+	owner string // hex ownerSum
+	why   string
+}
+
+const maxEnded = 4096
+
+// gone is ErrSessionGone for handle and owner, with why when this replica ended it.
+func (s *SharedSessions) gone(handle, owner string) error {
+	s.mu.Lock()
+	e, ok := s.ended[SessionKey(handle)]
+	s.mu.Unlock()
+	if ok && subtle.ConstantTimeCompare([]byte(e.owner), []byte(hex.EncodeToString(ownerSum(handle, owner)))) == 1 {
+		return fmt.Errorf("%w: %s", ErrSessionGone, e.why)
+	}
+	return ErrSessionGone
+}
+
+// remember records why the session of pod p ended, for its owner's next call here.
+func (s *SharedSessions) remember(p *corev1.Pod, why string) {
+	key := p.Labels[backend.LabelSessionKey]
+	if key == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = map[string]endedShared{}
+	}
+	if len(s.ended) >= maxEnded {
+		for k := range s.ended { // drop an arbitrary one: the message only gets vaguer
+			delete(s.ended, k)
+			break
+		}
+	}
+	s.ended[key] = endedShared{owner: p.Annotations[annOwner], why: why}
 }
 
 // NewSharedSessions serves shared sessions with l, whose backend is b.
@@ -73,6 +124,12 @@ func handleSum(handle string) []byte {
 // SessionKey is the label value that finds handle's pod: 128 bits of its hash.
 func SessionKey(handle string) string { return hex.EncodeToString(handleSum(handle)[:16]) }
 
+// OwnerTag is the annotation that counts owner's sessions: 64 bits of a hash.
+func OwnerTag(owner string) string {
+	s := sha256.Sum256([]byte("mcp-exec session owner tag v1\x00" + owner))
+	return hex.EncodeToString(s[:8])
+}
+
 func ownerSum(handle, owner string) []byte {
 	s := sha256.Sum256([]byte("mcp-exec session owner v1\x00" + handle + "\x00" + owner))
 	return s[:]
@@ -82,12 +139,21 @@ func ownerSum(handle, owner string) []byte {
 type SessionInfo struct {
 	Count     int       // calls claimed so far, this one included
 	ExpiresAt time.Time // the idle deadline or the maximum lifetime, the earlier
+
+	idle    time.Duration // the session's idle timeout
+	expires time.Time     // its maximum lifetime's end
+	memory  int64         // its pod's memory limit, bytes
 }
 
 // Create starts the session handle for owner: its pod, labelled with SessionKey(handle)
 // and the expiry, its state in annotations, ready and detached. so.Expires is the
 // maximum lifetime's end.
 func (s *SharedSessions) Create(ctx context.Context, handle, owner string, idle time.Duration, so launcher.SessionOptions) (SessionInfo, error) {
+	return s.create(ctx, handle, owner, idle, so, 0)
+}
+
+// create is Create for a session that has had count calls (a restart).
+func (s *SharedSessions) create(ctx context.Context, handle, owner string, idle time.Duration, so launcher.SessionOptions, count int) (SessionInfo, error) {
 	now := s.now()
 	// While its pod starts, the session is claimed by its creation (no call, no sweep
 	// touches it); the release once it is ready starts its idle clock.
@@ -101,6 +167,7 @@ func (s *SharedSessions) Create(ctx context.Context, handle, owner string, idle 
 	so.Annotations = sessionAnnotations(handle, owner, idle, now.Add(idle), so.Expires)
 	so.Annotations[annBusyUntil] = ms(now.Add(s.b.opts.StartTimeout + claimMargin))
 	so.Annotations[annBusyBy] = token
+	so.Annotations[annCount] = strconv.Itoa(count)
 	sess, err := s.l.OpenSession(ctx, so)
 	if err != nil {
 		return SessionInfo{}, err
@@ -129,6 +196,7 @@ func sessionAnnotations(handle, owner string, idle time.Duration, idleUntil, exp
 		annCount:     "0",
 		annBusyUntil: "",
 		annBusyBy:    "",
+		annOwnerTag:  OwnerTag(owner),
 	}
 }
 
@@ -151,7 +219,7 @@ func (s *SharedSessions) find(ctx context.Context, handle, owner string) (*corev
 		}
 		return p, nil
 	}
-	return nil, ErrSessionGone
+	return nil, s.gone(handle, owner)
 }
 
 // state is a session pod's annotations, parsed.
@@ -219,24 +287,19 @@ func (s *SharedSessions) claim(ctx context.Context, handle, owner string, timeou
 			return "", "", SessionInfo{}, fmt.Errorf("session pod %s: %w", p.Name, err)
 		}
 		now := s.now()
-		switch {
-		case st.ended, !now.Before(st.expires), st.busyUntil.IsZero() && !now.Before(st.idleUntil):
-			s.deleteIf(ctx, p, "expired")
-			return "", "", SessionInfo{}, ErrSessionGone
-		case !st.busyUntil.IsZero() && now.Before(st.busyUntil):
+		if why := dueWhy(st, now); why != "" {
+			s.deleteIf(ctx, p, why)
+			return "", "", SessionInfo{}, fmt.Errorf("%w: %s", ErrSessionGone, why)
+		}
+		if !st.busyUntil.IsZero() {
 			return "", "", SessionInfo{}, launcher.ErrSessionBusy
-		case !st.busyUntil.IsZero():
-			// The replica that claimed the last call went away in it: the interpreter
-			// is mid-call with nobody to end it. The session cannot be trusted.
-			s.deleteIf(ctx, p, "its last call's replica went away")
-			return "", "", SessionInfo{}, ErrSessionGone
 		}
 		p.Annotations[annBusyUntil] = ms(now.Add(timeout + claimMargin))
 		p.Annotations[annBusyBy] = token
 		p.Annotations[annCount] = strconv.Itoa(st.count + 1)
 		_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
 		if err == nil {
-			return p.Name, token, SessionInfo{Count: st.count + 1, ExpiresAt: earlier(now.Add(st.idle), st.expires)}, nil
+			return p.Name, token, SessionInfo{Count: st.count + 1, ExpiresAt: earlier(now.Add(st.idle), st.expires), idle: st.idle, expires: st.expires, memory: podMemory(p)}, nil
 		}
 		if !apierrors.IsConflict(err) {
 			return "", "", SessionInfo{}, fmt.Errorf("claiming session pod %s: %w", p.Name, s.b.classify(err))
@@ -291,7 +354,16 @@ func (s *SharedSessions) Exec(ctx context.Context, handle, owner string, job lau
 	}
 	res, err := s.l.AttachSession(name).Exec(ctx, job)
 	if res.SessionState == launcher.SessionLost {
-		return res, info, err // the launcher removes the pod: the session ends
+		// The launcher removes the pod; the session starts again, empty, in a new one
+		// (as a session one server holds does), keeping its handle, owner, count and
+		// maximum lifetime.
+		exp, rerr := s.restart(ctx, handle, owner, name, info)
+		if rerr != nil {
+			s.log.Warn().Err(rerr).Str("pod", name).Msg("restarting a shared session after its interpreter was lost")
+			return res, info, err
+		}
+		info.ExpiresAt = exp
+		return res, info, err
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -302,6 +374,41 @@ func (s *SharedSessions) Exec(ctx context.Context, handle, owner string, job lau
 		info.ExpiresAt = exp
 	}
 	return res, info, err
+}
+
+// restart replaces the lost pod old of handle's session by a new, empty one. It fails
+// (and the session ends, saying so to its owner) when the maximum lifetime is over or
+// the pod cannot start.
+func (s *SharedSessions) restart(ctx context.Context, handle, owner, old string, info SessionInfo) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.opts.StartTimeout+claimMargin)
+	defer cancel()
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{backend.LabelSessionKey: SessionKey(handle)},
+		Annotations: map[string]string{annOwner: hex.EncodeToString(ownerSum(handle, owner))}}}
+	if err := s.b.Remove(ctx, old); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		s.remember(gone, "ended: its interpreter was lost and its pod could not be removed")
+		return time.Time{}, fmt.Errorf("removing the lost pod %s: %w", old, err)
+	}
+	if !s.now().Before(info.expires) {
+		s.remember(gone, "expired: it reached its maximum lifetime")
+		return time.Time{}, errors.New("past its maximum lifetime")
+	}
+	ni, err := s.create(ctx, handle, owner, info.idle, launcher.SessionOptions{Expires: info.expires, Memory: info.memory}, info.Count)
+	if err != nil {
+		s.remember(gone, "ended: its interpreter was lost and a new one could not start")
+		return time.Time{}, err
+	}
+	return ni.ExpiresAt, nil
+}
+
+// podMemory is p's sandbox container's memory limit in bytes, 0 if it has none (the
+// launcher's default then applies).
+func podMemory(p *corev1.Pod) int64 {
+	for _, c := range p.Spec.Containers {
+		if m, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			return m.Value()
+		}
+	}
+	return 0
 }
 
 // Close deletes handle's session pod for owner: true when it was open.
@@ -316,6 +423,7 @@ func (s *SharedSessions) Close(ctx context.Context, handle, owner string) (bool,
 	if err := s.b.Remove(ctx, p.Name); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return false, fmt.Errorf("closing the session: %w", err)
 	}
+	s.remember(p, "closed by session_close")
 	return true, nil
 }
 
@@ -334,6 +442,9 @@ func (s *SharedSessions) deleteIf(ctx context.Context, p *corev1.Pod, why string
 		return false
 	}
 	s.log.Info().Str("pod", p.Name).Str("why", why).Msg("shared session ended")
+	if err == nil {
+		s.remember(p, why)
+	}
 	return err == nil
 }
 
@@ -352,24 +463,56 @@ func (s *SharedSessions) Sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		st, err := stateOf(p)
-		why := ""
-		switch {
-		case err != nil:
-			why = "unreadable state: " + err.Error()
-		case st.ended:
-			why = "its container ended"
-		case !now.Before(st.expires):
-			why = "maximum lifetime"
-		case st.busyUntil.IsZero() && !now.Before(st.idleUntil):
-			why = "idle"
-		case !st.busyUntil.IsZero() && !now.Before(st.busyUntil):
-			why = "its last call's replica went away"
+		why := dueWhy(st, now)
+		if err != nil {
+			why = "ended: its state was unreadable (" + err.Error() + ")"
 		}
 		if why != "" && s.deleteIf(ctx, p, why) {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// dueWhy says why a session in state st must end at now, "" if it need not. The texts
+// reach the session's owner ("session expired: it was idle ...").
+func dueWhy(st state, now time.Time) string {
+	switch {
+	case st.ended:
+		return "ended: its interpreter's container ended"
+	case !now.Before(st.expires):
+		return "expired: it reached its maximum lifetime"
+	case st.busyUntil.IsZero() && !now.Before(st.idleUntil):
+		return "expired: it was idle for more than " + st.idle.String()
+	case !st.busyUntil.IsZero() && !now.Before(st.busyUntil):
+		// The replica that claimed the last call went away in it: the interpreter is
+		// mid-call with nobody to end it. The session cannot be trusted.
+		return "ended: the server replica running its last call went away during it"
+	}
+	return ""
+}
+
+// Count returns how many shared sessions the namespace holds, and how many of them
+// are owner's (not those being deleted): for --max-sessions and
+// --max-sessions-per-identity, which on Kubernetes bound every replica's sessions
+// together.
+func (s *SharedSessions) Count(ctx context.Context, owner string) (all, owned int, err error) {
+	list, err := s.b.cs.CoreV1().Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
+	if err != nil {
+		return 0, 0, fmt.Errorf("counting shared sessions: %w", s.b.classify(err))
+	}
+	tag := OwnerTag(owner)
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		all++
+		if p.Annotations[annOwnerTag] == tag {
+			owned++
+		}
+	}
+	return all, owned, nil
 }
 
 // RunSweeper sweeps every interval until ctx ends.
