@@ -249,6 +249,48 @@ func TestManifestsAdmission(t *testing.T) {
 			}
 		}
 	})
+	t.Run("service account updates annotations only", func(t *testing.T) {
+		// A shared session's state is in its pod's annotations (shared.go): the Role
+		// allows update of pods, and the policy admits an update that leaves the spec
+		// and the labels as they were.
+		p, err := sa.CoreV1().Pods(sandboxNamespace).Create(t.Context(), goodPods(sandboxNamespace)["defaults"], metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.CoreV1().Pods(sandboxNamespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+		update := func(change func(*corev1.Pod)) error {
+			for try := 0; ; try++ {
+				cur, err := sa.CoreV1().Pods(sandboxNamespace).Get(t.Context(), p.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				change(cur)
+				_, err = sa.CoreV1().Pods(sandboxNamespace).Update(t.Context(), cur, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+				if !apierrors.IsConflict(err) || try == 5 { // the kubelet's status updates move the resourceVersion
+					return err
+				}
+			}
+		}
+		if err := update(func(p *corev1.Pod) {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations["dev.mcp-exec.session-count"] = "1"
+		}); err != nil {
+			t.Errorf("an update of annotations: %v, want admitted", err)
+		}
+		for name, change := range map[string]func(*corev1.Pod){
+			"image":      func(p *corev1.Pod) { p.Spec.Containers[0].Image = "attacker/image:latest" },
+			"deadline":   func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(1)) },
+			"toleration": func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists}) },
+			"label":      func(p *corev1.Pod) { p.Labels[backend.LabelInstance] = "another-instance" },
+			"new label":  func(p *corev1.Pod) { p.Labels["extra"] = "x" },
+		} {
+			if err := update(change); !refusedByPolicy(err) {
+				t.Errorf("an update of the pod's %s: got %v, want the policy %s to refuse it", name, err, policyName)
+			}
+		}
+	})
 	t.Run("user namespaces required", func(t *testing.T) {
 		good := goodPods(userns)
 		_, err := admin.CoreV1().Pods(userns).Create(t.Context(), good["defaults"], dryRun)
