@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,22 @@ func TestLiveSharedSession(t *testing.T) {
 		t.Fatalf("A's call: %v", err)
 	}
 
+	// A lost interpreter on A: the session starts again, empty, in a new pod, under the
+	// same handle and count, and B serves it.
+	before := sharedPods(t, admin, handle)
+	res, info = run(A, "A", "import os\nos.kill(os.getppid(), 9)\nos._exit(3)", 30*time.Second)
+	if res.SessionState != launcher.SessionLost || info.Count != 6 {
+		t.Fatalf("killing the holder on A: state %q, count %d (stderr %q), want lost, 6", res.SessionState, info.Count, res.Stderr)
+	}
+	if after := sharedPods(t, admin, handle); len(after) != 1 || slices.Equal(after, before) {
+		t.Errorf("session pods after the loss: %v (before %v), want one new pod", after, before)
+	}
+	res, info = run(B, "B", "print('x' in globals())", 30*time.Second)
+	wantLiveState(t, res, launcher.SessionKept, "False\n")
+	if info.Count != 7 {
+		t.Errorf("count after the restart: %d, want 7", info.Count)
+	}
+
 	// Another identity: the answer of a handle that never existed, on both.
 	for _, s := range []*SharedSessions{A, B} {
 		if _, _, err := s.Exec(ctx, handle, "oauth https://issuer.example mallory", launcher.Job{Code: "print(x)"}); !errors.Is(err, ErrSessionGone) {
@@ -146,6 +163,13 @@ func TestLiveSharedSession(t *testing.T) {
 	if _, _, err := A.Exec(ctx, handle, owner, launcher.Job{Code: "print(x)"}); !errors.Is(err, ErrSessionGone) {
 		t.Errorf("A after close on B: got %v, want ErrSessionGone", err)
 	}
+	// B, which closed it, says so to its owner; to another identity, nothing.
+	if _, _, err := B.Exec(ctx, handle, owner, launcher.Job{Code: "print(x)"}); !errors.Is(err, ErrSessionGone) || !strings.Contains(err.Error(), "closed by session_close") {
+		t.Errorf("B after its close: got %v, want ErrSessionGone saying closed by session_close", err)
+	}
+	if _, _, err := B.Exec(ctx, handle, "oauth https://issuer.example mallory", launcher.Job{Code: "print(x)"}); err == nil || err.Error() != ErrSessionGone.Error() {
+		t.Errorf("another identity after the close: got %v, want the bare ErrSessionGone", err)
+	}
 	if closed, err := A.Close(ctx, handle, owner); closed || err != nil {
 		t.Errorf("closing again on A: %v, %v; want false, nil", closed, err)
 	}
@@ -162,8 +186,17 @@ func TestLiveSharedSession(t *testing.T) {
 		t.Errorf("sweep of a fresh session: %d, %v; want 0", n, err)
 	}
 	time.Sleep(1500 * time.Millisecond)
+	if all, owned, err := A.Count(ctx, owner); all != 1 || owned != 1 || err != nil {
+		t.Errorf("count on A: %d, %d, %v; want 1, 1", all, owned, err)
+	}
+	if all, owned, err := B.Count(ctx, "oauth https://issuer.example mallory"); all != 1 || owned != 0 || err != nil {
+		t.Errorf("count on B for another identity: %d, %d, %v; want 1, 0", all, owned, err)
+	}
 	if n, err := B.Sweep(ctx); n != 1 || err != nil {
 		t.Errorf("sweep on B of A's idle session: %d, %v; want 1", n, err)
+	}
+	if _, _, err := B.Exec(ctx, h2, owner, launcher.Job{Code: "print(1)"}); err == nil || !strings.Contains(err.Error(), "expired: it was idle for more than 1s") {
+		t.Errorf("B after sweeping the idle session: got %v, want it to say expired, idle", err)
 	}
 	if left := sharedPods(t, admin, h2); len(left) != 0 {
 		t.Errorf("pods left after the sweep: %v", left)
