@@ -280,11 +280,13 @@ func TestManifestsAdmission(t *testing.T) {
 			t.Errorf("an update of annotations: %v, want admitted", err)
 		}
 		for name, change := range map[string]func(*corev1.Pod){
-			"image":      func(p *corev1.Pod) { p.Spec.Containers[0].Image = "attacker/image:latest" },
-			"deadline":   func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(1)) },
-			"toleration": func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists}) },
-			"label":      func(p *corev1.Pod) { p.Labels[backend.LabelInstance] = "another-instance" },
-			"new label":  func(p *corev1.Pod) { p.Labels["extra"] = "x" },
+			"image":    func(p *corev1.Pod) { p.Spec.Containers[0].Image = "attacker/image:latest" },
+			"deadline": func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(1)) },
+			"toleration": func(p *corev1.Pod) {
+				p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+			},
+			"label":     func(p *corev1.Pod) { p.Labels[backend.LabelInstance] = "another-instance" },
+			"new label": func(p *corev1.Pod) { p.Labels["extra"] = "x" },
 		} {
 			if err := update(change); !refusedByPolicy(err) {
 				t.Errorf("an update of the pod's %s: got %v, want the policy %s to refuse it", name, err, policyName)
