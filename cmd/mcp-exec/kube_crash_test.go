@@ -10,10 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/kube"
@@ -25,22 +22,8 @@ import (
 // MCP_EXEC_TEST_KUBECONFIG names a test cluster (scripts/k8s/ci.sh), with the namespace of
 // docs/deploy/kubernetes applied (the launcher/kube tests apply it).
 func TestKubeRestartReapsOrphans(t *testing.T) {
-	kc := os.Getenv("MCP_EXEC_TEST_KUBECONFIG")
-	if kc == "" {
-		t.Skip("MCP_EXEC_TEST_KUBECONFIG is not set: no test cluster (scripts/k8s/up.sh)")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, rc := kubeTestCluster(t)
 	admin := kubernetes.NewForConfigOrDie(rc)
-	// client-go shares one transport per TLS configuration across the process; its idle
-	// connections (and their read loops) end here, so that goleak sees none of them.
-	t.Cleanup(func() {
-		if tr, err := rest.TransportFor(rc); err == nil {
-			utilnet.CloseIdleConnectionsFor(tr)
-		}
-	})
 	const ns = kube.DefaultNamespace // docs/deploy/kubernetes' sandbox namespace
 	bin := e2eBuild(t)
 	instance := "test-crash-reap-kube"

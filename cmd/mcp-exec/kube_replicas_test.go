@@ -14,9 +14,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // upstreamRecorder is a client transport that sends the token and records, for each
@@ -64,19 +61,7 @@ func (u *upstreamRecorder) last() string {
 // on serving it (nothing of the session was in the dead replica); session_close through
 // the balancer ends it for both; no pod is left. The pods hold nothing of the handle.
 func TestKubeSessionReplicas(t *testing.T) {
-	kc := os.Getenv("MCP_EXEC_TEST_KUBECONFIG")
-	if kc == "" {
-		t.Skip("MCP_EXEC_TEST_KUBECONFIG is not set: no test cluster (scripts/k8s/up.sh)")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if tr, err := rest.TransportFor(rc); err == nil {
-			utilnet.CloseIdleConnectionsFor(tr)
-		}
-	})
+	kc, rc := kubeTestCluster(t)
 	nginx := lbFindNginx(t)
 	bin := e2eBuild(t)
 	token := e2eRandom()
@@ -108,23 +93,7 @@ func TestKubeSessionReplicas(t *testing.T) {
 	if id := cs.ID(); id != "" {
 		t.Fatalf("the client got MCP session %q from stateless replicas, want none", id)
 	}
-	call := func(name string, args map[string]any) (map[string]any, string, bool) {
-		t.Helper()
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var text string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text += tc.Text
-			}
-		}
-		raw, _ := json.Marshal(res.StructuredContent)
-		var out map[string]any
-		_ = json.Unmarshal(raw, &out)
-		return out, text, res.IsError
-	}
+	call := kubeToolCaller(t, cs)
 
 	out, text, isErr := call("session_create", map[string]any{})
 	id, _ := out["session_id"].(string)

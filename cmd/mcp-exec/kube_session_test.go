@@ -35,21 +35,7 @@ import (
 // one used past --session-max-lifetime-s, end with a message that says so, and no pod
 // of the instance is left after either.
 func TestKubeSessionServer(t *testing.T) {
-	kc := os.Getenv("MCP_EXEC_TEST_KUBECONFIG")
-	if kc == "" {
-		t.Skip("MCP_EXEC_TEST_KUBECONFIG is not set: no test cluster (scripts/k8s/up.sh)")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As in TestKubeRestartReapsOrphans: client-go's shared transport's idle connections
-	// end here, so that goleak sees none of them.
-	t.Cleanup(func() {
-		if tr, err := rest.TransportFor(rc); err == nil {
-			utilnet.CloseIdleConnectionsFor(tr)
-		}
-	})
+	kc, rc := kubeTestCluster(t)
 	bin := e2eBuild(t)
 	instance := "test-kube-sessions"
 	list := kubeInstancePods(t, rc, instance) // the shared session pods too, which be.List leaves out
@@ -65,23 +51,7 @@ func TestKubeSessionServer(t *testing.T) {
 	}
 	defer cs.Close()
 
-	call := func(name string, args map[string]any) (map[string]any, string, bool) {
-		t.Helper()
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var text string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text += tc.Text
-			}
-		}
-		raw, _ := json.Marshal(res.StructuredContent)
-		var out map[string]any
-		_ = json.Unmarshal(raw, &out)
-		return out, text, res.IsError
-	}
+	call := kubeToolCaller(t, cs)
 	create := func() string {
 		t.Helper()
 		out, text, isErr := call("session_create", map[string]any{})
@@ -167,6 +137,50 @@ func TestKubeSessionServer(t *testing.T) {
 	noPods("after the maximum lifetime")
 }
 
+// kubeTestCluster returns the test cluster's kubeconfig and its REST config, or skips
+// the test when MCP_EXEC_TEST_KUBECONFIG names none (scripts/k8s/ci.sh sets it). client-go
+// shares one transport per TLS configuration across the process; its idle connections
+// (and their read loops) end in t.Cleanup, so that goleak sees none of them.
+func kubeTestCluster(t *testing.T) (string, *rest.Config) {
+	t.Helper()
+	kc := os.Getenv("MCP_EXEC_TEST_KUBECONFIG")
+	if kc == "" {
+		t.Skip("MCP_EXEC_TEST_KUBECONFIG is not set: no test cluster (scripts/k8s/up.sh)")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if tr, err := rest.TransportFor(rc); err == nil {
+			utilnet.CloseIdleConnectionsFor(tr)
+		}
+	})
+	return kc, rc
+}
+
+// kubeToolCaller calls tools on cs: the result's structured content as a map, its text,
+// and whether it is a tool error; a protocol error fails the test.
+func kubeToolCaller(t *testing.T, cs *mcp.ClientSession) func(name string, args map[string]any) (map[string]any, string, bool) {
+	return func(name string, args map[string]any) (map[string]any, string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var text string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		return out, text, res.IsError
+	}
+}
+
 // kubeInstancePods lists the names of instance's sandbox pods, shared session pods
 // included (kube.Backend.List leaves those out: they are every replica's).
 func kubeInstancePods(t *testing.T, rc *rest.Config, instance string) func() []string {
@@ -241,19 +255,7 @@ var kubeSessionDifferences = map[string]*regexp.Regexp{
 // the backend's documented differences (the selftest's), or is one of the three a
 // session's holder makes, with exactly its error.
 func TestKubeSessionInvariants(t *testing.T) {
-	kc := os.Getenv("MCP_EXEC_TEST_KUBECONFIG")
-	if kc == "" {
-		t.Skip("MCP_EXEC_TEST_KUBECONFIG is not set: no test cluster (scripts/k8s/up.sh)")
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if tr, err := rest.TransportFor(rc); err == nil {
-			utilnet.CloseIdleConnectionsFor(tr)
-		}
-	})
+	kc, _ := kubeTestCluster(t)
 	env := map[string]string{"MCP_EXEC_BACKEND": "kubernetes", "MCP_EXEC_KUBECONFIG": kc,
 		"MCP_EXEC_KUBE_NAMESPACE": kube.DefaultNamespace, "MCP_EXEC_KUBE_IMAGE_PULL_POLICY": "Never",
 		"MCP_EXEC_POOL_SIZE": "0", "MCP_EXEC_INSTANCE": "test-kube-session-probes"}
