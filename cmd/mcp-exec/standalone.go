@@ -40,6 +40,8 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 		Network:      cfg.Transport != "stdio",
 		EgressDenied: cfg.EgressDenied,
 		Probes:       splitList(cfg.EgressProbes),
+		Python:       cfg.Python,
+		Pids:         cfg.Pids,
 	}
 	st, err := lock.Check(ctx)
 	if err != nil {
@@ -55,6 +57,7 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 	}
 	ev.Int("uid", st.UID).Int64("tmp_bytes", st.TmpfsBytes).Strs("interfaces", st.Interfaces).
 		Bool("network", lock.Network).Strs("seccomp_child", st.Seccomp).
+		Int64("uid_tasks_host", st.UIDTasksHost).Int64("uid_tasks_here", st.UIDTasksHere).
 		Msg("standalone lockdown verified: not root, no capabilities, no-new-privileges, read-only root, /tmp a sized tmpfs, no writable mount outside the wipe, no usable swap beyond the memory limit, a seccomp filter per run (a child saw EPERM from io_uring and the rest); " + networkNote(lock.Network))
 	ignoreSignals(ctx, log)
 

@@ -6,13 +6,16 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/syscalls"
 )
 
@@ -124,5 +127,53 @@ print("filters", filters("self"), filters(1))
 	want = append(want, strconv.Quote("clone(CLONE_NEWUSER)=EPERM"), strconv.Quote("clone3=ENOSYS"))
 	if code2 != 0 || !strings.Contains(stderr, `"seccomp_child":[`+strings.Join(want, ",")+`]`) {
 		t.Errorf("start-up log: got exit %d, stderr:\n%s\nwant seccomp_child %v", code2, stderr, want)
+	}
+}
+
+// TestStandaloneNprocWarning: the kernel counts RLIMIT_NPROC per uid across the host.
+// Started alone with a uid of its own (random), the server logs the uid's tasks, the
+// same count here and on the host, and no warning; beside another container of that
+// uid holding 40 tasks, it starts all the same and warns at start-up, with that count
+// and the fix (docs/standalone.md, *Fail closed*).
+func TestStandaloneNprocWarning(t *testing.T) {
+	img := saImage(t)
+	uid := 60000 + rand.IntN(5000)
+	user := fmt.Sprintf("%d:%d", uid, uid)
+	flags := replaced(saLocked, "--user", user)
+	counts := regexp.MustCompile(`"uid_tasks_host":(\d+),"uid_tasks_here":(\d+)`)
+	code, stderr := saStart(t, img, flags)
+	m := counts.FindStringSubmatch(stderr)
+	if code != 0 || m == nil || m[1] != m[2] || strings.Contains(stderr, "RLIMIT_NPROC:") || !strings.Contains(stderr, "process backend ready") {
+		t.Fatalf("alone as uid %d: got exit %d, stderr:\n%s\nwant a start, uid_tasks_host equal to uid_tasks_here, no RLIMIT_NPROC warning", uid, code, stderr)
+	}
+
+	const held = 40
+	out, err := exec.Command("docker", "run", "-d", "--rm", "--user", user, "--network", "none", "--cap-drop", "ALL", launcher.DefaultImage,
+		"python3", "-c", fmt.Sprintf(`
+import os, time
+for _ in range(%d):
+    if os.fork() == 0:
+        time.sleep(300)
+        os._exit(0)
+print("ready", flush=True)
+time.sleep(300)
+`, held-1)).Output()
+	if err != nil {
+		t.Fatalf("docker run (the neighbour): %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if logs, _ := exec.Command("docker", "logs", id).Output(); strings.Contains(string(logs), "ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the neighbour never started its %d processes", held)
+		}
+	}
+	code, stderr = saStart(t, img, flags)
+	warn := regexp.MustCompile(fmt.Sprintf(`"level":"warn"[^\n]*standalone lockdown: RLIMIT_NPROC: uid %d already has %d tasks on this host outside this container [^\n]*a uid of its own`, uid, held))
+	if code != 0 || !warn.MatchString(stderr) || !strings.Contains(stderr, "process backend ready") {
+		t.Fatalf("beside a container of uid %d with %d tasks: got exit %d, stderr:\n%s\nwant a start and a warning matching %s", uid, held, code, stderr, warn)
 	}
 }

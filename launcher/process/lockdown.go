@@ -39,6 +39,12 @@ type Lockdown struct {
 	// the peers in /proc/net/arp and a bounded sweep of its subnets.
 	Probes       []string
 	ProbeTimeout time.Duration // per address; 0 is 1.5 s
+	// Python is the interpreter the runs use ("" is python3): the child that counts
+	// the uid's tasks on the host (nproc.go) runs in it.
+	Python string
+	// Pids is the runs' pids limit (0: none), which their RLIMIT_NPROC follows: the
+	// uid's tasks outside the container count against it.
+	Pids int64
 
 	// seccompArg0 replaces the seccomp child's argv[0]: tests only (seccomp_test.go
 	// runs the probe without the filter, to see the check refuse).
@@ -73,6 +79,10 @@ type Status struct {
 	Interfaces   []string
 	ProbedEgress []string // the addresses the egress child failed to reach
 	Seccomp      []string // what the seccomp child saw, "name=ERRNO" per denied syscall
+	// UIDTasksHost and UIDTasksHere are the uid's tasks as the kernel counts them for
+	// RLIMIT_NPROC (the whole host) and as the container's /proc shows them; 0 when not
+	// measured (nproc.go).
+	UIDTasksHost, UIDTasksHere int64
 	// Notes are what the check saw and did not count as a missing lock, with why
 	// (for the start-up log, at warn level).
 	Notes []string
@@ -146,6 +156,13 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	st.Seccomp = seen
 	if err != nil {
 		miss("seccomp filter per run", "%v: every run installs a seccomp filter denying io_uring, ptrace, process_vm_readv/writev, pidfd_getfd, namespaces, keyrings, userfaultfd, perf_event_open and bpf before its program starts (launcher/process/seccomp.go); it needs seccomp filters in the kernel (CONFIG_SECCOMP_FILTER), a runtime profile that allows seccomp(2) and prctl(PR_SET_NO_NEW_PRIVS) (Docker's, containerd's and Podman's defaults do), and amd64 or arm64", err)
+	}
+	if os.Geteuid() != 0 { // RLIMIT_NPROC does not apply to root (a lock missing already)
+		t, note := l.checkNproc(ctx, os.Getuid())
+		st.UIDTasksHost, st.UIDTasksHere = t.Host, t.Here
+		if note != "" {
+			st.Notes = append(st.Notes, note)
+		}
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {

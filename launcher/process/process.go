@@ -219,10 +219,7 @@ func (b *Backend) Create(_ context.Context, spec backend.Spec) (string, error) {
 // gets at most the container's limit less a reserve for the server, so that a fork
 // bomb meets its rlimit before the container's limit stops the server's own threads.
 func (b *Backend) limitsFor(spec backend.Spec) Limits {
-	l := Limits{Data: spec.Memory, Procs: spec.Pids, FileSize: spec.TmpfsSize}
-	if cp := containerPids(); cp > 0 && (l.Procs <= 0 || l.Procs > cp-serverTasks) {
-		l.Procs = max(cp-serverTasks, 1)
-	}
+	l := Limits{Data: spec.Memory, Procs: runProcs(spec.Pids), FileSize: spec.TmpfsSize}
 	o := b.opts.Limits
 	for _, f := range []struct {
 		dst *int64

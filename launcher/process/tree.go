@@ -40,26 +40,38 @@ func readProcs() ([]proc, error) {
 	return out, nil
 }
 
-// readStat parses /proc/<pid>/stat: "pid (comm) state ppid ...", where comm may hold
-// any byte, ')' included, so the fields start after the last ')'.
-func readStat(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// statState parses a /proc stat file (/proc/<pid>/stat or /proc/<pid>/task/<tid>/stat):
+// "pid (comm) state ppid ...". comm is the program's own choice (prctl(PR_SET_NAME),
+// the file it runs) and may hold any byte, spaces and ')' included, so the fields are
+// read after the last ')' of the line: the kernel writes none after comm.
+func statState(path string) (state byte, ppid int, err error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return proc{}, false
+		return 0, 0, err
 	}
 	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return proc{}, false
+	if i < 0 {
+		return 0, 0, fmt.Errorf("parsing %s: no ')' after comm", path)
 	}
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 2 || len(f[0]) != 1 {
-		return proc{}, false
+		return 0, 0, fmt.Errorf("parsing %s: no state and ppid after comm", path)
 	}
-	ppid, err := strconv.Atoi(string(f[1]))
+	ppid, err = strconv.Atoi(string(f[1]))
+	if err != nil {
+		return 0, 0, fmt.Errorf("parsing %s: ppid: %w", path, err)
+	}
+	return f[0][0], ppid, nil
+}
+
+// readStat reads process pid as /proc/<pid>/stat shows it, its state that of its
+// whole thread group (groupState). It reports false when the process is gone.
+func readStat(pid int) (proc, bool) {
+	state, ppid, err := statState("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return proc{}, false
 	}
-	return proc{pid: pid, ppid: ppid, state: groupState(pid, f[0][0])}, true
+	return proc{pid: pid, ppid: ppid, state: groupState(pid, state)}, true
 }
 
 // groupState is the state of the whole process given its leader's: /proc/<pid>/stat
@@ -76,12 +88,11 @@ func groupState(pid int, leader byte) byte {
 	}
 	state := leader
 	for _, t := range tids {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/stat")
-		i := bytes.LastIndexByte(b, ')')
-		if err != nil || i < 0 || i+2 >= len(b) {
-			continue
+		s, _, err := statState("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/stat")
+		if err != nil {
+			continue // the thread has gone
 		}
-		switch s := b[i+2]; s {
+		switch s {
 		case 'Z', 'X':
 		case 'T', 't':
 			state = s

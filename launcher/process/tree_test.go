@@ -2,9 +2,10 @@ package process
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"slices"
@@ -178,12 +179,87 @@ func TestKillTreeKillsEverySeenProcessWhenItGivesUp(t *testing.T) {
 
 // leaderState is the state /proc/<pid>/stat shows: the leader thread's alone.
 func leaderState(pid int) byte {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	i := bytes.LastIndexByte(b, ')')
-	if err != nil || i < 0 || i+2 >= len(b) {
+	s, _, err := statState("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
 		return 0
 	}
-	return b[i+2]
+	return s
+}
+
+// TestStatState: the stat parser reads the state and ppid after the last ')' of the
+// line, so a comm that holds ") (", spaces or a fake state cannot pass for fields.
+// A parser that split at the first ')' (or on spaces) reads the comm's tail instead.
+func TestStatState(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, line string
+		state      byte
+		ppid       int
+		bad        bool
+	}{
+		{name: "plain", line: "1234 (python3) S 1 1234 1234 0 -1 4194560 ...\n", state: 'S', ppid: 1},
+		{name: "comm with ) (", line: "42 (a) (b) R 7 42 42 0 -1\n", state: 'R', ppid: 7},
+		{name: "comm faking fields", line: "42 (x) Z 1 ) S 9 42 42\n", state: 'S', ppid: 9},
+		{name: "comm with spaces", line: "42 (a b  c) T 3 42\n", state: 'T', ppid: 3},
+		{name: "zombie", line: "99 (true) Z 42 99 99 0 -1 4227084\n", state: 'Z', ppid: 42},
+		{name: "no )", line: "42 (broken S 1 42\n", bad: true},
+		{name: "nothing after comm", line: "42 (x)", bad: true},
+		{name: "no ppid", line: "42 (x) S\n", bad: true},
+		{name: "state not one byte", line: "42 (x) SS 1\n", bad: true},
+		{name: "ppid not a number", line: "42 (x) S one\n", bad: true},
+	} {
+		path := dir + "/" + strings.ReplaceAll(tc.name, " ", "_")
+		if err := os.WriteFile(path, []byte(tc.line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		state, ppid, err := statState(path)
+		switch {
+		case tc.bad && err == nil:
+			t.Errorf("%s: statState(%q) = %c, %d, nil; want an error", tc.name, tc.line, state, ppid)
+		case !tc.bad && (err != nil || state != tc.state || ppid != tc.ppid):
+			t.Errorf("%s: statState(%q) = %c, %d, %v; want %c, %d, nil", tc.name, tc.line, state, ppid, err, tc.state, tc.ppid)
+		}
+	}
+	if _, _, err := statState(dir + "/missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("statState of a missing file: got %v, want fs.ErrNotExist (a process that has gone)", err)
+	}
+}
+
+// TestStatStateOfAProcessNamedToMislead: the same against the kernel's own line, for
+// a live process that renamed itself (prctl(PR_SET_NAME)) to look like fields.
+func TestStatStateOfAProcessNamedToMislead(t *testing.T) {
+	if python() == "" {
+		t.Fatal("python3 not found")
+	}
+	cmd := exec.Command(python(), "-I", "-c", `
+import ctypes, sys, time
+ctypes.CDLL(None).prctl(15, b"a) (b) Z 1 2")  # PR_SET_NAME
+print("ready", flush=True)
+sys.stdin.read()
+`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
+	if sc := bufio.NewScanner(out); !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("the program did not start: %q", sc.Text())
+	}
+	stat, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	if !strings.Contains(string(stat), "(a) (b) Z 1 2)") {
+		t.Fatalf("the rename did not take: %q", stat)
+	}
+	state, ppid, err := statState("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	if err != nil || state != 'S' || ppid != os.Getpid() {
+		t.Errorf("statState of %q: got %c, %d, %v; want S, %d, nil", stat, state, ppid, err, os.Getpid())
+	}
 }
 
 // TestKillTreeKillsAProcessWhoseLeaderExited: a program's main thread that ends
