@@ -299,16 +299,15 @@ func isLoopback(a net.Addr) bool {
 // sessionOptions offers sessions on the docker backend (Docker or Podman, under runc,
 // crun or gVisor's runsc) and on the kubernetes backend (a pod per session that every
 // replica serves: launcher/kube's SharedSessions, whose sweeper runs until ctx ends),
-// under the node's default runtime. Not on the process backend, which cannot keep one
-// run's memory, stdin and files from the next, nor on the kubernetes backend with a
-// gVisor RuntimeClass, whose sessions are not tested (docs/sessions.md). There the
-// session tools are absent, and the log says why.
+// under the node's default runtime or the gVisor RuntimeClass. Not on the process
+// backend, which cannot keep one run's memory, stdin and files from the next
+// (docs/sessions.md): there the session tools are absent, and the log says why.
 func sessionOptions(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
 	if cfg.MaxSessions == 0 {
 		return mcpserver.SessionOptions{}
 	}
-	if cfg.Backend != "docker" && (cfg.Backend != "kubernetes" || l.Options().GVisor()) {
-		log.Info().Str("backend", cfg.Backend).Str("runtime", cfg.Runtime).Msg("sessions are not offered by this backend or runtime yet (docker under any runtime, or kubernetes without gVisor): no session tools")
+	if cfg.Backend != "docker" && cfg.Backend != "kubernetes" {
+		log.Info().Str("backend", cfg.Backend).Str("runtime", cfg.Runtime).Msg("sessions are not offered by this backend (docker or kubernetes only: the process backend cannot keep one run's memory, stdin and files from the next): no session tools")
 		return mcpserver.SessionOptions{}
 	}
 	o := mcpserver.SessionOptions{

@@ -485,8 +485,7 @@ func e2eExpectChecks(t *testing.T, r e2eClientRun) {
 
 // defaultTools says whether names is the tool list of a server with the default
 // configuration: exec, with the session tools where the backend has sessions
-// (MCP_EXEC_MAX_SESSIONS defaults to 4; with the process backend, and on
-// Kubernetes with a gVisor RuntimeClass, there are none). Their behaviour is tested in mcpserver and by
+// (MCP_EXEC_MAX_SESSIONS defaults to 4; with the process backend there are none). Their behaviour is tested in mcpserver and by
 // TestSession*; here the list only must not hold anything else.
 func defaultTools(names []string) bool {
 	names = slices.Sorted(slices.Values(names))

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -49,8 +50,28 @@ func sharedPods(t *testing.T, admin kubernetes.Interface, handle string) []strin
 // sweeper ends a session A made once it is idle. No label or annotation holds the handle
 // or the identity, and no pod is left.
 func TestLiveSharedSession(t *testing.T) {
-	la, ba, admin := testLauncherWith(t, Options{}, launcher.Options{Instance: testInstance(t) + "-a"})
-	lb, bb, _ := testLauncherWith(t, Options{}, launcher.Options{Instance: testInstance(t) + "-b"})
+	liveSharedSession(t, Options{}, launcher.Options{})
+}
+
+// TestLiveGVisorSharedSession: the same under the RuntimeClass gvisor (the OOM kill of
+// a call that allocates step by step takes the cell alone there too).
+func TestLiveGVisorSharedSession(t *testing.T) {
+	adminConfig(t) // skips without a test cluster
+	profile := os.Getenv(envGVisorSeccomp)
+	if profile == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set: CI runs the gVisor tests (scripts/k8s/ci.sh sets it)", envGVisorSeccomp)
+		}
+		t.Skipf("%s is not set: no gVisor seccomp profile on the test cluster (scripts/k8s/ci.sh installs one)", envGVisorSeccomp)
+	}
+	liveSharedSession(t, Options{SeccompProfile: profile}, launcher.Options{Runtime: gvisorRuntimeClass, Pids: gvisorPids})
+}
+
+func liveSharedSession(t *testing.T, kopts Options, opts launcher.Options) {
+	oa, ob := opts, opts
+	oa.Instance, ob.Instance = testInstance(t)+"-a", testInstance(t)+"-b"
+	la, ba, admin := testLauncherWith(t, kopts, oa)
+	lb, bb, _ := testLauncherWith(t, kopts, ob)
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	A, B := NewSharedSessions(la, ba, log), NewSharedSessions(lb, bb, log)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)

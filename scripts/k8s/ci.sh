@@ -46,7 +46,8 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 # (RuntimeClass gvisor; --pids is RLIMIT_NPROC of the runsc runtime's base spec, up.sh; ~45 s),
 # the TypeScript client's end-to-end test over stdio, HTTP and SSE, and sessions through the
 # binary (TestKubeSessionServer: close, idle expiry, maximum lifetime; 50-70 s, most of it the
-# expiry waits), the probes of what a session's holder changes as a session's first call
+# expiry waits; TestKubeSessionReplicas: two replicas behind nginx serving one session, 19 s),
+# the probes of what a session's holder changes as a session's first call
 # (TestKubeSessionInvariants, $session_probes below: 14 session pods one after the other,
 # about half of the 135 s that all 27 took at load ~15; the other probes check the pod's
 # spec, which a session pod shares with a one-shot pod, and the selftests above ran them
@@ -58,6 +59,9 @@ go run ./cmd/mcp-exec selftest --log-level warn
 MCP_EXEC_RUNTIME=gvisor MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec-gvisor.json MCP_EXEC_PIDS=$KGVISORPIDS \
   go run ./cmd/mcp-exec selftest --log-level warn
 CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas)$' ./cmd/mcp-exec
+# Sessions through the binary under the RuntimeClass gvisor (~45 s; TestLiveGVisorSharedSession
+# ran above with ./launcher/kube/...).
+MCP_EXEC_TEST_RUNTIME=gvisor CI=true go test -count=1 -timeout 10m -run '^TestKubeSessionServer$' ./cmd/mcp-exec
 session_probes='fds_only_std|bootstrap_unreachable|environment_isolated|runs_as_unprivileged_user|capabilities_empty|no_new_privs|seccomp_filter_active|seccomp_denies_dangerous_syscalls|core_dumps_disabled|memory_limit_kills_program|memory_oom_reported_for_child|pids_limit_stops_fork_bomb|tmp_not_persisted|daemon_not_persisted'
 CI=true go test -count=1 -timeout 10m -run "^TestKubeSessionInvariants\$/^($session_probes)\$" ./cmd/mcp-exec
 
