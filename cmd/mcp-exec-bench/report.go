@@ -340,6 +340,9 @@ func (r *report) printTargets(p func(string, ...any)) {
 	lat("(also) warm `print(1)` with Preload numpy,pandas ≤ 0.5x (a)", "d-wait+preload", "print(1)", "a", "print(1)", 0.5)
 	lat("(also) session `print(1)` ≤ 1x warm (d, refilled)", "e-session", "print(1)", "d-wait", "print(1)", 1)
 	lat("(also) session pandas ≤ 1x warm (d, refilled), Preload numpy,pandas", "e-session+preload", "pandas", "d-wait+preload", "pandas", 1)
+	lat("(also) session `print(1)`, calls apart, ≤ 1x warm (d, refilled)", "e-settled", "print(1)", "d-wait", "print(1)", 1)
+	lat("(also) session `print(1)`, calls apart, ≤ 1x warm (d, refilled), Preload numpy,pandas", "e-settled+preload", "print(1)", "d-wait+preload", "print(1)", 1)
+	lat("(also) session pandas, calls apart, ≤ 1x warm (d, refilled), Preload numpy,pandas", "e-settled+preload", "pandas", "d-wait+preload", "pandas", 1)
 	for _, t := range r.tput {
 		ch := r.churnAt(t.c)
 		met := "n/a"
