@@ -230,5 +230,10 @@ func (l *Launcher) startSession(ctx context.Context, spec backend.Spec, so Sessi
 		ch.close()
 		return nil, nil, err
 	}
+	// The launcher's Close removes a session's sandbox without its Session.Close:
+	// the channel goes with the launcher then (a channel's close is idempotent).
+	closeCh := ch.close
+	unhook := context.AfterFunc(l.stop, func() { closeCh() })
+	ch.close = func() error { unhook(); return closeCh() }
 	return sb, &ch, nil
 }

@@ -114,6 +114,7 @@ def head(host=HOST):
 // the network probes pass in the session as in a sandbox without a profile; a call
 // naming a profile is refused; close removes the channel's socket. A session created
 // without a profile, on the same launcher, has no channel, no relay and no network.
+// The launcher's close ends the channel of a session still open.
 func TestLiveEgressSession(t *testing.T) {
 	l, rec, logs, served := liveLauncher(t)
 	exp := time.Now().Add(time.Hour)
@@ -208,4 +209,20 @@ print(json.dumps(out))
 	want(t, out, "env", "[]")
 	want(t, out, "relay", "err ConnectionRefusedError")
 	networkProbes(t, l, plain)
+
+	// The launcher's Close (the server's shutdown) takes a session's channel with it,
+	// though nobody closed the session.
+	if _, err := l.OpenSession(t.Context(), launcher.SessionOptions{Expires: exp, Egress: "deb"}); err != nil {
+		t.Fatalf("a last session with a profile: %v", err)
+	}
+	last := opened(rec)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		t.Fatalf("closing the launcher: %v", err)
+	}
+	if last == "" {
+		t.Fatal("no channel opened for the last session")
+	}
+	gone(t, last, "after the launcher's close")
 }
