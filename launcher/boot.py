@@ -789,7 +789,8 @@ def send_files(outdir, max_file, max_total, max_count=64):
 # what a cell wrote under /tmp stays. PID 1 frames the output of a cell as in one-shot
 # mode (the cap counts per cell), sends and then removes the files under OUTDIR, and
 # ends each cell with an X frame that adds "state". Output written between cells (a
-# thread a cell left) is dropped.
+# thread a cell left) is dropped. A session with an egress profile has its channel at
+# EGRESS_SOCK; PID 1 runs the relay (egress_relay) for every cell.
 HOLDER = r"""
 def _holder(seed, plots, files, status_of):
     import os, sys, _signal
@@ -966,6 +967,10 @@ def session(max_output, preload, outdir, max_file, max_files, seal_fd=None):
     if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
         os.kill(pid, 9)
         fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
+    # A session with a profile: PID 1 relays, after the fork (its threads are never in
+    # the holder) and before the R frame, so every cell finds the relay listening, and
+    # a cell's kill (kill_all_but spares PID 1) or a new holder never ends it.
+    egress_relay()
     import select
     import shutil
     import time

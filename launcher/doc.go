@@ -29,7 +29,8 @@
 //   - A job with Job.Egress (egress.go) is the one exception to "SpecOf alone": its
 //     cold sandbox is SpecOf plus its own egress channel's directory, bind-mounted
 //     read-only at /egress, and the proxy variables; it still has no network. Warm
-//     sandboxes never hold a channel.
+//     sandboxes never hold a channel. A session with SessionOptions.Egress is the same
+//     exception for its SessionSpec: one channel per session sandbox, closed with it.
 //   - Caller data (code, stdin) travels only over the attached stdin stream, and output
 //     only over the attached stdout stream. Neither is ever in the container's
 //     command, environment, labels or logs, nor in a file on the host, nor in our logs.

@@ -17,10 +17,16 @@ import (
 // sandbox made for it, with its channel's directory bind-mounted at
 // backend.EgressMount: the warm pool's sandboxes were made before any profile was
 // known and never get one, so a sandbox without a profile has no way to the proxy.
+//
+// A session with a profile (SessionOptions.Egress) has one channel per sandbox too: it
+// is opened when the session's sandbox starts, its caps are reset as each call begins
+// (they count per call), and it is closed with that sandbox (session_close, expiry, or
+// a lost interpreter, whose restart opens a new one for the new sandbox).
 type EgressChannels interface {
 	// Open starts a channel bound to the named profile and returns the host directory
-	// holding its socket and the function that ends it (its connections too).
-	Open(ctx context.Context, profile string) (dir string, closeFn func() error, err error)
+	// holding its socket, the function that starts a new call's caps (a session's
+	// channel serves many calls) and the function that ends it (its connections too).
+	Open(ctx context.Context, profile string) (dir string, resetFn func(), closeFn func() error, err error)
 	// OpenCheck starts a channel that serves no profile and answers every connection
 	// with token and a newline (CheckEgress), and returns it as Open does.
 	OpenCheck(ctx context.Context) (dir, token string, closeFn func() error, err error)
@@ -150,31 +156,84 @@ func egressEnv() []string {
 
 // egressSpec is SpecOf for a sandbox whose channel's directory is dir.
 func egressSpec(o Options, dir string) backend.Spec {
-	s := SpecOf(o)
-	s.EgressDir = dir
-	s.Env = append(slices.Clone(s.Env), egressEnv()...)
-	return s
+	return withEgress(SpecOf(o), dir)
+}
+
+// withEgress is spec for a sandbox whose channel's directory is dir: the directory
+// mounted at backend.EgressMount and the proxy variables.
+func withEgress(spec backend.Spec, dir string) backend.Spec {
+	spec.EgressDir = dir
+	spec.Env = append(slices.Clone(spec.Env), egressEnv()...)
+	return spec
+}
+
+// egressChannel is one open channel: reset starts a call's caps, close ends it.
+type egressChannel struct {
+	reset func()
+	close func() error
+}
+
+// end closes the channel, if there is one (nil: a session without a profile).
+func (ch *egressChannel) end() {
+	if ch != nil {
+		ch.close()
+	}
+}
+
+// openEgress opens a channel for profile, once CheckEgress has passed.
+func (l *Launcher) openEgress(ctx context.Context, profile string) (dir string, ch egressChannel, err error) {
+	if l.opts.Egress == nil {
+		return "", ch, ErrEgressUnavailable
+	}
+	if !l.egressOK.Load() {
+		// The runtime may not let the socket through (gVisor without HostUDSFlag):
+		// refuse rather than half-work until CheckEgress has shown that it does.
+		return "", ch, ErrEgressUnchecked
+	}
+	dir, ch.reset, ch.close, err = l.opts.Egress.Open(ctx, profile)
+	if err != nil {
+		return "", ch, fmt.Errorf("opening egress channel: %w", err)
+	}
+	return dir, ch, nil
 }
 
 // startEgress opens a channel for profile and starts a cold sandbox holding it. The
 // returned function closes the channel; call it once the sandbox is disposed of.
 func (l *Launcher) startEgress(ctx context.Context, profile string) (*sandbox, func() error, error) {
-	if l.opts.Egress == nil {
-		return nil, nil, ErrEgressUnavailable
-	}
-	if !l.egressOK.Load() {
-		// The runtime may not let the socket through (gVisor without HostUDSFlag):
-		// refuse rather than half-work until CheckEgress has shown that it does.
-		return nil, nil, ErrEgressUnchecked
-	}
-	dir, closeCh, err := l.opts.Egress.Open(ctx, profile)
+	dir, ch, err := l.openEgress(ctx, profile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening egress channel: %w", err)
+		return nil, nil, err
 	}
 	sb, err := l.startSpec(ctx, egressSpec(l.opts, dir), nil)
 	if err != nil {
-		closeCh()
+		ch.close()
 		return nil, nil, err
 	}
-	return sb, closeCh, nil
+	return sb, ch.close, nil
+}
+
+// startSession starts the sandbox of a session: from spec, or, for a session with a
+// profile, with a channel of its own opened first (never a pooled sandbox: the
+// channel's directory is mounted when the sandbox is made). ch is nil without a
+// profile.
+func (l *Launcher) startSession(ctx context.Context, spec backend.Spec, so SessionOptions, sw *switchWriter) (*sandbox, *egressChannel, error) {
+	if so.Egress == "" {
+		sb, err := l.startSpec(ctx, spec, sw)
+		return sb, nil, err
+	}
+	dir, ch, err := l.openEgress(ctx, so.Egress)
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := l.startSpec(ctx, withEgress(spec, dir), sw)
+	if err != nil {
+		ch.close()
+		return nil, nil, err
+	}
+	// The launcher's Close removes a session's sandbox without its Session.Close:
+	// the channel goes with the launcher then (a channel's close is idempotent).
+	closeCh := ch.close
+	unhook := context.AfterFunc(l.stop, func() { closeCh() })
+	ch.close = func() error { unhook(); return closeCh() }
+	return sb, &ch, nil
 }

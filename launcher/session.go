@@ -41,6 +41,10 @@ var ErrSessionGone = errors.New("no open session has this session_id (it was clo
 // ErrSessionClosed: the session was closed.
 var ErrSessionClosed = errors.New("the session is closed")
 
+// ErrSessionEgress: a job in a session named an egress profile; a session's profile
+// is fixed when it is opened (SessionOptions.Egress).
+var ErrSessionEgress = errors.New("a call in a session cannot name an egress profile: the session's profile is fixed when it is created")
+
 // SessionOptions configure one session.
 type SessionOptions struct {
 	// Expires is when the session's maximum lifetime ends; it goes in a label
@@ -49,6 +53,10 @@ type SessionOptions struct {
 	// Memory is the session sandbox's memory (and swap) limit in bytes; 0 is the
 	// launcher's Memory.
 	Memory int64
+	// Egress names the egress profile of every call in the session (issue 23); ""
+	// (the default): no network, as for a one-shot job without one. Its channel is
+	// opened with the session's sandbox and closed with it (egress.go).
+	Egress string
 	// Shared: any launcher on the same backend may serve the session (launcher/kube's
 	// SharedSessions). The sandbox is attached for each call (the backend must be a
 	// Reattacher), not held by this launcher: once ready it is detached and no longer
@@ -78,6 +86,7 @@ type Session struct {
 	mu     sync.Mutex // guards sb and closed
 	sb     *sandbox   // nil: none yet, or lost; the next call starts one
 	sw     *switchWriter
+	ch     *egressChannel // sb's egress channel; nil without a profile
 	closed bool
 	id     string // a shared session's sandbox, attached per call
 }
@@ -161,7 +170,7 @@ func (s *Session) ensure(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	sw := &switchWriter{}
-	sb, err := s.l.startSpec(ctx, SessionSpec(s.l.opts, s.opts), sw)
+	sb, ch, err := s.l.startSession(ctx, SessionSpec(s.l.opts, s.opts), s.opts, sw)
 	if err != nil {
 		return err
 	}
@@ -169,18 +178,21 @@ func (s *Session) ensure(ctx context.Context) error {
 	case <-sb.dec.ready:
 	case <-sb.streamDone:
 		s.l.dispose(sb)
+		ch.end()
 		return sb.brokenErr(errNoReady)
 	case <-ctx.Done():
 		s.l.dispose(sb)
+		ch.end()
 		return ctx.Err()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed { // closed while starting
 		s.l.dispose(sb)
+		ch.end()
 		return ErrSessionClosed
 	}
-	s.sb, s.sw = sb, sw
+	s.sb, s.sw, s.ch = sb, sw, ch
 	return nil
 }
 
@@ -198,23 +210,26 @@ func (s *Session) Close() {
 		return
 	}
 	s.mu.Lock()
-	sb := s.sb
-	s.sb, s.closed = nil, true
+	sb, ch := s.sb, s.ch
+	s.sb, s.ch, s.closed = nil, nil, true
 	s.mu.Unlock()
 	if sb != nil {
 		s.l.dispose(sb)
 	}
+	ch.end() // after dispose: the sandbox is no longer fed, its connections end here
 }
 
 // lose drops sb (the interpreter is gone or its stream cannot be trusted): the next
 // call starts a new sandbox.
 func (s *Session) lose(sb *sandbox) {
+	var ch *egressChannel
 	s.mu.Lock()
 	if s.sb == sb {
-		s.sb = nil
+		s.sb, ch, s.ch = nil, s.ch, nil
 	}
 	s.mu.Unlock()
 	s.l.dispose(sb)
+	ch.end() // the next sandbox gets a channel of its own
 }
 
 // Exec runs job in the session. As Run, a program that fails, times out or is killed
@@ -223,6 +238,9 @@ func (s *Session) lose(sb *sandbox) {
 func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 	if job.Tools != nil {
 		return Result{}, errors.New("tools (code mode) are not available in a session")
+	}
+	if job.Egress != "" {
+		return Result{}, ErrSessionEgress
 	}
 	if !s.run.TryLock() {
 		return Result{}, ErrSessionBusy
@@ -292,10 +310,13 @@ func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
 	}
 	take := time.Since(t0)
 	s.mu.Lock()
-	sb, sw := s.sb, s.sw
+	sb, sw, ch := s.sb, s.sw, s.ch
 	s.mu.Unlock()
 	if sb == nil {
 		return Result{}, ErrSessionClosed
+	}
+	if ch != nil {
+		ch.reset() // the profile's caps count per call
 	}
 	res, err = s.cell(ctx, sb, sw, job)
 	res.Timing.Take, res.Timing.Warm = take, true

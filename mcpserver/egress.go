@@ -21,6 +21,17 @@ type EgressProfile struct {
 // configured profiles' names, or no property at all when none is configured (the
 // schema forbids unknown properties, so a call that names one is then refused).
 func egressSchema(s *jsonschema.Schema, o Options) {
+	egressProperty(s, o, "Optional. The name of an egress profile the operator configured; the program may then reach the hosts it names, and only those, over HTTP(S) through the proxy that HTTP_PROXY and HTTPS_PROXY point at (no DNS, no UDP, no other host or port). Absent: no network at all. Not with session_id: a session's profile is chosen at session_create. ")
+}
+
+// sessionEgressSchema is egressSchema for session_create's input.
+func sessionEgressSchema(s *jsonschema.Schema, o Options) {
+	egressProperty(s, o, "Optional. The name of an egress profile the operator configured, for every exec call in this session: each may reach the hosts it names, and only those, over HTTP(S) through the proxy that HTTP_PROXY and HTTPS_PROXY point at (no DNS, no UDP, no other host or port), within its caps per call. Fixed for the session's life: exec calls with this session_id cannot name another. Absent: the session has no network at all. ")
+}
+
+// egressProperty sets s's "egress" to the enum of the profiles' names with desc and
+// the list, or removes it when none is configured.
+func egressProperty(s *jsonschema.Schema, o Options, desc string) {
 	if len(o.Egress) == 0 {
 		delete(s.Properties, "egress")
 		return
@@ -30,7 +41,7 @@ func egressSchema(s *jsonschema.Schema, o Options) {
 	for _, e := range o.Egress {
 		p.Enum = append(p.Enum, e.Name)
 	}
-	p.Description = "Optional. The name of an egress profile the operator configured; the program may then reach the hosts it names, and only those, over HTTP(S) through the proxy that HTTP_PROXY and HTTPS_PROXY point at (no DNS, no UDP, no other host or port). Absent: no network at all. " + egressList(o.Egress)
+	p.Description = desc + egressList(o.Egress)
 }
 
 // egressList is the profiles as one line each, for the model.
@@ -52,7 +63,7 @@ func egressDescription(o Options) string {
 	if len(o.Egress) == 0 {
 		return ""
 	}
-	return "\n\nEgress: with \"egress\" set to a profile's name, the program may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set, so urllib, requests and pip use it; TLS is end to end). A refused host, port or address is answered 403 with the reason. There is still no DNS, no UDP and no other way out. Each call with a profile starts a new sandbox (not a warm one). " + egressList(o.Egress)
+	return "\n\nEgress: with \"egress\" set to a profile's name, the program may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set, so urllib, requests and pip use it; TLS is end to end). A refused host, port or address is answered 403 with the reason. There is still no DNS, no UDP and no other way out. Each call with a profile starts a new sandbox (not a warm one). In a session, the profile is the one session_create was given (its calls leave \"egress\" out). " + egressList(o.Egress)
 }
 
 // checkEgress refuses a profile name that is not configured (the schema's enum

@@ -1,11 +1,14 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var testEgress = []EgressProfile{
@@ -76,15 +79,99 @@ func TestCheckEgress(t *testing.T) {
 }
 
 // TestEgressNotInSession: a call that names a profile and a session is refused, not
-// run in the session's sandbox (which has no channel) as if it had asked for nothing.
+// run with the session's own profile (or none) as if it had asked for that.
 func TestEgressNotInSession(t *testing.T) {
 	o := Options{Egress: testEgress}.withDefaults()
 	_, err := newJob(execInput{Code: "x", Egress: "deb", SessionID: "s"}, o)
 	var ii *invalidInput
-	if !errors.As(err, &ii) || ii.field != "egress" || !strings.Contains(err.Error(), "session_id") {
+	if !errors.As(err, &ii) || ii.field != "egress" || !strings.Contains(err.Error(), "session_id") || !strings.Contains(err.Error(), "fixed at session_create") {
 		t.Errorf("egress with session_id: got %v, want an invalid egress naming session_id", err)
 	}
 	if _, err := newJob(execInput{Code: "x", Egress: "deb"}, o); err != nil {
 		t.Errorf("egress alone: %v", err)
+	}
+}
+
+// TestSessionEgress: with profiles, session_create takes "egress" from the same enum
+// and hands it to the backend, which binds it to the session; its calls carry no
+// egress of their own, and one that names a profile is refused before the session.
+// Without profiles there is no such field (the tool list and schemas follow the
+// configuration only).
+func TestSessionEgress(t *testing.T) {
+	f := &fakeSessions{}
+	cs := connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f), Egress: testEgress})
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == toolSessionCreate })
+	if i < 0 {
+		t.Fatal("no session_create")
+	}
+	raw, _ := json.Marshal(tools.Tools[i].InputSchema)
+	var schema struct {
+		Properties map[string]struct {
+			Enum        []string `json:"enum"`
+			Description string   `json:"description"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	p := schema.Properties["egress"]
+	if diff := cmp.Diff([]string{"deb", "pypi"}, p.Enum); diff != "" {
+		t.Errorf("session_create egress enum (-want +got):\n%s", diff)
+	}
+	if !strings.HasSuffix(p.Description, egressList(testEgress)) || !strings.Contains(tools.Tools[i].Description, "\n\nEgress: ") {
+		t.Errorf("session_create: egress description %q, tool description %q", p.Description, tools.Tools[i].Description)
+	}
+
+	res := callNamed(t, cs, toolSessionCreate, map[string]any{"egress": "pypi"})
+	if res.IsError || !strings.Contains(text(t, res), "egress: pypi") {
+		t.Fatalf("session_create with a profile: %s", text(t, res))
+	}
+	var out sessionCreateOutput
+	raw, _ = json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	if res := callNamed(t, cs, "exec", map[string]any{"code": "print(1)", "session_id": out.SessionID}); res.IsError {
+		t.Fatalf("exec in the session without egress: %s", text(t, res))
+	}
+	res = callNamed(t, cs, "exec", map[string]any{"code": "print(1)", "session_id": out.SessionID, "egress": "deb"})
+	if !res.IsError || !strings.Contains(text(t, res), "fixed at session_create") {
+		t.Errorf("exec in the session naming a profile: got %q, want the refusal", text(t, res))
+	}
+	for _, bad := range []map[string]any{{"egress": "npm"}, {"egress": 1}} {
+		if res := callNamed(t, cs, toolSessionCreate, bad); !res.IsError || !strings.Contains(text(t, res), "egress") {
+			t.Errorf("session_create %v: got %q, want a tool error naming egress", bad, text(t, res))
+		}
+	}
+	f.mu.Lock()
+	opened := slices.Clone(f.opened)
+	conns := slices.Clone(f.conns)
+	f.mu.Unlock()
+	if len(opened) != 1 || opened[0].Egress != "pypi" {
+		t.Fatalf("sessions opened: got %+v, want one with egress pypi", opened)
+	}
+	if jobs := conns[0].jobs(); len(jobs) != 1 || jobs[0].Egress != "" {
+		t.Errorf("the session's jobs: got %+v, want one without egress of its own", jobs)
+	}
+	createSession(t, cs) // no egress: none
+	if f.opened[1].Egress != "" {
+		t.Errorf("session_create without egress: backend got %q", f.opened[1].Egress)
+	}
+
+	// Without profiles, session_create has no egress field.
+	f = &fakeSessions{}
+	cs = connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f)})
+	if res := callNamed(t, cs, toolSessionCreate, map[string]any{"egress": "deb"}); !res.IsError || !strings.Contains(text(t, res), `unexpected additional properties ["egress"]`) {
+		t.Errorf("session_create with egress, no profiles: got %q", text(t, res))
+	}
+	if s := sessionCreateSchema(Options{}); s.Properties["egress"] != nil {
+		t.Error("session_create: an egress property without profiles")
+	}
+	if sessionEgressNote(Options{}) != "" {
+		t.Error("session_create's description mentions egress without profiles")
 	}
 }

@@ -84,7 +84,10 @@ type sessionInfo struct {
 	ExpiresAt      string `json:"expires_at" jsonschema:"When the session ends unless another call comes first (RFC 3339, UTC)."`
 }
 
-type sessionCreateInput struct{}
+type sessionCreateInput struct {
+	// Egress is in the schema only when profiles are configured (sessionEgressSchema).
+	Egress string `json:"egress,omitempty" jsonschema:"An egress profile's name for the session's calls (sessionEgressSchema fills in the names, or drops the field)."`
+}
 
 type sessionCreateOutput struct {
 	SessionID    string `json:"session_id" jsonschema:"Pass it as exec's session_id. Keep it secret: it is the session's only key."`
@@ -119,9 +122,10 @@ type sessionEntry struct {
 // sessions holds the open sessions and what became of recently ended ones (for a
 // clear "expired" or "closed" message).
 type sessions struct {
-	o   SessionOptions
-	log zerolog.Logger
-	now func() time.Time
+	o        SessionOptions
+	profiles []EgressProfile // the server's egress profiles (addTools)
+	log      zerolog.Logger
+	now      func() time.Time
 
 	mu    sync.Mutex
 	open  map[string]*sessionEntry
@@ -224,9 +228,13 @@ func (s *sessions) endLocked(e *sessionEntry, why string) {
 	s.ended[e.id] = endedSession{owner: e.owner, why: why}
 }
 
-func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessionCreateInput) (*mcp.CallToolResult, sessionCreateOutput, error) {
+func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sessionCreateInput) (*mcp.CallToolResult, sessionCreateOutput, error) {
 	owner := identity(req)
+	if err := checkEgress(in.Egress, Options{Egress: s.profiles}); err != nil {
+		return nil, sessionCreateOutput{}, err
+	}
 	if s.o.Shared != nil {
+		// No egress there: the Kubernetes backend refuses profiles at start-up.
 		return s.createShared(ctx, owner)
 	}
 	s.mu.Lock()
@@ -247,7 +255,7 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessi
 	s.open[id] = e
 	s.mu.Unlock()
 
-	conn, err := s.o.Backend.OpenSession(ctx, launcher.SessionOptions{Expires: e.deadline, Memory: s.o.Memory})
+	conn, err := s.o.Backend.OpenSession(ctx, launcher.SessionOptions{Expires: e.deadline, Memory: s.o.Memory, Egress: in.Egress})
 	s.mu.Lock()
 	if err != nil {
 		delete(s.open, id)
@@ -259,7 +267,7 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessi
 	s.arm(e)
 	expires := s.expiresAt(e)
 	s.mu.Unlock()
-	return s.created(id, expires)
+	return s.created(id, expires, in.Egress)
 }
 
 func (s *sessions) createFailed(err error) error {
@@ -270,8 +278,9 @@ func (s *sessions) createFailed(err error) error {
 	return fmt.Errorf("sandbox unavailable: %w", err)
 }
 
-// created is session_create's result for the session id ending at expires.
-func (s *sessions) created(id string, expires time.Time) (*mcp.CallToolResult, sessionCreateOutput, error) {
+// created is session_create's result for the session id ending at expires, whose
+// calls may use the egress profile egress ("": none).
+func (s *sessions) created(id string, expires time.Time, egress string) (*mcp.CallToolResult, sessionCreateOutput, error) {
 	out := sessionCreateOutput{
 		SessionID:    id,
 		ExpiresAt:    expires.UTC().Format(time.RFC3339),
@@ -279,9 +288,16 @@ func (s *sessions) created(id string, expires time.Time) (*mcp.CallToolResult, s
 		MaxLifetimeS: int64(s.o.MaxLifetime / time.Second),
 		MemoryBytes:  s.o.Memory,
 	}
-	s.log.Info().Str("session", handleHash(id)).Msg("session created")
+	ev := s.log.Info().Str("session", handleHash(id))
+	if egress != "" {
+		ev = ev.Str("egress", egress) // the operator's profile name
+	}
+	ev.Msg("session created")
 	text := fmt.Sprintf("session_id: %s\nexpires_at: %s (idle timeout %d s, maximum lifetime %d s; each exec call with this session_id resets the idle timeout)\nmemory_bytes: %d",
 		out.SessionID, out.ExpiresAt, out.IdleTimeoutS, out.MaxLifetimeS, out.MemoryBytes)
+	if egress != "" {
+		text += fmt.Sprintf("\negress: %s (every exec call in this session may use it; leave egress out of those calls)", egress)
+	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }
 
@@ -324,7 +340,7 @@ func (s *sessions) createShared(ctx context.Context, owner string) (*mcp.CallToo
 	if err != nil {
 		return nil, sessionCreateOutput{}, s.createFailed(err)
 	}
-	return s.created(id, expires)
+	return s.created(id, expires, "")
 }
 
 // ownedLocked counts the sessions open (or starting) for owner; called with s.mu held.
@@ -447,6 +463,7 @@ func errSessionBusy() error {
 // addTools adds session_create and session_close.
 func (s *sessions) addTools(srv *mcp.Server, o Options) {
 	f, t := false, true
+	s.profiles = o.Egress
 	mcp.AddTool(srv, &mcp.Tool{
 		Name: toolSessionCreate,
 		Description: fmt.Sprintf(`Start a Python session: an interpreter that keeps its variables, imports and the files in /tmp across exec calls. Pass the session_id it returns as exec's "session_id".
@@ -454,7 +471,8 @@ func (s *sessions) addTools(srv *mcp.Server, o Options) {
 Each exec call in a session runs on what the earlier ones left; a call that fails with an exception keeps what ran before the exception. A call killed for its timeout, cancelled, or killed for memory leaves the variables as they were before it (state "rolled_back"); files it wrote in /tmp are NOT rolled back. If the interpreter itself dies the session starts again empty (state "lost"). One call at a time: a second call while one runs gets a "busy" error.
 
 The session ends after %s without a call (each call restarts that clock), %s after it was created in any case, with session_close, or when the server restarts; then its variables and files are gone and exec with its session_id fails saying so. Memory: %s for the interpreter and each call together. At most %d sessions at once on this server: close the ones you no longer need.`,
-			s.o.IdleTimeout, s.o.MaxLifetime, size(int(s.o.Memory)), s.o.Max),
+			s.o.IdleTimeout, s.o.MaxLifetime, size(int(s.o.Memory)), s.o.Max) + sessionEgressNote(o),
+		InputSchema: sessionCreateSchema(o),
 		Annotations: &mcp.ToolAnnotations{Title: "Start a Python session", DestructiveHint: &f, OpenWorldHint: &f},
 	}, s.create)
 	mcp.AddTool(srv, &mcp.Tool{
@@ -462,6 +480,25 @@ The session ends after %s without a call (each call restarts that clock), %s aft
 		Description: "End a session started by session_create and free its memory: its variables and files are gone. Closing a session that has already ended is not an error.",
 		Annotations: &mcp.ToolAnnotations{Title: "End a Python session", DestructiveHint: &t, IdempotentHint: true, OpenWorldHint: &f},
 	}, s.close)
+}
+
+// sessionCreateSchema is the schema inferred from sessionCreateInput, with "egress"
+// the enum of the profiles' names, or absent without profiles.
+func sessionCreateSchema(o Options) *jsonschema.Schema {
+	s, err := jsonschema.For[sessionCreateInput](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: inferring session_create's input schema: %v", err)) // a bug in sessionCreateInput
+	}
+	sessionEgressSchema(s, o)
+	return s
+}
+
+// sessionEgressNote is what session_create's description adds with egress profiles.
+func sessionEgressNote(o Options) string {
+	if len(o.Egress) == 0 {
+		return ""
+	}
+	return "\n\nEgress: with \"egress\" set to a profile's name, every exec call in the session may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set; TLS is end to end; a refused host, port or address is answered 403 with the reason), within the profile's caps, which count per call; there is still no DNS, no UDP and no other way out. The profile is fixed for the session: exec calls with its session_id leave \"egress\" out. Without it the session has no network at all. " + egressList(o.Egress)
 }
 
 // sessionsNote is what exec's description adds when sessions are on.

@@ -32,7 +32,14 @@ type fakeConn struct {
 	f      *fakeSessions
 	mu     sync.Mutex
 	n      int
+	ran    []launcher.Job
 	closed bool
+}
+
+func (c *fakeConn) jobs() []launcher.Job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]launcher.Job(nil), c.ran...)
 }
 
 func (f *fakeSessions) OpenSession(_ context.Context, o launcher.SessionOptions) (SessionConn, error) {
@@ -58,6 +65,7 @@ func (c *fakeConn) Exec(ctx context.Context, job launcher.Job) (launcher.Result,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n++
+	c.ran = append(c.ran, job)
 	return launcher.Result{Stdout: strings.Repeat("x", c.n), SessionState: launcher.SessionKept}, nil
 }
 

@@ -145,10 +145,9 @@ func newJob(in execInput, o Options) (launcher.Job, error) {
 		return launcher.Job{}, err
 	}
 	if in.Egress != "" && in.SessionID != "" {
-		// A session's sandbox is made at session_create, before any call's profile is
-		// known, and has no channel: refuse rather than run the call without the
-		// network it asked for.
-		return launcher.Job{}, &invalidInput{"egress", "egress cannot be used with session_id in this version: a session's sandbox has no egress channel; run the call without session_id"}
+		// A session's channel is bound to the profile session_create named, when its
+		// sandbox was made: a call cannot change it (nor add one to a session without).
+		return launcher.Job{}, &invalidInput{"egress", "egress cannot be used with session_id: a session's egress profile is fixed at session_create, and every call in the session uses it; leave egress out, or call session_create with the egress you need"}
 	}
 	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout, Files: files, Egress: in.Egress}, nil
 }

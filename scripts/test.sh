@@ -127,7 +127,8 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
   podman_host=unix:///run/podman/podman.sock
   # Includes TestStdinUnreadStress, which runs against Podman, and the egress live tests
   # (launcher/egress/proxy: the start-up check, a real public host through the proxy,
-  # the private channel, the caps; 82 s measured at load ~18). TestEgressE2E (the
+  # the private channel, the caps; 82 s measured at load ~18; TestLiveEgressSession, a
+  # session with a profile, 6 s of them at load ~5). TestEgressE2E (the
   # binary) is not run here: what it adds to those (the enum, the log) is the server's,
   # which ./... ran against Docker.
   DOCKER_HOST=$podman_host gotest -race -count=1 -timeout 20m -skip "$engine_free" "${engine_pkgs[@]}"
@@ -208,8 +209,9 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   # egress profiles at start, naming the flag (~33 s at load ~18).
   MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestEgressE2E|TestSessionExpiryAndRestart)$' ./cmd/mcp-exec
   # Egress under gVisor: runsc-egress is runsc with --host-uds=open (scripts/runsc.sh).
-  # The live tests (start-up check, public host, the private channel, caps): 89-108 s
-  # measured at load ~18. The binary's positive path (TestEgressE2E) ran under runc in
+  # The live tests (start-up check, public host, the private channel, caps, a session
+  # with a profile): 89-108 s measured at load ~18 (TestLiveEgressSession: 11 s at
+  # load ~5). The binary's positive path (TestEgressE2E) ran under runc in
   # ./...; what gVisor changes, the channel, is these tests'.
   MCP_EXEC_TEST_RUNTIME=runsc-egress gotest -race -count=1 -timeout 10m -run '^TestLiveEgress' ./launcher/egress/proxy
 fi

@@ -57,6 +57,14 @@ func (c *Counter) Take(n int64) (int64, error) {
 	}
 }
 
+// Reset starts a new call: the connections and bytes counted so far are forgotten.
+// A session's channel serves many calls, and its caps count per call
+// (launcher.Session resets them as each call begins).
+func (c *Counter) Reset() {
+	c.conns.Store(0)
+	c.bytes.Store(0)
+}
+
 // Used returns the connections opened and the bytes carried so far, for the log line.
 func (c *Counter) Used() (connections, bytes int64) {
 	return c.conns.Load(), c.bytes.Load()

@@ -105,3 +105,31 @@ func TestCounterConcurrent(t *testing.T) {
 		t.Errorf("Used() = %d, %d, want %d, %d", uc, ub, conns, granted)
 	}
 }
+
+// TestCounterReset: a session's next call starts with its caps whole again.
+func TestCounterReset(t *testing.T) {
+	c := NewCounter(1, 100)
+	if err := c.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	c.Take(100)
+	if err := c.Connect(); err == nil {
+		t.Fatal("second Connect before Reset: got nil, want the connection cap")
+	}
+	if grant, err := c.Take(1); grant != 0 || err == nil {
+		t.Fatalf("Take(1) at the cap before Reset = %d, %v, want 0 and a denial", grant, err)
+	}
+	c.Reset()
+	if conns, b := c.Used(); conns != 0 || b != 0 {
+		t.Errorf("Used() after Reset = %d, %d, want 0, 0", conns, b)
+	}
+	if err := c.Connect(); err != nil {
+		t.Errorf("Connect after Reset = %v, want nil", err)
+	}
+	if grant, err := c.Take(100); grant != 100 || err != nil {
+		t.Errorf("Take(100) after Reset = %d, %v, want 100, nil", grant, err)
+	}
+	if err := c.Connect(); err == nil {
+		t.Error("second Connect after Reset: got nil, want the cap again")
+	}
+}

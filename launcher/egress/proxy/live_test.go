@@ -40,15 +40,15 @@ type recorder struct {
 	opened chan string
 }
 
-func (r *recorder) Open(ctx context.Context, profile string) (string, func() error, error) {
-	dir, closeFn, err := r.Server.Open(ctx, profile)
+func (r *recorder) Open(ctx context.Context, profile string) (string, func(), func() error, error) {
+	dir, resetFn, closeFn, err := r.Server.Open(ctx, profile)
 	if err == nil {
 		select {
 		case r.opened <- dir:
 		default:
 		}
 	}
-	return dir, closeFn, err
+	return dir, resetFn, closeFn, err
 }
 
 // liveLauncher is a started launcher with the live profiles whose start-up check

@@ -15,7 +15,8 @@
 //   - A refusal is answered 403 with the egress.Denial's text in the status line and
 //     the body, so a program (and its HTTP library's exception) can print why.
 //   - Each Channel counts its connections and bytes against the profile's caps
-//     (egress.Counter) and holds at most maxActive connections at once.
+//     (egress.Counter), from its opening or its last ResetCaps (a session's call),
+//     and holds at most maxActive connections at once.
 //   - The request head is read with a size and time limit; after it, bytes are only
 //     relayed (CONNECT) or the request is forwarded once (plain HTTP) and the
 //     connection closed.
@@ -149,14 +150,14 @@ func (s *Server) Profiles() *egress.Profiles { return s.profiles }
 func (s *Server) SetResolver(r egress.Resolver) { s.resolver = r }
 
 // Open starts a Channel for one sandbox with the named profile and returns the host
-// directory that holds its socket (to be bind-mounted into that sandbox only) and the
-// function that closes it.
-func (s *Server) Open(_ context.Context, profile string) (dir string, closeFn func() error, err error) {
+// directory that holds its socket (to be bind-mounted into that sandbox only), the
+// function that starts a new call's caps (ResetCaps) and the one that closes it.
+func (s *Server) Open(_ context.Context, profile string) (dir string, resetFn func(), closeFn func() error, err error) {
 	c, err := s.OpenChannel(profile)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	return c.Dir(), c.Close, nil
+	return c.Dir(), c.ResetCaps, c.Close, nil
 }
 
 // OpenChannel is Open returning the Channel.
@@ -270,6 +271,11 @@ func (c *Channel) Dir() string { return c.dir }
 
 // Used returns the connections opened and bytes carried so far.
 func (c *Channel) Used() (connections, bytes int64) { return c.counter.Used() }
+
+// ResetCaps starts a new call's caps: a session's sandbox keeps its Channel across
+// calls, and a profile's caps count per call. Connections already open stay open and
+// count against the new call from now on.
+func (c *Channel) ResetCaps() { c.counter.Reset() }
 
 // Close stops the Channel, ends its connections and removes its directory.
 func (c *Channel) Close() error {
