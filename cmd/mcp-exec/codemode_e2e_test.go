@@ -28,7 +28,9 @@ func TestE2ECodeMode(t *testing.T) {
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	baseEnv := e2eEnv("MCP_EXEC_UPSTREAMS=" + file)
+	// The cluster selection if set: scripts/k8s/ci.sh runs this test on the Kubernetes
+	// backend too.
+	baseEnv := e2eEnv(append(e2eBackendEnv(), "MCP_EXEC_UPSTREAMS="+file)...)
 	suffix := strconv.Itoa(os.Getpid())
 
 	t.Run("http", func(t *testing.T) {

@@ -36,8 +36,7 @@ func TestE2E(t *testing.T) {
 
 	// The servers' whole environment (e2eEnv), and the cluster selection if set
 	// (scripts/k8s/ci.sh runs this test against the Kubernetes backend).
-	baseEnv := e2eEnv(e2ePassEnv("MCP_EXEC_BACKEND", "MCP_EXEC_KUBECONFIG", "MCP_EXEC_KUBE_CONTEXT",
-		"MCP_EXEC_KUBE_NAMESPACE", "MCP_EXEC_KUBE_IMAGE_PULL_POLICY", "MCP_EXEC_KUBE_SECCOMP_PROFILE")...)
+	baseEnv := e2eEnv(e2eBackendEnv()...)
 	suffix := strconv.Itoa(os.Getpid())
 
 	// The binary's start-up check (engine reachable, image present) decides whether

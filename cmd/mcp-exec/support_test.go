@@ -91,6 +91,14 @@ func e2ePassEnv(keys ...string) []string {
 	return env
 }
 
+// e2eBackendEnv is the backend selection of the test's environment, if set: the
+// Kubernetes backend and its cluster (scripts/k8s/ci.sh runs the end-to-end tests that
+// take it against the test cluster).
+func e2eBackendEnv() []string {
+	return e2ePassEnv("MCP_EXEC_BACKEND", "MCP_EXEC_KUBECONFIG", "MCP_EXEC_KUBE_CONTEXT",
+		"MCP_EXEC_KUBE_NAMESPACE", "MCP_EXEC_KUBE_IMAGE_PULL_POLICY", "MCP_EXEC_KUBE_SECCOMP_PROFILE")
+}
+
 // e2eEnv is a server's whole environment: what any process needs, the engine and
 // image selection if set, MCP_EXEC_TEST_RUNTIME (as for the launcher's tests) as the
 // sandboxes' OCI runtime, e.g. runsc, then extra (a later KEY= wins). Nothing else

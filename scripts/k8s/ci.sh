@@ -46,7 +46,8 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 # (RuntimeClass gvisor; --pids is RLIMIT_NPROC of the runsc runtime's base spec, up.sh; ~45 s),
 # the TypeScript client's end-to-end test over stdio, HTTP and SSE, and sessions through the
 # binary (TestKubeSessionServer: close, idle expiry, maximum lifetime; 50-70 s, most of it the
-# expiry waits; TestKubeSessionReplicas: two replicas behind nginx serving one session, 19 s),
+# expiry waits; TestKubeSessionReplicas: two replicas behind nginx serving one session, 19 s;
+# TestE2ECodeMode: code mode, an upstream's tools called from a pod over the bridge, 58 s),
 # the probes of what a session's holder changes as a session's first call
 # (TestKubeSessionInvariants, $session_probes below: 14 session pods one after the other,
 # about half of the 135 s that all 27 took at load ~15; the other probes check the pod's
@@ -58,7 +59,7 @@ export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXE
 go run ./cmd/mcp-exec selftest --log-level warn
 MCP_EXEC_RUNTIME=gvisor MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec-gvisor.json MCP_EXEC_PIDS=$KGVISORPIDS \
   go run ./cmd/mcp-exec selftest --log-level warn
-CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas)$' ./cmd/mcp-exec
+CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestE2ECodeMode|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas)$' ./cmd/mcp-exec
 # Sessions through the binary under the RuntimeClass gvisor (~45 s; TestLiveGVisorSharedSession
 # ran above with ./launcher/kube/...).
 MCP_EXEC_TEST_RUNTIME=gvisor CI=true go test -count=1 -timeout 10m -run '^TestKubeSessionServer$' ./cmd/mcp-exec
