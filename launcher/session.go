@@ -86,9 +86,16 @@ func (l *Launcher) OpenSession(ctx context.Context, so SessionOptions) (*Session
 	}
 	defer l.runs.Done()
 	s := &Session{l: l, opts: so}
+	if taken, err := s.fromPool(ctx); taken || err != nil { // sessionpool.go
+		if err != nil {
+			return nil, l.closedOr(err)
+		}
+		return s, nil
+	}
 	if err := s.ensure(ctx); err != nil {
 		return nil, l.closedOr(err)
 	}
+	l.sessStats.cold.Add(1)
 	return s, nil
 }
 
