@@ -143,14 +143,10 @@ func (s *Session) fromPool(ctx context.Context) (taken bool, err error) {
 	return true, nil
 }
 
-// Expires is when the session's sandbox reaches its expiry label: the SessionOptions'
-// Expires, or sooner for a session taken from the pool. Zero if none was set.
-func (s *Session) Expires() time.Time {
-	if s.opts.Expires.IsZero() {
-		return time.Time{}
-	}
-	return time.Unix(s.opts.Expires.Unix(), 0) // as the label says it
-}
+// Expires is when the session ends at the latest: the SessionOptions' Expires, or
+// for a session taken from the pool its sandbox's expiry label, if sooner. Zero if
+// none was set.
+func (s *Session) Expires() time.Time { return s.opts.Expires }
 
 // SessionPoolStats describes the session pool and where sessions' sandboxes came from.
 type SessionPoolStats struct {

@@ -230,13 +230,14 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessi
 		return nil, sessionCreateOutput{}, fmt.Errorf("sandbox unavailable: %w", err)
 	}
 	e.conn, e.inCall = conn, false
+	e.deadline = connDeadline(conn, e.deadline)
 	e.lastUsed = s.now()
 	s.arm(e)
 	out := sessionCreateOutput{
 		SessionID:    id,
 		ExpiresAt:    s.expiresAt(e).UTC().Format(time.RFC3339),
 		IdleTimeoutS: int64(s.o.IdleTimeout / time.Second),
-		MaxLifetimeS: int64(s.o.MaxLifetime / time.Second),
+		MaxLifetimeS: int64(e.deadline.Sub(e.created) / time.Second),
 		MemoryBytes:  s.o.Memory,
 	}
 	s.mu.Unlock()
@@ -244,6 +245,20 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, _ sessi
 	text := fmt.Sprintf("session_id: %s\nexpires_at: %s (idle timeout %d s, maximum lifetime %d s; each exec call with this session_id resets the idle timeout)\nmemory_bytes: %d",
 		out.SessionID, out.ExpiresAt, out.IdleTimeoutS, out.MaxLifetimeS, out.MemoryBytes)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// expirer is a SessionConn that knows when its sandbox's expiry label says it ends
+// (launcher.Session: sooner than asked for a sandbox taken from the session pool).
+type expirer interface{ Expires() time.Time }
+
+// connDeadline is the sooner of deadline and conn's own end, if it has one.
+func connDeadline(conn SessionConn, deadline time.Time) time.Time {
+	if x, ok := conn.(expirer); ok {
+		if end := x.Expires(); !end.IsZero() && end.Before(deadline) {
+			return end
+		}
+	}
+	return deadline
 }
 
 // ownedLocked counts the sessions open (or starting) for owner; called with s.mu held.
