@@ -108,19 +108,26 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 		args = append(args, "--image", image)
 	}
 	// pooled waits until the session pool holds an idle sandbox beside the sessions'
-	// (taken), and returns it.
-	pooled := func(taken ...string) string {
+	// (taken), and returns it. keep, if not nil, is called about once a second
+	// meanwhile (a call that keeps a session from its 3 s idle timeout: under gVisor a
+	// refill can take longer).
+	pooled := func(keep func(), taken ...string) string {
 		t.Helper()
 		var idle []string
+		last := time.Now()
 		crashWait(t, 60*time.Second, func() bool {
+			if keep != nil && time.Since(last) > time.Second {
+				keep()
+				last = time.Now()
+			}
 			idle = slices.DeleteFunc(list(), func(id string) bool { return slices.Contains(taken, id) })
-			return len(idle) == 1 && len(list()) == len(taken)+1
+			return len(idle) == 1
 		}, "the session pool did not refill")
 		return idle[0]
 	}
 
 	s := startSessionStdio(t, bin, args...)
-	p1 := pooled() // the limits check's sandbox removed, the pool's there
+	p1 := pooled(nil) // the limits check's sandbox removed, the pool's there
 	created, isErr, text := s.call(t, "session_create", map[string]any{})
 	id, _ := created["session_id"].(string)
 	if isErr || id == "" {
@@ -129,7 +136,7 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 	if res, isErr, text := s.call(t, "exec", map[string]any{"code": "x = 41\nprint(x + 1)", "session_id": id}); isErr || res["stdout"] != "42\n" {
 		t.Fatalf("exec in the session: error %v, %v, %q", isErr, res, text)
 	}
-	p2 := pooled(p1) // the session runs in p1, taken from the pool
+	p2 := pooled(nil, p1) // the session runs in p1, taken from the pool (or ended already)
 	crashWait(t, 30*time.Second, func() bool { return !slices.Contains(list(), p1) }, "the expired session's container was not removed")
 	if got := list(); len(got) != 1 || got[0] != p2 {
 		t.Fatalf("after the session's expiry: sandboxes %v, want the pool's %.12s only", got, p2)
@@ -148,7 +155,13 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 	if res, isErr, _ := s.call(t, "exec", map[string]any{"code": "y = 1", "session_id": id}); isErr {
 		t.Fatalf("exec in the second session: %v", res)
 	}
-	p3 := pooled(p2) // the second session runs in p2
+	keep := func() {
+		if _, isErr, text := s.call(t, "exec", map[string]any{"code": "pass", "session_id": id}); isErr {
+			t.Fatalf("exec in the second session: %q", text)
+		}
+	}
+	p3 := pooled(keep, p2) // the second session runs in p2
+	keep()                 // its idle clock restarts: it outlives the SIGKILL below
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
