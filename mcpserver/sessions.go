@@ -169,7 +169,7 @@ func (s *sessions) expire(e *sessionEntry) {
 	}
 	why := "it was idle for more than " + e.idleText(s.o.IdleTimeout)
 	if !s.now().Before(e.deadline) {
-		why = "it reached its maximum lifetime of " + e.idleText(s.o.MaxLifetime)
+		why = "it reached its maximum lifetime of " + e.idleText(e.deadline.Sub(e.created).Round(time.Second))
 	} else if s.now().Before(s.expiresAt(e)) {
 		s.arm(e)
 		s.mu.Unlock()
