@@ -17,10 +17,12 @@ import (
 // session ends at the pooled sandbox's expiry label, never later than asked; a closed
 // session's sandbox is removed, never served again: the next session gets the refilled
 // one, with an empty interpreter; a session that asks for another memory limit starts
-// cold beside the pool.
+// cold beside the pool. With one execution slot and no queue, a one-shot run beside
+// the waiting sandbox and an idle session gets it.
 func TestSessionPool(t *testing.T) {
 	const mem = 300 * launcher.MiB
-	l := launchertest.New(t, launcher.Options{PoolSize: -1, SessionPool: launcher.SessionPoolOptions{Size: 1, Memory: mem, Lifetime: time.Hour}})
+	l := launchertest.New(t, launcher.Options{PoolSize: -1, MaxConcurrent: 1,
+		SessionPool: launcher.SessionPoolOptions{Size: 1, Memory: mem, Lifetime: time.Hour}})
 	cli := launchertest.Client(t)
 	sandboxes := func() []string {
 		t.Helper()
@@ -114,5 +116,10 @@ func TestSessionPool(t *testing.T) {
 		if !slices.Contains(before, id) && label(id) != asked.Unix() {
 			t.Errorf("cold session's sandbox %.12s: expiry label %d, want %d", id, label(id), asked.Unix())
 		}
+	}
+	// Neither the waiting sandbox nor the idle sessions hold the one execution slot.
+	waitIdle("at the end")
+	if res, err := l.Run(t.Context(), launcher.Job{Code: "print('one-shot')", Timeout: 20 * time.Second}); err != nil || res.Stdout != "one-shot\n" {
+		t.Fatalf("one-shot run beside the session pool and idle sessions, one slot: %q, %v", res.Stdout, err)
 	}
 }
