@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -103,6 +104,16 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := crashList(t, be, instance)
+	// Runs after the servers' own cleanups (which kill them): whatever a failed or
+	// killed server left of the instance goes (the session pool's sandbox included).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ids, _ := be.List(ctx, instance) // not list: the test's context has ended
+		for _, c := range ids {
+			_ = be.Remove(ctx, c)
+		}
+	})
 	args := []string{"--instance", instance, "--pool-size", "0", "--log-format", "json", "--session-idle-timeout-s", "3"}
 	if image := os.Getenv("MCP_EXEC_IMAGE"); image != "" {
 		args = append(args, "--image", image)
@@ -191,5 +202,13 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 	}
 	if _, isErr, text := r.call(t, "exec", map[string]any{"code": "print(y)", "session_id": id}); !isErr || !strings.Contains(text, "session_create") {
 		t.Errorf("exec with the handle after the restart: error %v, %q; want a tool error naming session_create", isErr, text)
+	}
+	// A clean stop (stdin closed) removes the restarted server's session pool.
+	r.in.Close()
+	if err := r.cmd.Wait(); err != nil {
+		t.Errorf("the restarted server after its stdin closed: %v, want a clean exit", err)
+	}
+	if got := list(); len(got) != 0 {
+		t.Errorf("after a clean stop: sandboxes %v, want none", got)
 	}
 }
