@@ -31,6 +31,9 @@ type Options struct {
 	MaxConcurrent  int           // sandboxes running at once; 0 is 2
 	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
 	PoolSize       int           // sandboxes kept started ahead of demand; 0 is cold mode
+	// SessionPool keeps session sandboxes started ahead of OpenSession
+	// (sessionpool.go); the zero value keeps none.
+	SessionPool SessionPoolOptions
 	// EngineWait is how long a call waits for an engine that went away (restarted)
 	// before it fails, at most its own timeout; 0: it fails at once.
 	EngineWait time.Duration
@@ -86,6 +89,7 @@ func (o Options) withDefaults() Options {
 	if o.Metrics == nil {
 		o.Metrics = noMetrics{}
 	}
+	o.SessionPool = o.SessionPool.withDefaults(o)
 	return o
 }
 
@@ -96,6 +100,9 @@ type Launcher struct {
 	log   zerolog.Logger
 	slots *slots
 	pool  *pool // nil in cold mode
+	spool *pool // the session pool; nil without one
+
+	sessStats sessionStats
 
 	stop     context.Context // cancelled by Close after the grace period: ends every run in flight
 	cancel   context.CancelFunc
@@ -143,15 +150,20 @@ func New(be Backend, opts Options) (*Launcher, error) {
 	if o.PoolSize > 0 {
 		l.pool = newPool(l, o.PoolSize)
 	}
+	l.spool = newSessionPool(l)
 	return l, nil
 }
 
-// StartPool begins filling the warm pool (no-op in cold mode). It is separate from
-// New so that Reap can first remove what an earlier run left: the pool's containers
-// carry the same labels. Until then, Run starts sandboxes cold.
+// StartPool begins filling the warm pool and the session pool (no-op for one of size
+// 0). It is separate from New so that Reap can first remove what an earlier run left:
+// the pools' containers carry the same labels. Until then, Run and OpenSession start
+// sandboxes cold.
 func (l *Launcher) StartPool() {
 	if l.pool != nil {
 		l.pool.start()
+	}
+	if l.spool != nil {
+		l.spool.start()
 	}
 }
 
@@ -290,6 +302,9 @@ func (l *Launcher) Close(ctx context.Context) error {
 	<-runsDone
 	if l.pool != nil {
 		<-l.pool.stopped()
+	}
+	if l.spool != nil {
+		<-l.spool.stopped()
 	}
 	cleaned := waited(&l.cleanup)
 	var err error

@@ -14,6 +14,14 @@ import (
 type pool struct {
 	l    *Launcher
 	size int
+	// spawn prepares one sandbox: l.start for the warm pool, a session sandbox for
+	// the session pool (sessionpool.go).
+	spawn func(ctx context.Context) (*sandbox, error)
+	// maxAge, when not zero, is how long an idle sandbox may wait: an older one is
+	// removed and replaced (the session pool's sandboxes carry an expiry from their
+	// creation).
+	maxAge time.Duration
+	name   string // "warm pool" or "session pool", for the logs
 
 	mu       sync.Mutex
 	idle     []*sandbox
@@ -33,6 +41,8 @@ func newPool(l *Launcher, size int) *pool {
 	p := &pool{
 		l:       l,
 		size:    size,
+		spawn:   l.start,
+		name:    "warm pool",
 		changed: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -97,7 +107,7 @@ func (p *pool) get(ctx context.Context) (*sandbox, bool, error) {
 				sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 				defer cancel()
 				defer context.AfterFunc(p.l.stop, cancel)()
-				sb, err := p.l.start(sctx)
+				sb, err := p.spawn(sctx)
 				ch <- started{sb, err}
 			}()
 			cold = ch
@@ -140,13 +150,51 @@ func (p *pool) take() *sandbox {
 	for len(p.idle) > 0 {
 		sb := p.idle[0]
 		p.idle = p.idle[1:]
-		if sb.alive() {
-			p.logIdle("sandbox taken from the warm pool")
+		if sb.alive() && !p.aged(sb, time.Now()) {
+			p.logIdle("sandbox taken from the " + p.name)
 			return sb
 		}
 		p.l.dispose(sb)
 	}
 	return nil
+}
+
+// aged reports whether idle sb has waited longer than maxAge.
+func (p *pool) aged(sb *sandbox, now time.Time) bool {
+	return p.maxAge > 0 && now.Sub(sb.born) > p.maxAge
+}
+
+// recycle removes the idle sandboxes older than maxAge, and returns how long until
+// the next one is (0: none is idle, or no maxAge).
+func (p *pool) recycle() time.Duration {
+	if p.maxAge <= 0 {
+		return 0
+	}
+	now := time.Now()
+	p.mu.Lock()
+	var old []*sandbox
+	keep := p.idle[:0]
+	next := time.Duration(0)
+	for _, sb := range p.idle {
+		if p.aged(sb, now) {
+			old = append(old, sb)
+			continue
+		}
+		keep = append(keep, sb)
+		if d := sb.born.Add(p.maxAge).Sub(now) + time.Millisecond; next == 0 || d < next {
+			next = d
+		}
+	}
+	clear(p.idle[len(keep):])
+	p.idle = keep
+	p.mu.Unlock()
+	for _, sb := range old {
+		p.l.dispose(sb)
+	}
+	if len(old) > 0 {
+		p.l.log.Debug().Int("recycled", len(old)).Dur("max_age", p.maxAge).Msg("idle sandboxes of the " + p.name + " replaced for their age")
+	}
+	return next
 }
 
 // adopt adds a started sandbox to the pool once its interpreter is ready, or removes
@@ -170,7 +218,7 @@ func (p *pool) adopt(sb *sandbox, refilled bool) {
 		return
 	}
 	p.idle = append(p.idle, sb)
-	p.logIdle("sandbox ready in the warm pool")
+	p.logIdle("sandbox ready in the " + p.name)
 }
 
 // logIdle logs the pool's state at debug level (for benchmarks that wait for a full
@@ -204,6 +252,10 @@ func (p *pool) refill() {
 	var retry <-chan time.Time // non-nil while backing off
 	away := false              // the last refill found the engine away
 	for {
+		var age <-chan time.Time // non-nil while an idle sandbox will grow too old
+		if d := p.recycle(); d > 0 {
+			age = time.After(d)
+		}
 		need, wait := false, time.Duration(0)
 		if retry == nil {
 			need, wait = p.needed(time.Now())
@@ -220,7 +272,7 @@ func (p *pool) refill() {
 				// The engine is away (restarting): refill as soon as it answers a
 				// ping again, rather than after a backoff.
 				if !away && p.l.closing.Err() == nil {
-					p.l.log.Warn().Err(err).Msg("refilling warm pool: engine away; refilling when it answers")
+					p.l.log.Warn().Err(err).Msg("refilling " + p.name + ": engine away; refilling when it answers")
 				}
 				away = true
 				retry = time.After(engineWaitPoll)
@@ -228,7 +280,7 @@ func (p *pool) refill() {
 				backoff = nextBackoff(backoff)
 				retry = time.After(backoff)
 				if p.l.closing.Err() == nil {
-					p.l.log.Warn().Err(err).Dur("retry_in", backoff).Msg("refilling warm pool")
+					p.l.log.Warn().Err(err).Dur("retry_in", backoff).Msg("refilling " + p.name)
 				}
 			}
 			continue
@@ -244,6 +296,7 @@ func (p *pool) refill() {
 				retry = time.After(engineWaitPoll)
 			}
 		case <-hold:
+		case <-age:
 		case <-check.C:
 			p.checkImage()
 		}
@@ -302,7 +355,7 @@ func (p *pool) startOne() error {
 	p.mu.Lock()
 	p.starting++
 	p.mu.Unlock()
-	sb, err := p.l.start(p.l.closing)
+	sb, err := p.spawn(p.l.closing)
 	if err == nil {
 		err = p.waitReady(sb)
 	}
@@ -371,7 +424,7 @@ func (p *pool) checkImage() {
 		p.l.dispose(sb)
 	}
 	if changed {
-		p.l.log.Info().Int("drained", len(stale)).Msg("sandbox image changed; warm pool refilled")
+		p.l.log.Info().Int("drained", len(stale)).Msg("sandbox image changed; " + p.name + " refilled")
 		p.signal(p.wake)
 	}
 }

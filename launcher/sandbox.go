@@ -27,6 +27,9 @@ type sandbox struct {
 	streamDone <-chan struct{}
 	// How long the backend's create and start took, and the code's delivery (Timing).
 	createTime, startTime, deliverTime time.Duration
+	born                               time.Time     // just before the create: a pooled sandbox's age counts from it
+	sw                                 *switchWriter // a session sandbox's stdout: its calls' decoders
+	expires                            time.Time     // a pooled session sandbox's expiry label, as a time
 }
 
 // start creates and starts a sandbox with its streams attached.
@@ -39,6 +42,7 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 func (l *Launcher) startSpec(ctx context.Context, spec backend.Spec, sw *switchWriter) (_ *sandbox, err error) {
 	l.watchOrphans()
 	t0 := time.Now()
+	born := t0
 	id, err := l.be.Create(ctx, spec)
 	created := time.Since(t0)
 	if err != nil {
@@ -49,7 +53,7 @@ func (l *Launcher) startSpec(ctx context.Context, spec backend.Spec, sw *switchW
 	}
 	l.opts.Metrics.ContainerCreated()
 	l.track(id)
-	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}, createTime: created}
+	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}, createTime: created, born: born, sw: sw}
 	defer func() {
 		if err != nil {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

@@ -129,9 +129,16 @@ func (l *Launcher) OpenSession(ctx context.Context, so SessionOptions) (*Session
 			return nil, errors.New("a shared session needs a backend that reattaches (Kubernetes) and the session key label")
 		}
 	}
+	if taken, err := s.fromPool(ctx); taken || err != nil { // sessionpool.go
+		if err != nil {
+			return nil, l.closedOr(err)
+		}
+		return s, nil
+	}
 	if err := s.ensure(ctx); err != nil {
 		return nil, l.closedOr(err)
 	}
+	l.sessStats.cold.Add(1)
 	if so.Shared {
 		// Ready: detach. The sandbox is now the session's, served by whichever launcher
 		// gets its next call (AttachSession).

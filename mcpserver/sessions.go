@@ -199,7 +199,7 @@ func (s *sessions) expire(e *sessionEntry) {
 	}
 	why := "it was idle for more than " + e.idleText(s.o.IdleTimeout)
 	if !s.now().Before(e.deadline) {
-		why = "it reached its maximum lifetime of " + e.idleText(s.o.MaxLifetime)
+		why = "it reached its maximum lifetime of " + e.idleText(e.deadline.Sub(e.created).Round(time.Second))
 	} else if s.now().Before(s.expiresAt(e)) {
 		s.arm(e)
 		s.mu.Unlock()
@@ -263,11 +263,12 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sess
 		return nil, sessionCreateOutput{}, s.createFailed(err)
 	}
 	e.conn, e.inCall = conn, false
+	e.deadline = connDeadline(conn, e.deadline)
 	e.lastUsed = s.now()
 	s.arm(e)
-	expires := s.expiresAt(e)
+	expires, lifetime := s.expiresAt(e), e.deadline.Sub(e.created)
 	s.mu.Unlock()
-	return s.created(id, expires, in.Egress)
+	return s.created(id, expires, lifetime, in.Egress)
 }
 
 func (s *sessions) createFailed(err error) error {
@@ -278,14 +279,15 @@ func (s *sessions) createFailed(err error) error {
 	return fmt.Errorf("sandbox unavailable: %w", err)
 }
 
-// created is session_create's result for the session id ending at expires, whose
-// calls may use the egress profile egress ("": none).
-func (s *sessions) created(id string, expires time.Time, egress string) (*mcp.CallToolResult, sessionCreateOutput, error) {
+// created is session_create's result for the session id ending at expires (if no call
+// comes) and after maxLifetime at the latest, whose calls may use the egress profile
+// egress ("": none).
+func (s *sessions) created(id string, expires time.Time, maxLifetime time.Duration, egress string) (*mcp.CallToolResult, sessionCreateOutput, error) {
 	out := sessionCreateOutput{
 		SessionID:    id,
 		ExpiresAt:    expires.UTC().Format(time.RFC3339),
 		IdleTimeoutS: int64(s.o.IdleTimeout / time.Second),
-		MaxLifetimeS: int64(s.o.MaxLifetime / time.Second),
+		MaxLifetimeS: int64(maxLifetime / time.Second),
 		MemoryBytes:  s.o.Memory,
 	}
 	ev := s.log.Info().Str("session", handleHash(id))
@@ -340,7 +342,21 @@ func (s *sessions) createShared(ctx context.Context, owner string) (*mcp.CallToo
 	if err != nil {
 		return nil, sessionCreateOutput{}, s.createFailed(err)
 	}
-	return s.created(id, expires, "")
+	return s.created(id, expires, s.o.MaxLifetime, "")
+}
+
+// expirer is a SessionConn that knows when its sandbox's expiry label says it ends
+// (launcher.Session: sooner than asked for a sandbox taken from the session pool).
+type expirer interface{ Expires() time.Time }
+
+// connDeadline is the sooner of deadline and conn's own end, if it has one.
+func connDeadline(conn SessionConn, deadline time.Time) time.Time {
+	if x, ok := conn.(expirer); ok {
+		if end := x.Expires(); !end.IsZero() && end.Before(deadline) {
+			return end
+		}
+	}
+	return deadline
 }
 
 // ownedLocked counts the sessions open (or starting) for owner; called with s.mu held.

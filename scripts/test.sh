@@ -76,7 +76,9 @@ engine_pkgs=(./launcher ./launcher/engine ./launcher/egress/proxy)
 # A test missing here only runs twice; one listed here must not use testLauncher,
 # launchertest.New or invariantsLauncher.
 pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestEngineUnreachable|TestProbesDetectWeakSandbox|TestFailedRemovalRetried|TestLostCreateSwept|TestCloseSweepsLostCreate|TestRefillHold|TestSessionSpecLabels|TestSlots|TestSpecCommand|TestSession.*|TestNoSessionCallerDataPersisted)$'
-# (A session's sandbox never comes from the pool: OpenSession starts its own.)
+# (A session's sandbox never comes from the warm pool: OpenSession starts its own, or
+# takes one from the session pool, which only TestSessionPool* set up, and those run in
+# the cold lines of every engine and runtime: 3-8 s each, measured.)
 # The launcher's tests whose engine calls are those of the others (the code-mode bridge,
 # progress, the queue, close's grace, a busy session, an idle session's slot: frames
 # and the launcher's own bookkeeping over a stream the other tests prove) and the unit

@@ -9,6 +9,8 @@
 //	(e) the same calls in one live session;
 //	(f) a ~50 MB CSV loaded once in a session and queried 10 times, against 10
 //	    one-shot execs that each load it (csv.go);
+//	(g) session_create taking a sandbox from the session pool against a cold one
+//	    (sessions.go);
 //
 // then sustained throughput (cold, warm) at several concurrencies beside the engine's
 // own churn rate (create+start+wait+remove of a hardened container running `true`),
@@ -66,7 +68,7 @@ type config struct {
 	args        []string
 }
 
-var sections = []string{"host", "docker", "cold", "warm", "csv", "throughput", "runtimes", "codemode"}
+var sections = []string{"host", "docker", "cold", "warm", "csv", "sessions", "throughput", "runtimes", "codemode"}
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -212,6 +214,7 @@ func (b *bench) all(ctx context.Context) error {
 		{"cold", b.cold},
 		{"warm", b.warm},
 		{"csv", b.csv},
+		{"sessions", b.sessions},
 		{"throughput", b.throughput},
 		{"runtimes", b.runtimes}, // only with -compare-runtime
 		{"codemode", b.codemode},

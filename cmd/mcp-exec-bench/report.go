@@ -36,6 +36,7 @@ type report struct {
 	rt                 []*rtRow
 	code               *codeRows
 	csv                *csvRows
+	sessionCreate      []*series // (g): cold, then from the session pool
 	leftBeforeSweep    int
 	notes              []string
 }
@@ -242,6 +243,7 @@ func (r *report) print(w io.Writer) {
 	}
 
 	r.printCSV(p)
+	r.printSessionCreate(p)
 	r.printRuntimes(p)
 	r.printCodeMode(p)
 	r.printTargets(p)

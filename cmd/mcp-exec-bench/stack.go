@@ -93,7 +93,7 @@ func newStackUpstreams(ctx context.Context, cli *client.Client, image, runtime s
 	st, ct := mcp.NewInMemoryTransports()
 	o := mcpserver.Options{Name: "mcp-exec-bench", Upstreams: ups}
 	if ups == nil { // no sessions in code mode
-		o.Sessions = mcpserver.SessionOptions{Backend: benchSessions{l}, Max: 2, Memory: 512 * launcher.MiB}
+		o.Sessions = mcpserver.SessionOptions{Backend: benchSessions{l}, Max: 2, Memory: sessionMemory}
 	}
 	s.ss, err = mcpserver.New(l, o).Connect(ctx, st, nil)
 	if err != nil {

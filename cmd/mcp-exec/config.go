@@ -95,6 +95,7 @@ type Config struct {
 	SessionIdleTimeout     time.Duration // --session-idle-timeout-s MCP_EXEC_SESSION_IDLE_TIMEOUT_S
 	SessionMaxLifetime     time.Duration // --session-max-lifetime-s MCP_EXEC_SESSION_MAX_LIFETIME_S
 	SessionMemory          int64         // --session-memory MCP_EXEC_SESSION_MEMORY, bytes
+	SessionPoolSize        int           // --session-pool-size MCP_EXEC_SESSION_POOL_SIZE: session sandboxes kept ready (docker backend); 0 = every session starts cold
 	Preload                string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
 	Instance               string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
 	LogLevel               string        // --log-level MCP_EXEC_LOG_LEVEL
@@ -346,6 +347,8 @@ func cfgTable(c *Config) []cfgField {
 			}},
 		{"session-memory", "MCP_EXEC_SESSION_MEMORY", "512m", "memory limit of a session's sandbox, its interpreter and each call together (e.g. 512m, 1g, or bytes)",
 			(*cfgSize)(&c.SessionMemory), func() string { return cfgSizeRange(c.SessionMemory, cfgMinMemory, math.MaxInt64) }},
+		{"session-pool-size", "MCP_EXEC_SESSION_POOL_SIZE", "1", "session sandboxes kept started for session_create, at most --max-sessions (docker backend; 0: each session starts its sandbox cold; a pooled session's lifetime counts from its sandbox's start, at most 5 min earlier: docs/sessions.md)",
+			(*cfgInt)(&c.SessionPoolSize), func() string { return cfgIntRange(c.SessionPoolSize, 0, cfgMaxPool) }},
 		{"preload", "MCP_EXEC_PRELOAD", "", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
 			(*cfgString)(&c.Preload),
 			func() string {

@@ -76,6 +76,7 @@ func cfgWantDefaults() Config {
 	}
 	c.HTTPMaxRequests, c.HTTPBodyTimeout = 256, 60*time.Second
 	c.MaxSessions, c.SessionIdleTimeout, c.SessionMaxLifetime, c.SessionMemory = 4, 10*time.Minute, time.Hour, 512<<20
+	c.SessionPoolSize = 1
 	return c
 }
 
@@ -166,6 +167,7 @@ func TestLoadEnv(t *testing.T) {
 	env["MCP_EXEC_SESSION_MAX_LIFETIME_S"], env["MCP_EXEC_SESSION_MEMORY"] = "60", "1g"
 	want.MaxSessions, want.SessionIdleTimeout, want.SessionMaxLifetime, want.SessionMemory = 0, 5*time.Second, time.Minute, 1<<30
 	env["MCP_EXEC_MAX_SESSIONS_PER_IDENTITY"], want.MaxSessionsPerIdentity = "2", 2
+	env["MCP_EXEC_SESSION_POOL_SIZE"], want.SessionPoolSize = "0", 0
 	got, err := cfgLoad(nil, env)
 	if err != nil {
 		t.Fatalf("Load: got error %v, want nil", err)
@@ -331,6 +333,7 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"max concurrent", func(c *Config) { c.MaxConcurrent = 0 }, "--max-concurrent (MCP_EXEC_MAX_CONCURRENT) must be at least 1, got 0"},
 		{"max queue", func(c *Config) { c.MaxQueue = -1 }, "--max-queue (MCP_EXEC_MAX_QUEUE) must be at least 0, got -1"},
 		{"pool size", func(c *Config) { c.PoolSize = -1 }, "--pool-size (MCP_EXEC_POOL_SIZE) must be from 0 to 64, got -1"},
+		{"session pool size", func(c *Config) { c.SessionPoolSize = 65 }, "--session-pool-size (MCP_EXEC_SESSION_POOL_SIZE) must be from 0 to 64, got 65"},
 		{"preload", func(c *Config) { c.Preload = "numpy;os.system" }, "--preload (MCP_EXEC_PRELOAD) must be module names separated by commas"},
 		{"instance empty", func(c *Config) { c.Instance = "" }, "--instance (MCP_EXEC_INSTANCE) must match"},
 		{"instance bad char", func(c *Config) { c.Instance = "a/b" }, "--instance (MCP_EXEC_INSTANCE) must match"},

@@ -55,7 +55,9 @@ func TestRestartReapsOrphans(t *testing.T) {
 		if h := os.Getenv("DOCKER_HOST"); h != "" {
 			env = append(env, "DOCKER_HOST="+h)
 		}
-		return crashStart(t, bin, env, "--instance", instance, "--pool-size", "0", "--log-format", "json", "--image", image)
+		// No pool of either kind: the one sandbox seen is the call's (the session
+		// pool's after SIGKILL: TestSessionExpiryAndRestart).
+		return crashStart(t, bin, env, "--instance", instance, "--pool-size", "0", "--session-pool-size", "0", "--log-format", "json", "--image", image)
 	}
 	be, err := docker.New(cli, zerolog.Nop())
 	if err != nil {

@@ -147,6 +147,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // its launcher.
 func oneOff(e *cmdEnv, name string) (*launcher.Launcher, func(), bool) {
 	e.cfg.Instance = fmt.Sprintf("%.40s-%s-%d", e.cfg.Instance, name, os.Getpid())
+	e.cfg.SessionPoolSize = 0
 	l, cleanup, err := newLauncher(e.ctx, e.cfg, e.log, newMetrics(), false)
 	if err != nil {
 		e.log.Error().Err(err).Msg("starting")
@@ -237,6 +238,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	opts := launcherOptions(cfg, cfg.Image, m, log)
 	opts.Runtime = cfg.Runtime
 	opts.EngineWait = cfg.EngineWait
+	opts.SessionPool = sessionPool(cfg)
 	if eg, err := newEgress(cfg, be.host, log); err != nil {
 		be.close()
 		return nil, nil, err
@@ -322,6 +324,20 @@ func launcherOptions(cfg Config, image string, m *metrics, log zerolog.Logger) l
 		Preload:        splitList(cfg.Preload),
 		Metrics:        m,
 		Logger:         log,
+	}
+}
+
+// sessionPool is the launcher's session pool: on the docker backend only (Kubernetes
+// sessions start their pod cold), none without sessions, and never larger than
+// --max-sessions. A one-off command (run, selftest) opens no session and keeps none.
+func sessionPool(cfg Config) launcher.SessionPoolOptions {
+	if cfg.Backend != "docker" || cfg.MaxSessions == 0 {
+		return launcher.SessionPoolOptions{}
+	}
+	return launcher.SessionPoolOptions{
+		Size:     min(cfg.SessionPoolSize, cfg.MaxSessions),
+		Memory:   cfg.SessionMemory,
+		Lifetime: cfg.SessionMaxLifetime,
 	}
 }
 

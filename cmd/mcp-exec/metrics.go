@@ -59,14 +59,22 @@ func newMetrics() *metrics {
 	return m
 }
 
-// watchPool exports the warm pool's configured size and idle count, read at scrape
-// time.
+// watchPool exports the warm pool's and the session pool's configured sizes and idle
+// counts, and the sessions opened from each source, read at scrape time.
 func (m *metrics) watchPool(l *launcher.Launcher) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_exec_pool_size", Help: "Configured warm pool size (0: cold mode)."},
 			func() float64 { return float64(l.PoolStats().Size) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_exec_pool_idle", Help: "Warm sandboxes ready and waiting for code."},
 			func() float64 { return float64(l.PoolStats().Idle) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_exec_session_pool_size", Help: "Configured session pool size (0: every session starts cold)."},
+			func() float64 { return float64(l.SessionPoolStats().Size) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_exec_session_pool_idle", Help: "Session sandboxes ready and waiting for session_create."},
+			func() float64 { return float64(l.SessionPoolStats().Idle) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_exec_sessions_opened_total", Help: "Sessions opened, by where their sandbox came from.", ConstLabels: prometheus.Labels{"source": "pool"}},
+			func() float64 { return float64(l.SessionPoolStats().FromPool) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_exec_sessions_opened_total", Help: "Sessions opened, by where their sandbox came from.", ConstLabels: prometheus.Labels{"source": "cold"}},
+			func() float64 { return float64(l.SessionPoolStats().Cold) }),
 	)
 }
 

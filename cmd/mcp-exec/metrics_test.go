@@ -51,6 +51,12 @@ func TestMetricsAfterWorkload(t *testing.T) {
 		}
 	}
 
+	// A session: its sandbox comes from the session pool (size 1 by default), filled
+	// since the start.
+	if res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "session_create", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("session_create: %v, %+v", err, res)
+	}
+
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +85,9 @@ func TestMetricsAfterWorkload(t *testing.T) {
 		`mcp_exec_queue_wait_seconds_count`:              6,
 		`mcp_exec_pool_size`:                             1,
 		`mcp_exec_cleanup_failures_total`:                0,
+		`mcp_exec_session_pool_size`:                     1,
+		`mcp_exec_sessions_opened_total{source="pool"}`:  1,
+		`mcp_exec_sessions_opened_total{source="cold"}`:  0,
 	} {
 		if got := value(series); got != want {
 			t.Errorf("%s: got %v, want %v", series, got, want)

@@ -29,7 +29,7 @@ func TestE2ERich(t *testing.T) {
 
 	// Cold mode: the cancellation check expects no sandbox of the instance but the
 	// running one, and a warm pool keeps idle ones.
-	baseEnv := e2eEnv("MCP_EXEC_POOL_SIZE=0")
+	baseEnv := e2eEnv("MCP_EXEC_POOL_SIZE=0", "MCP_EXEC_SESSION_POOL_SIZE=0") // rich.mjs counts the one-shot call's sandbox
 	suffix := strconv.Itoa(os.Getpid())
 
 	t.Run("http", func(t *testing.T) {

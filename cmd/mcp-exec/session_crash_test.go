@@ -2,10 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,12 +85,13 @@ func startSessionStdio(t *testing.T, bin string, args ...string) *sessionStdio {
 	return s
 }
 
-// TestSessionExpiryAndRestart, against the real binary and engine: a session's
-// container is gone once the session has expired (idle timeout), and its handle then
-// gets a tool error that says it expired and to call session_create; a session
-// whose server is killed with SIGKILL leaves its container, labelled with its expiry
-// and not its handle, and the next start of the same instance removes it before
-// serving.
+// TestSessionExpiryAndRestart, against the real binary and engine, with the session
+// pool on (its default size, 1): session_create takes the pooled sandbox and the pool
+// refills with another; a session's container is gone once the session has expired
+// (idle timeout), and its handle then gets a tool error that says it expired and to
+// call session_create; a server killed with SIGKILL with a live session leaves its
+// container and the pool's idle one, each labelled with its expiry and not the
+// handle, and the next start of the same instance removes both before serving.
 func TestSessionExpiryAndRestart(t *testing.T) {
 	bin := e2eBuild(t)
 	cli := launchertest.Client(t)
@@ -100,13 +104,41 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := crashList(t, be, instance)
+	// Runs after the servers' own cleanups (which kill them): whatever a failed or
+	// killed server left of the instance goes (the session pool's sandbox included).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ids, _ := be.List(ctx, instance) // not list: the test's context has ended
+		for _, c := range ids {
+			_ = be.Remove(ctx, c)
+		}
+	})
 	args := []string{"--instance", instance, "--pool-size", "0", "--log-format", "json", "--session-idle-timeout-s", "3"}
 	if image := os.Getenv("MCP_EXEC_IMAGE"); image != "" {
 		args = append(args, "--image", image)
 	}
+	// pooled waits until the session pool holds an idle sandbox beside the sessions'
+	// (taken), and returns it. keep, if not nil, is called about once a second
+	// meanwhile (a call that keeps a session from its 3 s idle timeout: under gVisor a
+	// refill can take longer).
+	pooled := func(keep func(), taken ...string) string {
+		t.Helper()
+		var idle []string
+		last := time.Now()
+		crashWait(t, 60*time.Second, func() bool {
+			if keep != nil && time.Since(last) > time.Second {
+				keep()
+				last = time.Now()
+			}
+			idle = slices.DeleteFunc(list(), func(id string) bool { return slices.Contains(taken, id) })
+			return len(idle) == 1
+		}, "the session pool did not refill")
+		return idle[0]
+	}
 
 	s := startSessionStdio(t, bin, args...)
-	crashWait(t, 30*time.Second, func() bool { return len(list()) == 0 }, "the limits check's sandbox was not removed")
+	p1 := pooled(nil) // the limits check's sandbox removed, the pool's there
 	created, isErr, text := s.call(t, "session_create", map[string]any{})
 	id, _ := created["session_id"].(string)
 	if isErr || id == "" {
@@ -115,16 +147,17 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 	if res, isErr, text := s.call(t, "exec", map[string]any{"code": "x = 41\nprint(x + 1)", "session_id": id}); isErr || res["stdout"] != "42\n" {
 		t.Fatalf("exec in the session: error %v, %v, %q", isErr, res, text)
 	}
-	if len(list()) != 1 {
-		t.Fatalf("sandboxes of the session: %v, want 1", list())
+	p2 := pooled(nil, p1) // the session runs in p1, taken from the pool (or ended already)
+	crashWait(t, 30*time.Second, func() bool { return !slices.Contains(list(), p1) }, "the expired session's container was not removed")
+	if got := list(); len(got) != 1 || got[0] != p2 {
+		t.Fatalf("after the session's expiry: sandboxes %v, want the pool's %.12s only", got, p2)
 	}
-	crashWait(t, 30*time.Second, func() bool { return len(list()) == 0 }, "the expired session's container was not removed")
 	if _, isErr, text := s.call(t, "exec", map[string]any{"code": "print(x)", "session_id": id}); !isErr ||
 		!strings.Contains(text, "expired") || !strings.Contains(text, "session_create") {
 		t.Fatalf("exec with the expired handle: error %v, %q; want a tool error that says expired and session_create", isErr, text)
 	}
 
-	// SIGKILL with a live session, then a restart.
+	// SIGKILL with a live session and an idle pooled sandbox, then a restart.
 	created, isErr, text = s.call(t, "session_create", map[string]any{})
 	id, _ = created["session_id"].(string)
 	if isErr || id == "" {
@@ -133,31 +166,49 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 	if res, isErr, _ := s.call(t, "exec", map[string]any{"code": "y = 1", "session_id": id}); isErr {
 		t.Fatalf("exec in the second session: %v", res)
 	}
+	keep := func() {
+		if _, isErr, text := s.call(t, "exec", map[string]any{"code": "pass", "session_id": id}); isErr {
+			t.Fatalf("exec in the second session: %q", text)
+		}
+	}
+	p3 := pooled(keep, p2) // the second session runs in p2
+	keep()                 // its idle clock restarts: it outlives the SIGKILL below
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.cmd.Wait()
 	left := list()
-	if len(left) != 1 {
-		t.Fatalf("after SIGKILL: sandboxes %v, want the session's", left)
+	if len(left) != 2 || !slices.Contains(left, p2) || !slices.Contains(left, p3) {
+		t.Fatalf("after SIGKILL: sandboxes %v, want the session's %.12s and the pool's %.12s", left, p2, p3)
 	}
-	ins, err := cli.ContainerInspect(t.Context(), left[0], client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ins.Container.Config.Labels[launcher.LabelSessionExpires] == "" {
-		t.Errorf("the session's container has no %s label", launcher.LabelSessionExpires)
-	}
-	if strings.Contains(string(ins.Raw), id) {
-		t.Errorf("the session's handle is in its container's record")
+	for _, c := range left {
+		ins, err := cli.ContainerInspect(t.Context(), c, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp, err := strconv.ParseInt(ins.Container.Config.Labels[launcher.LabelSessionExpires], 10, 64)
+		if err != nil || exp > time.Now().Add(time.Hour).Unix() {
+			t.Errorf("sandbox %.12s: %s label %q, want a time at most the maximum lifetime (1 h) from now", c, launcher.LabelSessionExpires, ins.Container.Config.Labels[launcher.LabelSessionExpires])
+		}
+		if strings.Contains(string(ins.Raw), id) {
+			t.Errorf("the session's handle is in container %.12s's record", c)
+		}
 	}
 	r := startSessionStdio(t, bin, args...)
 	for _, c := range list() {
-		if c == left[0] {
-			t.Errorf("after restart: the session's container %.12s is still there, want it removed before serving", c)
+		if slices.Contains(left, c) {
+			t.Errorf("after restart: container %.12s is still there, want it removed before serving", c)
 		}
 	}
 	if _, isErr, text := r.call(t, "exec", map[string]any{"code": "print(y)", "session_id": id}); !isErr || !strings.Contains(text, "session_create") {
 		t.Errorf("exec with the handle after the restart: error %v, %q; want a tool error naming session_create", isErr, text)
+	}
+	// A clean stop (stdin closed) removes the restarted server's session pool.
+	r.in.Close()
+	if err := r.cmd.Wait(); err != nil {
+		t.Errorf("the restarted server after its stdin closed: %v, want a clean exit", err)
+	}
+	if got := list(); len(got) != 0 {
+		t.Errorf("after a clean stop: sandboxes %v, want none", got)
 	}
 }

@@ -29,8 +29,9 @@ func TestE2ESession(t *testing.T) {
 	if err != nil {
 		e2eSkipOrFail(t, "docker CLI not found (%v): session.mjs counts the session's container with it", err)
 	}
-	// Cold mode: session.mjs counts the instance's containers (the session's, and none
-	// after session_close), which a warm pool's idle sandboxes would add to.
+	// No warm pool: session.mjs counts the instance's containers (the session's, the
+	// session pool's, and those of the pool only after session_close), which a warm
+	// pool's idle sandboxes would add to. The session pool has its default size, 1.
 	env := e2eEnv("MCP_EXEC_POOL_SIZE=0")
 	instance := "e2e-session-" + strconv.Itoa(os.Getpid())
 	token := e2eRandom()
@@ -41,7 +42,7 @@ func TestE2ESession(t *testing.T) {
 		SessionID string `json:"session_id"`
 	}
 	nr := e2eRunNode(t, e2eClientTimeout, "session.mjs", node, dir, env, &rep,
-		"--transport", "http", "--url", srv.endpoint, "--token", token, "--instance", instance, "--docker", docker)
+		"--transport", "http", "--url", srv.endpoint, "--token", token, "--instance", instance, "--docker", docker, "--session-pool", "1")
 	if nr.exitCode != 0 {
 		t.Logf("session.mjs stderr:\n%s", nr.stderr)
 	}

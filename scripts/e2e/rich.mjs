@@ -11,7 +11,7 @@
 //
 // The cancellation check lists the server's sandboxes with the docker CLI
 // (`docker ps -aq --filter label=dev.mcp-exec.instance=NAME`), so the server must run in
-// cold mode (MCP_EXEC_POOL_SIZE=0): a warm pool keeps idle sandboxes with that label.
+// cold mode (MCP_EXEC_POOL_SIZE=0, MCP_EXEC_SESSION_POOL_SIZE=0): a pool keeps idle sandboxes with that label.
 // For stdio the server is spawned with this process's whole environment.
 //
 // Run `npm ci` in this directory first. cmd/mcp-exec/rich_e2e_test.go drives it.
@@ -258,7 +258,7 @@ const checks = [
       await sleep(100);
       before = await sandboxes();
     }
-    expect(before.length === 0, `sandboxes of ${opts.instance} before the call: ${before}; the server must run with MCP_EXEC_POOL_SIZE=0`);
+    expect(before.length === 0, `sandboxes of ${opts.instance} before the call: ${before}; the server must run with MCP_EXEC_POOL_SIZE=0 and MCP_EXEC_SESSION_POOL_SIZE=0`);
     const ac = new AbortController();
     let started;
     const running = new Promise(resolve => { started = resolve; });

@@ -15,8 +15,11 @@
 //
 // The session's container is counted with the docker CLI (`docker ps -aq --filter
 // label=dev.mcp-exec.instance=NAME`): one while the session is open, none after
-// session_close. The server must run in cold mode (MCP_EXEC_POOL_SIZE=0), as for
-// rich.mjs: a warm pool keeps idle sandboxes with that label.
+// session_close, besides the session pool's --session-pool N idle ones (the server's
+// MCP_EXEC_SESSION_POOL_SIZE): with a pool, the session takes one that was there before
+// session_create, the pool refills, and session_close removes the taken one. The server
+// must run without a warm pool (MCP_EXEC_POOL_SIZE=0), as for rich.mjs: its idle
+// sandboxes carry that label too.
 //
 // Like client.mjs it prints ONE JSON object on stdout, one line per check on stderr,
 // and exits 0 only when every check passed (1 otherwise, 2 for a usage error). The
@@ -32,7 +35,7 @@ import {
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
 const INSTANCE_LABEL = 'dev.mcp-exec.instance';
-const USAGE = 'usage: node session.mjs --transport stdio|http [--url URL] [--token T] [--cmd BINARY] --instance NAME [--docker PATH]';
+const USAGE = 'usage: node session.mjs --transport stdio|http [--url URL] [--token T] [--cmd BINARY] --instance NAME [--docker PATH] [--session-pool N]';
 
 function usage(msg) {
   usageExit('session.mjs', USAGE, msg);
@@ -42,6 +45,7 @@ const opts = parseOptions('session.mjs', USAGE, {
   ...TRANSPORT_OPTIONS,
   instance: { type: 'string' },
   docker: { type: 'string' },
+  'session-pool': { type: 'string' },
 });
 const transportName = checkTransport(opts, ['stdio', 'http'], usage);
 if (!opts.instance) {
@@ -49,6 +53,11 @@ if (!opts.instance) {
 }
 const token = opts.token ?? '';
 const docker = opts.docker ?? 'docker';
+const pooled = Number(opts['session-pool'] ?? '0');
+if (!Number.isInteger(pooled) || pooled < 0) {
+  usage(`--session-pool must be a whole number, got ${opts['session-pool']}`);
+}
+let poolBefore = []; // the session pool's idle sandboxes before session_create
 const url = transportName === 'stdio' ? undefined : new URL(opts.url ?? 'http://127.0.0.1:8080/mcp');
 
 const execFileP = promisify(execFile);
@@ -137,8 +146,9 @@ const checks = [
   }],
 
   ['session_create', async (client) => {
-    const before = await settle(0);
-    expect(before.length === 0, `sandboxes of ${opts.instance} before session_create: ${before}; the server must run with MCP_EXEC_POOL_SIZE=0`);
+    const before = await settle(pooled, 60_000);
+    expect(before.length === pooled, `sandboxes of ${opts.instance} before session_create: ${before}, want the session pool's ${pooled}; the server must run with MCP_EXEC_POOL_SIZE=0`);
+    poolBefore = before;
     const t0 = Date.now();
     const result = await client.callTool({ name: 'session_create', arguments: {} }, undefined, { timeout: CALL_TIMEOUT_MS });
     const took = Date.now() - t0;
@@ -152,8 +162,8 @@ const checks = [
     for (const k of ['idle_timeout_s', 'max_lifetime_s', 'memory_bytes']) {
       expect(Number.isInteger(created[k]) && created[k] > 0, `${k}: ${short(created[k])}`);
     }
-    const during = await sandboxes();
-    expect(during.length === 1, `sandboxes with the session open: ${during.length}, want 1`);
+    const during = await settle(pooled + 1, 60_000);
+    expect(during.length === pooled + 1, `sandboxes with the session open: ${during.length}, want 1 and the session pool's ${pooled}`);
     return `${took} ms; idle ${created.idle_timeout_s} s, lifetime ${created.max_lifetime_s} s, memory ${created.memory_bytes} B`;
   }],
 
@@ -251,8 +261,11 @@ const checks = [
     expect(!first.isError && first.structuredContent?.closed === true, `first close: ${short(first)}`);
     const second = await close({ session_id: sessionId });
     expect(!second.isError && second.structuredContent?.closed === false, `second close: ${short(second)}`);
-    const left = await settle(0);
-    expect(left.length === 0, `sandboxes left after session_close: ${left}`);
+    const left = await settle(pooled);
+    expect(left.length === pooled, `sandboxes left after session_close: ${left}, want the session pool's ${pooled}`);
+    // The session took the oldest pooled sandbox: gone with it, never served again.
+    const reused = poolBefore.filter(id => left.includes(id));
+    expect(pooled === 0 || reused.length === pooled - 1, `pooled sandboxes from before session_create still there after session_close: ${reused}; want the session to have taken one of them`);
     return `${lastCount} calls in the session`;
   }],
 
