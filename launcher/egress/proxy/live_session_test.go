@@ -195,19 +195,7 @@ print(json.dumps({"x": str("x" in globals()), "head": attempt(head)}))
 	if dir := opened(rec); dir != "" {
 		t.Errorf("a session without a profile opened channel %s", dir)
 	}
-	out = sessionRun(t, plain, launcher.Job{Code: `
-import json, os, socket
-out = {"egress_dir": str(os.path.exists("/egress")), "env": str(sorted(k for k in os.environ if "proxy" in k.lower()))}
-try:
-    socket.create_connection(("127.0.0.1", 3128), timeout=5)
-    out["relay"] = "ok"
-except Exception as e:
-    out["relay"] = "err %s" % type(e).__name__
-print(json.dumps(out))
-`})
-	want(t, out, "egress_dir", "False")
-	want(t, out, "env", "[]")
-	want(t, out, "relay", "err ConnectionRefusedError")
+	wantNoEgress(t, sessionRun(t, plain, launcher.Job{Code: noEgressProgram}))
 	networkProbes(t, l, plain)
 
 	// The launcher's Close (the server's shutdown) takes a session's channel with it,

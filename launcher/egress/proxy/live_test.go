@@ -284,7 +284,12 @@ func TestLiveEgressProfile(t *testing.T) {
 // gets a sandbox with no channel, no relay and no proxy variables.
 func TestLiveEgressNoProfile(t *testing.T) {
 	l, _, _, _ := liveLauncher(t)
-	out := run(t, l, launcher.Job{Code: `
+	wantNoEgress(t, run(t, l, launcher.Job{Code: noEgressProgram}))
+}
+
+// noEgressProgram reports what a sandbox without a profile has of egress: an /egress
+// mount, proxy variables, a relay on the relay's port. wantNoEgress checks it has none.
+const noEgressProgram = `
 import json, os, socket
 out = {"egress_dir": str(os.path.exists("/egress")), "env": str(sorted(k for k in os.environ if "proxy" in k.lower()))}
 try:
@@ -293,7 +298,10 @@ try:
 except Exception as e:
     out["relay"] = "err %s" % type(e).__name__
 print(json.dumps(out))
-`})
+`
+
+func wantNoEgress(t *testing.T, out map[string]string) {
+	t.Helper()
 	want(t, out, "egress_dir", "False")
 	want(t, out, "env", "[]")
 	want(t, out, "relay", "err ConnectionRefusedError")
