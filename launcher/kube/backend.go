@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -363,13 +362,9 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 // List returns the names of every sandbox pod labelled with instance, in any phase.
 func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
 	sel := labels.SelectorFromSet(labels.Set{backend.LabelRole: backend.RoleSandbox, backend.LabelInstance: instance})
-	// A shared session's pod belongs to every replica (backend.LabelSessionKey).
-	notShared, err := labels.NewRequirement(backend.LabelSessionKey, selection.DoesNotExist, nil)
-	if err != nil {
-		return nil, err
-	}
-	sel = sel.Add(*notShared)
-	list, err := b.cs.CoreV1().Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	// A shared session's pod belongs to every replica (backend.LabelSessionKey): "!key"
+	// selects the pods without that label.
+	list, err := b.cs.CoreV1().Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String() + ",!" + backend.LabelSessionKey})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods in namespace %s: %w", b.opts.Namespace, b.classify(err))
 	}

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -136,8 +138,7 @@ func TestSharedClaimSerializes(t *testing.T) {
 // resourceVersion too) is read again: the call is not refused as busy.
 func TestSharedClaimRetriesConflicts(t *testing.T) {
 	var n atomic.Int32
-	var cs *fake.Clientset
-	cs = casClient(t, func(tr k8stesting.ObjectTracker) {
+	cs := casClient(t, func(tr k8stesting.ObjectTracker) {
 		if n.Add(1) > 2 {
 			return
 		}
@@ -252,5 +253,26 @@ func TestSharedSweep(t *testing.T) {
 	got := f.pods()
 	if n != 4 || !got["fresh1"] || !got["busy3"] || len(got) != 2 {
 		t.Fatalf("swept %d, left %v; want 4 swept, fresh1 and busy3 left", n, got)
+	}
+}
+
+// TestListLeavesOutSharedSessions: an instance's List (its reaper's, its shutdown's)
+// names its own pods, never a shared session's, which every replica serves.
+func TestListLeavesOutSharedSessions(t *testing.T) {
+	cs := fake.NewClientset()
+	mk := func(name string, extra map[string]string) {
+		l := map[string]string{backend.LabelRole: backend.RoleSandbox, backend.LabelInstance: "a"}
+		maps.Copy(l, extra)
+		if _, err := cs.CoreV1().Pods("ns").Create(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: l}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("one-shot", nil)
+	mk("shared", map[string]string{backend.LabelSessionKey: SessionKey(testHandle())})
+	mk("other", map[string]string{backend.LabelInstance: "b"})
+	b := &Backend{cfg: &rest.Config{Host: "https://fake"}, cs: cs, opts: Options{Namespace: "ns"}.withDefaults(), log: zerolog.Nop()}
+	got, err := b.List(t.Context(), "a")
+	if err != nil || !slices.Equal(got, []string{"one-shot"}) {
+		t.Fatalf("List(a): %v, %v; want [one-shot]", got, err)
 	}
 }
