@@ -65,11 +65,21 @@ func startProgress(ctx context.Context, req *mcp.CallToolRequest) *progressRepor
 	return p
 }
 
-// report is launcher.Job.Progress. It never blocks, and is harmless after stop.
+// report is launcher.Job.Progress. It never blocks, and is harmless after stop. A
+// report that finds the last one still waiting replaces it: the newer one says more
+// (keeping the older one lost the newer, and with it the notification a client waits
+// for, when two reports came before the loop ran).
 func (p *progressReporter) report(pr launcher.Progress) {
-	select {
-	case p.ch <- pr:
-	default:
+	for {
+		select {
+		case p.ch <- pr:
+			return
+		default:
+		}
+		select {
+		case <-p.ch:
+		default:
+		}
 	}
 }
 

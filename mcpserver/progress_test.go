@@ -395,3 +395,20 @@ func TestProgressWhileWaiting(t *testing.T) {
 		t.Errorf("last notification %+v, want the runner's report at %s or more since the call arrived", last, queued)
 	}
 }
+
+// TestProgressReportKeepsTheNewest: a report that finds the previous one still waiting
+// for the loop replaces it (the old code dropped the newer one, and a client waited in
+// vain for its notification: TestProgressNotifications failed so on a loaded CI run).
+func TestProgressReportKeepsTheNewest(t *testing.T) {
+	p := &progressReporter{ch: make(chan launcher.Progress, 1)}
+	p.report(launcher.Progress{Elapsed: time.Second})
+	p.report(launcher.Progress{Elapsed: 2 * time.Second})
+	if got := <-p.ch; got.Elapsed != 2*time.Second {
+		t.Fatalf("waiting report: elapsed %s, want the newer 2s", got.Elapsed)
+	}
+	select {
+	case extra := <-p.ch:
+		t.Fatalf("a second report waiting: %+v", extra)
+	default:
+	}
+}
