@@ -34,6 +34,15 @@ const gvisorPids = 32
 // seccomp profile. Without the profile's variable it skips, or fails in CI.
 func gvisorLauncher(t *testing.T, runtimeClass string, opts launcher.Options) *launcher.Launcher {
 	t.Helper()
+	opts.Runtime = runtimeClass
+	l, _, _ := testLauncherWith(t, Options{SeccompProfile: gvisorProfile(t)}, opts)
+	return l
+}
+
+// gvisorProfile is the gVisor seccomp profile the test cluster has (its Localhost name).
+// It skips without a test cluster or without the profile's variable, or fails in CI.
+func gvisorProfile(t *testing.T) string {
+	t.Helper()
 	adminConfig(t) // skips without a test cluster
 	profile := os.Getenv(envGVisorSeccomp)
 	if profile == "" {
@@ -42,9 +51,7 @@ func gvisorLauncher(t *testing.T, runtimeClass string, opts launcher.Options) *l
 		}
 		t.Skipf("%s is not set: no gVisor seccomp profile on the test cluster (scripts/k8s/ci.sh installs one)", envGVisorSeccomp)
 	}
-	opts.Runtime = runtimeClass
-	l, _, _ := testLauncherWith(t, Options{SeccompProfile: profile}, opts)
-	return l
+	return profile
 }
 
 // TestLiveGVisor: pods of the RuntimeClass gvisor (handler runsc, the containerd shim of gVisor

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -56,15 +55,7 @@ func TestLiveSharedSession(t *testing.T) {
 // TestLiveGVisorSharedSession: the same under the RuntimeClass gvisor (the OOM kill of
 // a call that allocates step by step takes the cell alone there too).
 func TestLiveGVisorSharedSession(t *testing.T) {
-	adminConfig(t) // skips without a test cluster
-	profile := os.Getenv(envGVisorSeccomp)
-	if profile == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: CI runs the gVisor tests (scripts/k8s/ci.sh sets it)", envGVisorSeccomp)
-		}
-		t.Skipf("%s is not set: no gVisor seccomp profile on the test cluster (scripts/k8s/ci.sh installs one)", envGVisorSeccomp)
-	}
-	liveSharedSession(t, Options{SeccompProfile: profile}, launcher.Options{Runtime: gvisorRuntimeClass, Pids: gvisorPids})
+	liveSharedSession(t, Options{SeccompProfile: gvisorProfile(t)}, launcher.Options{Runtime: gvisorRuntimeClass, Pids: gvisorPids})
 }
 
 func liveSharedSession(t *testing.T, kopts Options, opts launcher.Options) {
