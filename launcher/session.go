@@ -38,6 +38,15 @@ var ErrSessionBusy = errors.New("the session is busy with another call")
 // or never made. It may be wrapped with why, when the server knows.
 var ErrSessionGone = errors.New("no open session has this session_id (it was closed, expired, or never existed)")
 
+// GoneError is ErrSessionGone with why the session ended ("expired: it was idle for
+// more than 30m0s", "closed by session_close"), when the store knows it: the replica
+// that ended a shared session remembers why for its owner's next call. errors.Is(err,
+// ErrSessionGone) holds for it; errors.As gives Why, which never holds the handle.
+type GoneError struct{ Why string }
+
+func (e *GoneError) Error() string { return ErrSessionGone.Error() + ": " + e.Why }
+func (e *GoneError) Unwrap() error { return ErrSessionGone }
+
 // ErrSessionClosed: the session was closed.
 var ErrSessionClosed = errors.New("the session is closed")
 

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +38,7 @@ type SessionConn interface {
 // SharedSessionStore keeps sessions outside this server, so that every replica serves
 // every session (Kubernetes: the session pods are the store; cmd/mcp-exec adapts
 // launcher/kube's SharedSessions). Errors: launcher.ErrSessionBusy while another call
-// runs (on any replica), launcher.ErrSessionGone (possibly wrapped with why) for a handle
+// runs (on any replica), launcher.ErrSessionGone (a *launcher.GoneError when it knows why) for a handle
 // with no open session of owner's.
 type SharedSessionStore interface {
 	// Create starts the session handle for owner, ending at expires at the latest; it
@@ -459,13 +458,13 @@ func (s *sessions) execShared(ctx context.Context, owner, id string, job launche
 	case errors.Is(err, launcher.ErrSessionBusy):
 		return res, nil, errSessionBusy()
 	case errors.Is(err, launcher.ErrSessionGone):
-		// The store's text: why, when this replica ended it; else "closed, expired,
-		// or never existed" (another identity's handle gets the same).
-		why := strings.TrimPrefix(err.Error(), launcher.ErrSessionGone.Error()+": ")
-		if why == err.Error() {
+		// Why, when this replica ended it (a GoneError); else "closed, expired, or
+		// never existed" (another identity's handle gets the same).
+		var gone *launcher.GoneError
+		if !errors.As(err, &gone) {
 			return res, nil, &sessionError{fmt.Sprintf("session_id not found: %s; call %s for a new session", err, toolSessionCreate)}
 		}
-		return res, nil, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", why, toolSessionCreate)}
+		return res, nil, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", gone.Why, toolSessionCreate)}
 	case count == 0:
 		return res, nil, err
 	}

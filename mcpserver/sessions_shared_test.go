@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -50,7 +49,7 @@ func (f *fakeStore) Exec(ctx context.Context, handle, owner string, _ launcher.J
 		why, ok := f.ended[handle]
 		f.mu.Unlock()
 		if ok {
-			return launcher.Result{}, 0, time.Time{}, fmt.Errorf("%w: %s", launcher.ErrSessionGone, why)
+			return launcher.Result{}, 0, time.Time{}, &launcher.GoneError{Why: why}
 		}
 		return launcher.Result{}, 0, time.Time{}, launcher.ErrSessionGone
 	}

@@ -86,7 +86,7 @@ func (s *SharedSessions) gone(handle, owner string) error {
 	e, ok := s.ended[SessionKey(handle)]
 	s.mu.Unlock()
 	if ok && subtle.ConstantTimeCompare([]byte(e.owner), []byte(hex.EncodeToString(ownerSum(handle, owner)))) == 1 {
-		return fmt.Errorf("%w: %s", ErrSessionGone, e.why)
+		return &launcher.GoneError{Why: e.why}
 	}
 	return ErrSessionGone
 }
@@ -289,7 +289,7 @@ func (s *SharedSessions) claim(ctx context.Context, handle, owner string, timeou
 		now := s.now()
 		if why := dueWhy(st, now); why != "" {
 			s.deleteIf(ctx, p, why)
-			return "", "", SessionInfo{}, fmt.Errorf("%w: %s", ErrSessionGone, why)
+			return "", "", SessionInfo{}, &launcher.GoneError{Why: why}
 		}
 		if !st.busyUntil.IsZero() {
 			return "", "", SessionInfo{}, launcher.ErrSessionBusy
