@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# gvisor-build.sh [--shim] [--shim-nooomadj]
+# gvisor-build.sh [--shim] [--shim-nooomadj] [--node-shim]
+# gvisor-build.sh --which-node-shim   prints the shim a node of this host needs (shim or shim-nooomadj)
 # Builds gVisor's runsc (and, when asked, its containerd shim) from gVisor's Go module at one
 # pinned version into a cache directory outside the clone, keyed by version, once each, and
 # prints that directory:
@@ -58,12 +59,25 @@ shim_nooomadj() {
   (cd "$w" && CGO_ENABLED=0 go build -o "$dir/shim-nooomadj.tmp" gvisor.dev/gvisor/shim >&2)
   mv -f "$dir/shim-nooomadj.tmp" "$dir/shim-nooomadj"
 }
+# node_shim: the shim a node of this host needs (scripts/k8s/up.sh): the released one where
+# processes may lower an oom_score_adj (CAP_SYS_RESOURCE in the bounding set), else the patched one.
+node_shim() {
+  if (( (0x$(awk '/^CapBnd/ {print $2}' /proc/self/status) >> 24) & 1 )); then echo shim; else echo shim-nooomadj; fi
+}
+if [ "${1:-}" = --which-node-shim ]; then node_shim; exit 0; fi
+# One build at a time per cache: scripts/test.sh starts this in the background early (its
+# prefetch), and the step that needs runsc calls it again; the second waits for the first and
+# then finds everything built.
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
 build gvisor.dev/gvisor/runsc runsc runsc
 for a in "$@"; do
   case $a in
   --shim) build gvisor.dev/gvisor/shim shim shim ;;
   --shim-nooomadj) shim_nooomadj ;;
-  *) log "unknown argument $a; usage: $0 [--shim] [--shim-nooomadj]"; exit 2 ;;
+  --node-shim) if [ "$(node_shim)" = shim ]; then build gvisor.dev/gvisor/shim shim shim; else shim_nooomadj; fi ;;
+  *) log "unknown argument $a; usage: $0 [--shim] [--shim-nooomadj] [--node-shim]"; exit 2 ;;
   esac
 done
 echo "$dir"

@@ -15,14 +15,49 @@ step() {
   step_name=$*; t_step=$SECONDS
   printf '\n== %s\n' "$*"
 }
-finish() { step_done; printf -- '-- total: %d s\n' $((SECONDS - t_start)); }
+finish() { step_done; prefetch_end; printf -- '-- total: %d s\n' $((SECONDS - t_start)); }
 trap finish EXIT
+
+# The prefetch: the two builds a fresh machine spends longest on, gVisor's runsc with the
+# containerd shim the test cluster's node needs (scripts/gvisor-build.sh: ~9 min on 2 cores
+# with a cold Go build cache) and the cluster's binaries (scripts/k8s/build.sh: etcd,
+# kube-apiserver, kube-scheduler, kubelet, kubectl; ~20 min cold), start in the background
+# at the lowest CPU and I/O priority, so that they take the cycles the steps before theirs
+# leave idle (those steps wait on sandboxes much of the time), instead of running alone in
+# the gVisor and Kubernetes steps. The steps that need them call the same scripts, which
+# take the same locks: they find the binaries built, or wait for the build in progress
+# (which then has the machine to itself). With the caches full (a kept machine) it ends at
+# once. Its output goes to a file, printed at the end only if it failed (the step's own
+# call then builds, or fails, in the open). MCP_EXEC_PREFETCH=0 leaves it out.
+prefetch_pid='' prefetch_log=''
+prefetch_start() {
+  [ "${MCP_EXEC_PREFETCH:-1}" != 0 ] || return 0
+  prefetch_log=$(mktemp "${TMPDIR:-/tmp}/mcp-exec-prefetch.XXXXXX")
+  setsid bash scripts/lib/prefetch.sh >"$prefetch_log" 2>&1 &
+  prefetch_pid=$!
+}
+prefetch_end() {
+  [ -n "$prefetch_pid" ] || return 0
+  if kill -0 "$prefetch_pid" 2>/dev/null; then
+    kill -- "-$prefetch_pid" 2>/dev/null || true  # the run ended before it (a failure)
+    wait "$prefetch_pid" 2>/dev/null || true
+    echo "prefetch: stopped (the run ended first)"
+  elif wait "$prefetch_pid"; then
+    tail -n 1 "$prefetch_log"
+  else
+    echo "prefetch: failed (the steps that needed it built in the open); its output:"
+    tail -n 40 "$prefetch_log"
+  fi
+  rm -f "$prefetch_log"
+  prefetch_pid=
+}
 
 # go test through scripts/lib/gotest.py: the output of go test without -v (results,
 # failures), plus each package's skipped tests and slowest tests with their seconds, so
 # that CI's output says where the time of a step goes. pipefail: go test's status.
 gotest() { go test -json "$@" | python3 scripts/lib/gotest.py; }
 
+prefetch_start
 step "engine"
 bash scripts/engine.sh
 step "images"

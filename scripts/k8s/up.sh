@@ -80,8 +80,7 @@ bash "$here/build.sh"
 B=$KCACHE/bin
 # gVisor: runsc and its containerd shim at the pinned version, built once (scripts/gvisor-build.sh);
 # the shim patched not to lower its oom_score_adj where no process may (no CAP_SYS_RESOURCE).
-gvshim=shim-nooomadj
-if (( (0x$(awk '/^CapBnd/ {print $2}' /proc/self/status) >> 24) & 1 )); then gvshim=shim; fi
+gvshim=$(bash "$here/../gvisor-build.sh" --which-node-shim)
 GV=$(bash "$here/../gvisor-build.sh" "--$gvshim")
 
 mkdir -p "$KSTATE"/{etc,logs,run,pki,cni/bin,cni/net.d,etcd-data,kubelet,podlogs,sysctl-shadow,images,gvisor/bin,gvisor/root}
