@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 )
 
 var testEgress = []EgressProfile{
@@ -99,7 +100,8 @@ func TestEgressNotInSession(t *testing.T) {
 // configuration only).
 func TestSessionEgress(t *testing.T) {
 	f := &fakeSessions{}
-	cs := connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f), Egress: testEgress})
+	var logs syncBuffer
+	cs := connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f), Egress: testEgress, Logger: zerolog.New(&logs)})
 	tools, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +139,13 @@ func TestSessionEgress(t *testing.T) {
 	}
 	if res := callNamed(t, cs, "exec", map[string]any{"code": "print(1)", "session_id": out.SessionID}); res.IsError {
 		t.Fatalf("exec in the session without egress: %s", text(t, res))
+	}
+	// The call's log line names the session's profile (the operator's name), which
+	// the call itself did not.
+	if !slices.ContainsFunc(strings.Split(logs.String(), "\n"), func(l string) bool {
+		return strings.Contains(l, `"message":"exec"`) && strings.Contains(l, `"egress":"pypi"`)
+	}) {
+		t.Errorf("no exec log line naming the session's profile:\n%s", logs.String())
 	}
 	res = callNamed(t, cs, "exec", map[string]any{"code": "print(1)", "session_id": out.SessionID, "egress": "deb"})
 	if !res.IsError || !strings.Contains(text(t, res), "fixed at session_create") {

@@ -208,7 +208,11 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInpu
 		}
 		return nil, execOutput{}, h.runnerFailed(id, job, err)
 	}
-	h.logDone(id, job, res)
+	logged := job
+	if sess != nil {
+		logged.Egress = sess.egress // a session's calls use its profile, fixed at session_create
+	}
+	h.logDone(id, logged, res)
 	files, infos, images := outputFiles(res.Files)
 	out := newOutput(res, infos)
 	out.Session = sess

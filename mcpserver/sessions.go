@@ -81,6 +81,8 @@ type sessionInfo struct {
 	ExecutionCount int    `json:"execution_count" jsonschema:"Calls run in this session so far, this one included."`
 	State          string `json:"state" jsonschema:"kept: the session holds what this call left; rolled_back: the call was killed (timeout, cancel, memory) and the variables are as before it (files in /tmp are not rolled back); lost: the interpreter is gone and the next call starts an empty one."`
 	ExpiresAt      string `json:"expires_at" jsonschema:"When the session ends unless another call comes first (RFC 3339, UTC)."`
+
+	egress string // the session's egress profile, for the exec log line; not in the result
 }
 
 type sessionCreateInput struct {
@@ -107,6 +109,7 @@ type sessionCloseOutput struct {
 // sessionEntry is one open session.
 type sessionEntry struct {
 	id, owner string
+	egress    string // the profile fixed at session_create ("": none)
 	conn      SessionConn
 	created   time.Time
 	deadline  time.Time // of the maximum lifetime
@@ -250,7 +253,7 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sess
 	// Reserve the place while the sandbox starts.
 	id := newHandle()
 	now := s.now()
-	e := &sessionEntry{id: id, owner: owner, created: now, deadline: now.Add(s.o.MaxLifetime), lastUsed: now, inCall: true}
+	e := &sessionEntry{id: id, owner: owner, egress: in.Egress, created: now, deadline: now.Add(s.o.MaxLifetime), lastUsed: now, inCall: true}
 	s.open[id] = e
 	s.mu.Unlock()
 
@@ -437,7 +440,7 @@ func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string
 	s.mu.Lock()
 	e.inCall = false
 	e.lastUsed = s.now()
-	info := &sessionInfo{ID: id, ExecutionCount: count, State: res.SessionState, ExpiresAt: s.expiresAt(e).UTC().Format(time.RFC3339)}
+	info := &sessionInfo{ID: id, ExecutionCount: count, State: res.SessionState, ExpiresAt: s.expiresAt(e).UTC().Format(time.RFC3339), egress: e.egress}
 	if s.open[id] == e {
 		s.arm(e)
 	}

@@ -5,6 +5,7 @@
 //
 //   node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick]
 //                  [--sections latency,burst,throughput] [--image IMAGE]
+//                  [--runtime NAME] [--baseline-runtime NAME]
 //
 // Prints a markdown report on stdout, progress on stderr. cmd/mcp-exec-bench/client.sh
 // builds the binary and runs this (`make bench-client`); docs/benchmarks.md describes
@@ -31,7 +32,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { parseOptions, sdkVersion, usageExit } from './common.mjs';
 
-const USAGE = 'usage: node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick] [--sections latency,burst,throughput] [--image IMAGE] [--host-python PATH]';
+const USAGE = 'usage: node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick] [--sections latency,burst,throughput] [--image IMAGE] [--host-python PATH] [--runtime NAME] [--baseline-runtime NAME]';
 const opts = parseOptions('bench.mjs', USAGE, {
   cmd: { type: 'string' },
   rounds: { type: 'string' },
@@ -41,6 +42,8 @@ const opts = parseOptions('bench.mjs', USAGE, {
   sections: { type: 'string' },
   image: { type: 'string' },
   'host-python': { type: 'string' },
+  runtime: { type: 'string' },
+  'baseline-runtime': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 });
 const usage = msg => usageExit('bench.mjs', USAGE, msg);
@@ -57,6 +60,12 @@ const BURSTS = posInt('bursts', opts.bursts, QUICK ? 1 : 5);
 const WINDOW_S = posInt('window', opts.window, QUICK ? 4 : 30);
 const IMAGE = opts.image ?? process.env.MCP_EXEC_IMAGE ?? 'mcp-exec/python-sandbox:v1';
 const HOST_PY = opts['host-python'] ?? '/usr/bin/python3';
+// --runtime: the OCI runtime of the servers' sandboxes (MCP_EXEC_RUNTIME; the engine's
+// default when absent); --baseline-runtime: that of the docker run and churn baselines,
+// the same by default, so that subject and baseline start containers alike ('' for the
+// engine's default, to set a lighter runtime against the default one).
+const RUNTIME = opts.runtime ?? process.env.MCP_EXEC_RUNTIME ?? '';
+const BASE_RUNTIME = opts['baseline-runtime'] ?? RUNTIME;
 const ALL_SECTIONS = ['latency', 'burst', 'throughput'];
 const SECTIONS = (opts.sections ?? ALL_SECTIONS.join(',')).split(',').map(s => s.trim()).filter(Boolean);
 for (const s of SECTIONS) if (!ALL_SECTIONS.includes(s)) usage(`--sections: unknown section ${JSON.stringify(s)} (have ${ALL_SECTIONS.join(',')})`);
@@ -118,7 +127,7 @@ class Server {
   async openOnce() {
     const env = {
       ...process.env, MCP_EXEC_TRANSPORT: 'stdio', MCP_EXEC_LOG_LEVEL: 'debug', MCP_EXEC_LOG_FORMAT: 'json',
-      MCP_EXEC_IMAGE: IMAGE, MCP_EXEC_INSTANCE: `bench-client-${this.name}`, ...this.env,
+      MCP_EXEC_IMAGE: IMAGE, MCP_EXEC_INSTANCE: `bench-client-${this.name}`, MCP_EXEC_RUNTIME: RUNTIME, ...this.env,
     };
     this.transport = new StdioClientTransport({ command: opts.cmd, args: [], env, stderr: 'pipe' });
     createInterface({ input: this.transport.stderr }).on('line', line => this.logLine(line));
@@ -276,7 +285,7 @@ function runProc(cmd, args, stdin, want) {
   });
 }
 const hostRun = sn => runProc(HOST_PY, ['-c', sn.code], undefined, sn.want);
-const dockerArgs = ['run', '--rm', '-i', ...SEED_FLAGS, '--label', 'dev.mcp-exec.role=sandbox',
+const dockerArgs = ['run', '--rm', '-i', ...SEED_FLAGS, ...(BASE_RUNTIME ? ['--runtime', BASE_RUNTIME] : []), '--label', 'dev.mcp-exec.role=sandbox',
   '--label', 'dev.mcp-exec.instance=bench-client-docker-run', '--entrypoint', 'python3', IMAGE, '-'];
 const dockerRun = sn => runProc('docker', dockerArgs, sn.code + '\n', sn.want);
 
@@ -304,7 +313,7 @@ async function churnOnce() {
     HostConfig: {
       NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'],
       Tmpfs: { '/tmp': 'rw,noexec,nosuid,size=64m' }, Memory: 256 << 20, PidsLimit: 128, NanoCpus: 1e9,
-      LogConfig: { Type: 'none' },
+      LogConfig: { Type: 'none' }, ...(BASE_RUNTIME ? { Runtime: BASE_RUNTIME } : {}),
     },
   });
   try {
@@ -461,7 +470,7 @@ function print() {
   w(`### mcp-exec through the TypeScript SDK over stdio (\`scripts/e2e/bench.mjs\`)`);
   w('');
   w(`Run ${report.started} UTC, ${((now() - report.t0) / 1000).toFixed(0)} s; SDK @modelcontextprotocol/sdk ${sdkVersion()}, node ${process.version}; ` +
-    `image ${IMAGE}; host python \`${HOST_PY}\` ${report.hostPy}; ${ROUNDS} rounds, ${BURSTS} bursts, throughput windows 2 × ${WINDOW_S / 2} s.`);
+    `image ${IMAGE}; runtime ${RUNTIME || "the engine's default"}, baselines' ${BASE_RUNTIME || "the engine's default"}; host python \`${HOST_PY}\` ${report.hostPy}; ${ROUNDS} rounds, ${BURSTS} bursts, throughput windows 2 × ${WINDOW_S / 2} s.`);
   w('');
   if (report.latency) {
     const { rows, parts, misses } = report.latency;
