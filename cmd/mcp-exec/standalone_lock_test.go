@@ -13,9 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 	"github.com/mcp-exec/mcp-exec/launcher/syscalls"
 )
 
@@ -148,29 +147,7 @@ func TestStandaloneNprocWarning(t *testing.T) {
 	}
 
 	const held = 40
-	out, err := exec.Command("docker", "run", "-d", "--rm", "--user", user, "--network", "none", "--cap-drop", "ALL", launcher.DefaultImage,
-		"python3", "-c", fmt.Sprintf(`
-import os, time
-for _ in range(%d):
-    if os.fork() == 0:
-        time.sleep(300)
-        os._exit(0)
-print("ready", flush=True)
-time.sleep(300)
-`, held-1)).Output()
-	if err != nil {
-		t.Fatalf("docker run (the neighbour): %v", err)
-	}
-	id := strings.TrimSpace(string(out))
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if logs, _ := exec.Command("docker", "logs", id).Output(); strings.Contains(string(logs), "ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the neighbour never started its %d processes", held)
-		}
-	}
+	launchertest.Neighbour(t, "docker", user, held)
 	code, stderr = saStart(t, img, flags)
 	warn := regexp.MustCompile(fmt.Sprintf(`"level":"warn"[^\n]*standalone lockdown: RLIMIT_NPROC: uid %d already has %d tasks on this host outside this container [^\n]*a uid of its own`, uid, held))
 	if code != 0 || !warn.MatchString(stderr) || !strings.Contains(stderr, "process backend ready") {

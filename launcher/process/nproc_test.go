@@ -1,14 +1,14 @@
 package process
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 func TestParseUIDTasks(t *testing.T) {
@@ -112,34 +112,7 @@ func TestCountUIDTasksAcrossPIDNamespaces(t *testing.T) {
 	}
 
 	const held = 20
-	out, err := exec.CommandContext(t.Context(), docker, "run", "-d", "--rm", "--user", user, "--network", "none", "--cap-drop", "ALL", image,
-		"python3", "-c", fmt.Sprintf(`
-import os, time
-for _ in range(%d):
-    if os.fork() == 0:
-        time.sleep(300)
-        os._exit(0)
-print("ready", flush=True)
-time.sleep(300)
-`, held-1)).Output()
-	if err != nil {
-		t.Fatalf("docker run (the neighbour): %v", err)
-	}
-	id := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
-		defer cancel()
-		_ = exec.CommandContext(ctx, docker, "rm", "-f", id).Run()
-	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		logs, _ := exec.CommandContext(t.Context(), docker, "logs", id).Output()
-		if strings.Contains(string(logs), "ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the neighbour never started its %d processes", held)
-		}
-	}
+	launchertest.Neighbour(t, docker, user, held)
 	got := count()
 	if want := (uidTasks{Host: held + 1, Here: 1}); got != want {
 		t.Fatalf("beside a container of the same uid with %d tasks: got %+v, want %+v", held, got, want)
