@@ -118,10 +118,19 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 	if image := os.Getenv("MCP_EXEC_IMAGE"); image != "" {
 		args = append(args, "--image", image)
 	}
+	// sessionMode reports whether sandbox id is a session's (labelled with its expiry,
+	// as the session pool's are from their create); false for one gone or of another
+	// kind (the start-up limits check's).
+	sessionMode := func(id string) bool {
+		ins, err := cli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
+		return err == nil && ins.Container.Config.Labels[launcher.LabelSessionExpires] != ""
+	}
 	// pooled waits until the session pool holds an idle sandbox beside the sessions'
-	// (taken), and returns it. keep, if not nil, is called about once a second
-	// meanwhile (a call that keeps a session from its 3 s idle timeout: under gVisor a
-	// refill can take longer).
+	// (taken) and nothing else of the instance is there, and returns it. Only
+	// session-mode sandboxes count: the limits check's sandbox, alone before the pool
+	// starts, is not the pool's (under load the first wait once took it for the pool's).
+	// keep, if not nil, is called about once a second meanwhile (a call that keeps a
+	// session from its 3 s idle timeout: under gVisor a refill can take longer).
 	pooled := func(keep func(), taken ...string) string {
 		t.Helper()
 		var idle []string
@@ -131,7 +140,16 @@ func TestSessionExpiryAndRestart(t *testing.T) {
 				keep()
 				last = time.Now()
 			}
-			idle = slices.DeleteFunc(list(), func(id string) bool { return slices.Contains(taken, id) })
+			idle = idle[:0]
+			for _, id := range list() {
+				switch {
+				case slices.Contains(taken, id):
+				case !sessionMode(id):
+					return false // the limits check's, still there (or gone just now)
+				default:
+					idle = append(idle, id)
+				}
+			}
 			return len(idle) == 1
 		}, "the session pool did not refill")
 		return idle[0]
