@@ -103,8 +103,11 @@ func TestSessionPool(t *testing.T) {
 		t.Fatalf("second session: sandboxes hold the refilled one %v, the first session's %v; want true, false", slices.Contains(ids, refilled), slices.Contains(ids, pooled))
 	}
 
-	// Another memory limit: cold, and none of the pool's.
+	// Another memory limit: cold, and none of the pool's. Its expiry is ten minutes
+	// short of a pooled sandbox's label (creation plus the hour), so that the two can be
+	// told apart: a refill started within the second of asked had asked's label.
 	before := sandboxes()
+	asked = time.Now().Add(time.Hour - 10*time.Minute)
 	s3 := openSession(t, l, launcher.SessionOptions{Expires: asked})
 	if st := l.SessionPoolStats(); st.FromPool != 2 || st.Cold != 1 {
 		t.Fatalf("session with another memory limit: from pool %d, cold %d; want 2, 1", st.FromPool, st.Cold)
