@@ -1,13 +1,10 @@
 package mcpserver
 
 import (
-	"encoding/json"
 	"os"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
@@ -42,24 +39,8 @@ func TestCodeModeEgress(t *testing.T) {
 	}
 	r := &fakeRunner{}
 	cs := connect(t, t.Context(), r, Options{Upstreams: upstream.New(cfg, "test", zerolog.Nop()), Egress: testEgress})
-	tools, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == toolName })
-	if i < 0 {
-		t.Fatal("no exec")
-	}
-	raw, _ := json.Marshal(tools.Tools[i].InputSchema)
-	var schema struct {
-		Properties map[string]struct {
-			Enum []string `json:"enum"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"deb", "pypi"}, schema.Properties["egress"].Enum); diff != "" {
+	p, _ := listedProperty(t, cs, toolName, "egress")
+	if diff := cmp.Diff([]string{"deb", "pypi"}, p.Enum); diff != "" {
 		t.Errorf("code mode's exec: egress enum (-want +got):\n%s", diff)
 	}
 	if res := callNamed(t, cs, toolName, map[string]any{"code": "print(1)", "egress": "deb"}); res.IsError {

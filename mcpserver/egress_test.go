@@ -102,30 +102,12 @@ func TestSessionEgress(t *testing.T) {
 	f := &fakeSessions{}
 	var logs syncBuffer
 	cs := connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f), Egress: testEgress, Logger: zerolog.New(&logs)})
-	tools, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == toolSessionCreate })
-	if i < 0 {
-		t.Fatal("no session_create")
-	}
-	raw, _ := json.Marshal(tools.Tools[i].InputSchema)
-	var schema struct {
-		Properties map[string]struct {
-			Enum        []string `json:"enum"`
-			Description string   `json:"description"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		t.Fatal(err)
-	}
-	p := schema.Properties["egress"]
+	p, desc := listedProperty(t, cs, toolSessionCreate, "egress")
 	if diff := cmp.Diff([]string{"deb", "pypi"}, p.Enum); diff != "" {
 		t.Errorf("session_create egress enum (-want +got):\n%s", diff)
 	}
-	if !strings.HasSuffix(p.Description, egressList(testEgress)) || !strings.Contains(tools.Tools[i].Description, "\n\nEgress: ") {
-		t.Errorf("session_create: egress description %q, tool description %q", p.Description, tools.Tools[i].Description)
+	if !strings.HasSuffix(p.Description, egressList(testEgress)) || !strings.Contains(desc, "\n\nEgress: ") {
+		t.Errorf("session_create: egress description %q, tool description %q", p.Description, desc)
 	}
 
 	res := callNamed(t, cs, toolSessionCreate, map[string]any{"egress": "pypi"})
@@ -133,7 +115,7 @@ func TestSessionEgress(t *testing.T) {
 		t.Fatalf("session_create with a profile: %s", text(t, res))
 	}
 	var out sessionCreateOutput
-	raw, _ = json.Marshal(res.StructuredContent)
+	raw, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -183,4 +165,32 @@ func TestSessionEgress(t *testing.T) {
 	if sessionEgressNote(Options{}) != "" {
 		t.Error("session_create's description mentions egress without profiles")
 	}
+}
+
+// schemaProperty is what the tests read of one property of a listed tool's input schema.
+type schemaProperty struct {
+	Enum        []string `json:"enum"`
+	Description string   `json:"description"`
+}
+
+// listedProperty lists cs's tools and returns property prop of tool's input schema
+// (zero if it has none) and the tool's description; it fails when there is no tool.
+func listedProperty(t *testing.T, cs *mcp.ClientSession, tool, prop string) (schemaProperty, string) {
+	t.Helper()
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == tool })
+	if i < 0 {
+		t.Fatalf("no tool %s", tool)
+	}
+	raw, _ := json.Marshal(tools.Tools[i].InputSchema)
+	var schema struct {
+		Properties map[string]schemaProperty `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	return schema.Properties[prop], tools.Tools[i].Description
 }
