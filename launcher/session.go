@@ -35,7 +35,7 @@ var ErrSessionBusy = errors.New("the session is busy with another call")
 
 // ErrSessionGone: a shared session (one any server replica may serve: launcher/kube)
 // is not open for this handle and identity: closed, expired, lost, another identity's,
-// or never made. It may be wrapped with why, when the server knows.
+// or never made. When the store knows why it ended, it returns a *GoneError instead.
 var ErrSessionGone = errors.New("no open session has this session_id (it was closed, expired, or never existed)")
 
 // GoneError is ErrSessionGone with why the session ended ("expired: it was idle for

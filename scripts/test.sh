@@ -19,12 +19,13 @@ finish() { step_done; prefetch_end; printf -- '-- total: %d s\n' $((SECONDS - t_
 trap finish EXIT
 
 # The prefetch: the two builds a fresh machine spends longest on, gVisor's runsc with the
-# containerd shim the test cluster's node needs (scripts/gvisor-build.sh: ~9 min on 2 cores
-# with a cold Go build cache) and the cluster's binaries (scripts/k8s/build.sh: etcd,
-# kube-apiserver, kube-scheduler, kubelet, kubectl; ~20 min cold), start in the background
-# at the lowest CPU and I/O priority, so that they take the cycles the steps before theirs
-# leave idle (those steps wait on sandboxes much of the time), instead of running alone in
-# the gVisor and Kubernetes steps. The steps that need them call the same scripts, which
+# containerd shim the test cluster's node needs (scripts/gvisor-build.sh) and the cluster's
+# binaries (scripts/k8s/build.sh: etcd, kube-apiserver, kube-scheduler, kubelet, kubectl),
+# start in the background at nice 19 (and ionice idle, which only BFQ honours), so that
+# they take the cycles the steps before theirs leave idle, instead of running alone in the
+# gVisor and Kubernetes steps. Measured on a fresh 2-core VM (2026-12-02): both done in
+# 752 s (runsc and shim ~4 min, the cluster ~8 min), within the first steps, which it
+# slowed by ~140 s (their dpkg and compiles share the disk and the caches). The steps that need them call the same scripts, which
 # take the same locks: they find the binaries built, or wait for the build in progress
 # (which then has the machine to itself). With the caches full (a kept machine) it ends at
 # once. Its output goes to a file, printed at the end only if it failed (the step's own

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prefetch of scripts/test.sh (see there): builds, at the lowest CPU and I/O priority,
+# The prefetch of scripts/test.sh (see there): builds, at nice 19 (ionice idle where honoured),
 # gVisor's runsc and the containerd shim of the test cluster's node, then the cluster's
 # binaries, into their caches, when they are not there yet. Started in a session of its
 # own, so that test.sh can stop the whole of it (the go builds too) if the run ends first.
