@@ -516,25 +516,65 @@ def child(main, out_w, err_w, ready_w, go_r, call_w, preload, outdir, close):
 # bind-mounted here (and only such a sandbox); the sandbox still has no network. The
 # bootstrap relays 127.0.0.1:EGRESS_PORT to it so that HTTP_PROXY works for every
 # library; which profile applies is decided by the server from the socket alone.
+#
+# On Kubernetes no socket is mounted: with MCP_EXEC_EGRESS=tunnel in the environment the
+# relay also listens on 127.0.0.1:EGRESS_TUNNEL_PORT, where the server's port-forward
+# streams (which only the server can open, to this pod alone) wait; each connection of
+# the program takes one, the relay writes b"O" on it and relays over it.
 EGRESS_SOCK = "/egress/proxy.sock"
 EGRESS_PORT = 3128
+EGRESS_TUNNEL_PORT = 3129
 
 
 def egress_relay():
-    if not os.path.exists(EGRESS_SOCK):
+    tunnel = os.environ.get("MCP_EXEC_EGRESS") == "tunnel"
+    if not tunnel and not os.path.exists(EGRESS_SOCK):
         return
     import socket
     import threading
+    import select
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.bind(("127.0.0.1", EGRESS_PORT))
     lsock.listen(64)
 
+    def unix():
+        u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        u.connect(EGRESS_SOCK)
+        return u
+    upstream = unix
+    if tunnel:
+        import queue
+        waiting = queue.Queue()
+        tsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tsock.bind(("127.0.0.1", EGRESS_TUNNEL_PORT))
+        tsock.listen(64)
+
+        def take_tunnels():
+            while True:
+                try:
+                    waiting.put(tsock.accept()[0])
+                except Exception:
+                    pass
+        threading.Thread(target=take_tunnels, daemon=True).start()
+
+        def upstream():
+            while True:
+                t = waiting.get(timeout=30)  # queue.Empty: no stream came
+                # The server writes nothing before the b"O": a readable stream was closed.
+                if select.select([t], [], [], 0)[0]:
+                    t.close()
+                    continue
+                try:
+                    t.sendall(b"O")
+                except OSError:
+                    t.close()
+                    continue
+                return t
+
     def pump(c):
-        import select
         try:
-            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            u.connect(EGRESS_SOCK)
-        except OSError:
+            u = upstream()
+        except Exception:
             c.close()
             return
         ends = {c: u, u: c}

@@ -23,13 +23,14 @@ import (
 // (they count per call), and it is closed with that sandbox (session_close, expiry, or
 // a lost interpreter, whose restart opens a new one for the new sandbox).
 type EgressChannels interface {
-	// Open starts a channel bound to the named profile and returns the host directory
-	// holding its socket, the function that starts a new call's caps (a session's
-	// channel serves many calls) and the function that ends it (its connections too).
-	Open(ctx context.Context, profile string) (dir string, resetFn func(), closeFn func() error, err error)
+	// Open starts a channel bound to the named profile: with a socket in a directory
+	// of its own (Dir, bind-mounted by the Docker/Podman backend), or, from a proxy
+	// made without a socket directory, one whose connections the backend carries
+	// (ServeEgress, the Kubernetes backend).
+	Open(ctx context.Context, profile string) (backend.EgressChannel, error)
 	// OpenCheck starts a channel that serves no profile and answers every connection
 	// with token and a newline (CheckEgress), and returns it as Open does.
-	OpenCheck(ctx context.Context) (dir, token string, closeFn func() error, err error)
+	OpenCheck(ctx context.Context) (ch backend.EgressChannel, token string, err error)
 }
 
 // EgressPort is the loopback port where the bootstrap of a sandbox with a profile
@@ -67,7 +68,11 @@ def ask(family, addr):
         return "err %s: %s" % (type(e).__name__, e)
     finally:
         s.close()
-print("unix", ask(socket.AF_UNIX, "/egress/proxy.sock"))
+import os
+if os.path.exists("/egress/proxy.sock"):
+    print("unix", ask(socket.AF_UNIX, "/egress/proxy.sock"))
+else:
+    print("unix none")
 print("relay", ask(socket.AF_INET, ("127.0.0.1", 3128)))
 `
 
@@ -85,15 +90,19 @@ func (l *Launcher) CheckEgress(ctx context.Context) error {
 		return nil
 	}
 	var token string
+	wantUnix := "" // what the socket must answer: the token, or "none" without a socket
 	job := Job{Code: egressCheckProgram, Timeout: 30 * time.Second, internal: true}
 	res, err := l.call(ctx, job, func(ctx context.Context, job Job) (Result, error) {
-		dir, tok, closeCh, err := l.opts.Egress.OpenCheck(ctx)
+		ch, tok, err := l.opts.Egress.OpenCheck(ctx)
 		if err != nil {
 			return Result{}, fmt.Errorf("opening the egress check channel: %w", err)
 		}
 		token = tok
-		defer closeCh()
-		sb, err := l.startSpec(ctx, egressSpec(l.opts, dir), nil)
+		defer ch.Close()
+		if ch.Dir() == "" {
+			wantUnix = "none" // the backend carries the connections: no socket to try
+		}
+		sb, err := l.startSpec(ctx, egressSpec(l.opts, ch), nil)
 		if err != nil {
 			return Result{}, err
 		}
@@ -109,13 +118,19 @@ func (l *Launcher) CheckEgress(ctx context.Context) error {
 			got[k] = v
 		}
 	}
-	if got["unix"] == "ok "+token && got["relay"] == "ok "+token {
+	if wantUnix == "" {
+		wantUnix = "ok " + token
+	}
+	if got["unix"] == wantUnix && got["relay"] == "ok "+token {
 		l.egressOK.Store(true)
 		return nil
 	}
 	what := fmt.Sprintf("socket: %s; relay 127.0.0.1:%d: %s", orNothing(got["unix"]), EgressPort, orNothing(got["relay"]))
 	if res.ExitCode != 0 || got["unix"] == "" {
 		what += fmt.Sprintf(" (exit %d, stderr %q)", res.ExitCode, truncate(res.Stderr, 300))
+	}
+	if l.opts.GVisor() && wantUnix == "none" {
+		return fmt.Errorf("%w under gVisor (runtime %q): %s. On Kubernetes the backend reaches the sandbox's relay by a port-forward into the pod's network namespace, and gVisor's network stack is its own: run profiles under another RuntimeClass", ErrEgressChannel, l.opts.Runtime, what)
 	}
 	if l.opts.GVisor() {
 		return fmt.Errorf("%w under gVisor (runtime %q): %s. runsc lets a sandbox connect to a host Unix socket mounted into it only when it runs with %s: register a runtime whose runtimeArgs include it (scripts/runsc.sh registers runsc-egress so)", ErrEgressChannel, l.opts.Runtime, what, HostUDSFlag)
@@ -154,86 +169,93 @@ func egressEnv() []string {
 	}
 }
 
-// egressSpec is SpecOf for a sandbox whose channel's directory is dir.
-func egressSpec(o Options, dir string) backend.Spec {
-	return withEgress(SpecOf(o), dir)
+// egressSpec is SpecOf for a sandbox holding channel ch.
+func egressSpec(o Options, ch backend.EgressChannel) backend.Spec {
+	return withEgress(SpecOf(o), ch)
 }
 
-// withEgress is spec for a sandbox whose channel's directory is dir: the directory
-// mounted at backend.EgressMount and the proxy variables.
-func withEgress(spec backend.Spec, dir string) backend.Spec {
-	spec.EgressDir = dir
+// withEgress is spec for a sandbox holding channel ch: its socket's directory mounted
+// at backend.EgressMount, or, for a channel without a socket, the channel itself for
+// the backend to serve the sandbox's connections (and backend.EgressTunnelEnv for its
+// bootstrap); the proxy variables either way.
+func withEgress(spec backend.Spec, ch backend.EgressChannel) backend.Spec {
 	spec.Env = append(slices.Clone(spec.Env), egressEnv()...)
+	if spec.EgressDir = ch.Dir(); spec.EgressDir == "" {
+		spec.EgressConns = ch
+		spec.Env = append(spec.Env, backend.EgressTunnelEnv)
+	}
 	return spec
 }
 
-// egressChannel is one open channel: reset starts a call's caps, close ends it.
-type egressChannel struct {
-	reset func()
-	close func() error
-}
+// egressChannel is a sandbox's open channel, or nil (a session without a profile).
+type egressChannel struct{ backend.EgressChannel }
 
-// end closes the channel, if there is one (nil: a session without a profile).
+// end closes the channel, if there is one.
 func (ch *egressChannel) end() {
 	if ch != nil {
-		ch.close()
+		ch.Close()
 	}
 }
 
 // openEgress opens a channel for profile, once CheckEgress has passed.
-func (l *Launcher) openEgress(ctx context.Context, profile string) (dir string, ch egressChannel, err error) {
+func (l *Launcher) openEgress(ctx context.Context, profile string) (backend.EgressChannel, error) {
 	if l.opts.Egress == nil {
-		return "", ch, ErrEgressUnavailable
+		return nil, ErrEgressUnavailable
 	}
 	if !l.egressOK.Load() {
 		// The runtime may not let the socket through (gVisor without HostUDSFlag):
 		// refuse rather than half-work until CheckEgress has shown that it does.
-		return "", ch, ErrEgressUnchecked
+		return nil, ErrEgressUnchecked
 	}
-	dir, ch.reset, ch.close, err = l.opts.Egress.Open(ctx, profile)
+	ch, err := l.opts.Egress.Open(ctx, profile)
 	if err != nil {
-		return "", ch, fmt.Errorf("opening egress channel: %w", err)
+		return nil, fmt.Errorf("opening egress channel: %w", err)
 	}
-	return dir, ch, nil
+	return ch, nil
 }
 
 // startEgress opens a channel for profile and starts a cold sandbox holding it. The
 // returned function closes the channel; call it once the sandbox is disposed of.
 func (l *Launcher) startEgress(ctx context.Context, profile string) (*sandbox, func() error, error) {
-	dir, ch, err := l.openEgress(ctx, profile)
+	ch, err := l.openEgress(ctx, profile)
 	if err != nil {
 		return nil, nil, err
 	}
-	sb, err := l.startSpec(ctx, egressSpec(l.opts, dir), nil)
+	sb, err := l.startSpec(ctx, egressSpec(l.opts, ch), nil)
 	if err != nil {
-		ch.close()
+		ch.Close()
 		return nil, nil, err
 	}
-	return sb, ch.close, nil
+	return sb, ch.Close, nil
 }
 
 // startSession starts the sandbox of a session: from spec, or, for a session with a
 // profile, with a channel of its own opened first (never a pooled sandbox: the
-// channel's directory is mounted when the sandbox is made). ch is nil without a
-// profile.
+// channel is given to the sandbox when it is made). ch is nil without a profile.
 func (l *Launcher) startSession(ctx context.Context, spec backend.Spec, so SessionOptions, sw *switchWriter) (*sandbox, *egressChannel, error) {
 	if so.Egress == "" {
 		sb, err := l.startSpec(ctx, spec, sw)
 		return sb, nil, err
 	}
-	dir, ch, err := l.openEgress(ctx, so.Egress)
+	ch, err := l.openEgress(ctx, so.Egress)
 	if err != nil {
 		return nil, nil, err
 	}
-	sb, err := l.startSpec(ctx, withEgress(spec, dir), sw)
+	sb, err := l.startSpec(ctx, withEgress(spec, ch), sw)
 	if err != nil {
-		ch.close()
+		ch.Close()
 		return nil, nil, err
 	}
 	// The launcher's Close removes a session's sandbox without its Session.Close:
 	// the channel goes with the launcher then (a channel's close is idempotent).
-	closeCh := ch.close
-	unhook := context.AfterFunc(l.stop, func() { closeCh() })
-	ch.close = func() error { unhook(); return closeCh() }
-	return sb, &ch, nil
+	unhook := context.AfterFunc(l.stop, func() { ch.Close() })
+	return sb, &egressChannel{hooked{ch, unhook}}, nil
 }
+
+// hooked is a channel whose Close also undoes the launcher's hook on it.
+type hooked struct {
+	backend.EgressChannel
+	unhook func() bool
+}
+
+func (h hooked) Close() error { h.unhook(); return h.EgressChannel.Close() }

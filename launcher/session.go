@@ -50,6 +50,11 @@ func (e *GoneError) Unwrap() error { return ErrSessionGone }
 // ErrSessionClosed: the session was closed.
 var ErrSessionClosed = errors.New("the session is closed")
 
+// ErrSharedEgress: a shared session (SessionOptions.Shared) asked for an egress
+// profile. Its channel would live in the replica that opened it, and the calls that
+// other replicas serve could not use it.
+var ErrSharedEgress = errors.New("a shared session cannot have an egress profile: its channel would be served by one replica only (run one replica, without shared sessions, for sessions with a profile)")
+
 // ErrSessionEgress: a job in a session named an egress profile; a session's profile
 // is fixed when it is opened (SessionOptions.Egress).
 var ErrSessionEgress = errors.New("a call in a session cannot name an egress profile: the session's profile is fixed when it is created")
@@ -136,6 +141,11 @@ func (l *Launcher) OpenSession(ctx context.Context, so SessionOptions) (*Session
 	if so.Shared {
 		if _, ok := l.be.(Reattacher); !ok || so.Labels[backend.LabelSessionKey] == "" {
 			return nil, errors.New("a shared session needs a backend that reattaches (Kubernetes) and the session key label")
+		}
+		if so.Egress != "" {
+			// The channel lives in this launcher's process: another replica serving a
+			// call could not carry the session's connections.
+			return nil, ErrSharedEgress
 		}
 	}
 	if taken, err := s.fromPool(ctx); taken || err != nil { // sessionpool.go
@@ -332,7 +342,7 @@ func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
 		return Result{}, ErrSessionClosed
 	}
 	if ch != nil {
-		ch.reset() // the profile's caps count per call
+		ch.ResetCaps() // the profile's caps count per call
 	}
 	res, err = s.cell(ctx, sb, sw, job)
 	res.Timing.Take, res.Timing.Warm = take, true

@@ -26,6 +26,10 @@ func egressSchema(s *jsonschema.Schema, o Options) {
 
 // sessionEgressSchema is egressSchema for session_create's input.
 func sessionEgressSchema(s *jsonschema.Schema, o Options) {
+	if o.Sessions.Shared != nil {
+		// Shared sessions (Kubernetes) take no profile: launcher.ErrSharedEgress.
+		o.Egress = nil
+	}
 	egressProperty(s, o, "Optional. The name of an egress profile the operator configured, for every exec call in this session: each may reach the hosts it names, and only those, over HTTP(S) through the proxy that HTTP_PROXY and HTTPS_PROXY point at (no DNS, no UDP, no other host or port), within its caps per call. Fixed for the session's life: exec calls with this session_id cannot name another. Absent: the session has no network at all. ")
 }
 

@@ -236,7 +236,10 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sess
 		return nil, sessionCreateOutput{}, err
 	}
 	if s.o.Shared != nil {
-		// No egress there: the Kubernetes backend refuses profiles at start-up.
+		if in.Egress != "" {
+			// Not in the schema (sessionEgressSchema), so only a client ignoring it gets here.
+			return nil, sessionCreateOutput{}, fmt.Errorf("%w; exec without session_id takes egress", launcher.ErrSharedEgress)
+		}
 		return s.createShared(ctx, owner)
 	}
 	s.mu.Lock()
@@ -513,7 +516,7 @@ func sessionCreateSchema(o Options) *jsonschema.Schema {
 
 // sessionEgressNote is what session_create's description adds with egress profiles.
 func sessionEgressNote(o Options) string {
-	if len(o.Egress) == 0 {
+	if len(o.Egress) == 0 || o.Sessions.Shared != nil {
 		return ""
 	}
 	return "\n\nEgress: with \"egress\" set to a profile's name, every exec call in the session may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set; TLS is end to end; a refused host, port or address is answered 403 with the reason), within the profile's caps, which count per call; there is still no DNS, no UDP and no other way out. The profile is fixed for the session: exec calls with its session_id leave \"egress\" out. Without it the session has no network at all. " + egressList(o.Egress)

@@ -364,7 +364,7 @@ func cfgTable(c *Config) []cfgField {
 		{"log-format", "MCP_EXEC_LOG_FORMAT", "auto", "auto (json unless stderr is a terminal), json or console",
 			(*cfgString)(&c.LogFormat), func() string { return cfgOneOf(c.LogFormat, cfgLogFormats) }},
 		// Egress profiles (egress.go).
-		{"egress-profiles", "MCP_EXEC_EGRESS_PROFILES", "", "JSON file of egress profiles: a call may name one in exec's egress to reach its hosts through the server's proxy (docker backend only; a start-up check proves a sandbox reaches its channel: under gVisor the runtime needs --host-uds=open); empty: none, no network at all",
+		{"egress-profiles", "MCP_EXEC_EGRESS_PROFILES", "", "JSON file of egress profiles: a call may name one in exec's egress to reach its hosts through the server's proxy (docker backend: a socket per sandbox; kubernetes: port-forward streams to the pod; a start-up check proves a sandbox reaches its channel: under gVisor the runtime needs --host-uds=open); empty: none, no network at all",
 			(*cfgString)(&c.EgressProfiles), func() string { return cfgEgressProfiles(*c) }},
 		{"egress-dir", "MCP_EXEC_EGRESS_DIR", "", "egress: directory of the per-sandbox proxy sockets, bind-mounted into sandboxes, so the same path on the engine's host (required when the server runs in a container); empty: under the temp directory",
 			(*cfgString)(&c.EgressDir),

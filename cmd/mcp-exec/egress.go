@@ -31,8 +31,8 @@ func cfgEgressProfiles(c Config) string {
 	if _, err := egress.LoadProfiles(c.EgressProfiles); err != nil {
 		return err.Error()
 	}
-	if c.Backend != "docker" {
-		return fmt.Sprintf("needs --backend docker (Docker or Podman), got %q: the %s backend cannot give a sandbox a channel of its own to the proxy yet", c.Backend, c.Backend)
+	if c.Backend != "docker" && c.Backend != "kubernetes" {
+		return fmt.Sprintf("needs --backend docker (Docker or Podman) or kubernetes, got %q: the %s backend cannot give a sandbox a channel of its own to the proxy", c.Backend, c.Backend)
 	}
 	return ""
 }
@@ -58,6 +58,16 @@ func newEgress(cfg Config, engineHost string, log zerolog.Logger) (*proxy.Server
 	ps, err := egress.LoadProfiles(cfg.EgressProfiles)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgName("egress-profiles"), err)
+	}
+	if cfg.Backend == "kubernetes" {
+		// No socket: the backend carries each pod's connections over port-forward
+		// streams to its channel (launcher/kube, egress.go).
+		srv, err := proxy.New(ps, "", cfg.Instance, log.With().Str("component", "egress").Logger())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfgName("egress-profiles"), err)
+		}
+		log.Info().Strs("profiles", ps.Names()).Msg("egress profiles loaded (channels over port-forward streams)")
+		return srv, nil
 	}
 	if engineHost != "" && !strings.HasPrefix(engineHost, "unix://") {
 		return nil, fmt.Errorf("%s: the engine at %s is not on this machine, and a sandbox's channel is a Unix socket of this machine bind-mounted by the engine: egress profiles need a local engine (unix://)", cfgName("egress-profiles"), engineHost)

@@ -40,8 +40,9 @@ func TestEgressConfig(t *testing.T) {
 		{"wide wildcard", func(c *Config) {
 			c.EgressProfiles = writeProfiles(t, `{"profiles": {"x": {"hosts": ["*.co.uk"]}}}`)
 		}, "a wildcard over a public suffix"},
-		{"kubernetes", func(c *Config) { c.EgressProfiles, c.Backend = good, "kubernetes" }, `--egress-profiles (MCP_EXEC_EGRESS_PROFILES) needs --backend docker (Docker or Podman), got "kubernetes"`},
-		{"process", func(c *Config) { c.EgressProfiles, c.Backend = good, "process" }, `needs --backend docker (Docker or Podman), got "process"`},
+		// Kubernetes: the backend carries each pod's connections (port-forward streams).
+		{"kubernetes", func(c *Config) { c.EgressProfiles, c.Backend = good, "kubernetes" }, ""},
+		{"process", func(c *Config) { c.EgressProfiles, c.Backend = good, "process" }, `--egress-profiles (MCP_EXEC_EGRESS_PROFILES) needs --backend docker (Docker or Podman) or kubernetes, got "process"`},
 		// gVisor is checked at start-up, with a sandbox (checkEgress): the runtime's
 		// flags are the engine's, not the server's.
 		{"gvisor", func(c *Config) { c.EgressProfiles, c.Runtime = good, "runsc" }, ""},

@@ -3,6 +3,7 @@ package backend
 import (
 	"errors"
 	"io"
+	"net"
 	"strings"
 )
 
@@ -46,7 +47,46 @@ type Spec struct {
 	// EgressMount in this sandbox alone. Only the Docker/Podman backend applies it;
 	// the others refuse a Spec that sets it. Metadata only: a random path.
 	EgressDir string
+	// EgressConns, when set, serves this sandbox's egress channel on a backend that
+	// carries the sandbox's connections itself instead of mounting a socket (Kubernetes:
+	// over port-forward streams to the pod's bootstrap, which only that pod can answer;
+	// launcher/kube). The sandbox's environment then holds EgressTunnelEnv. Only the
+	// Kubernetes backend applies it; the others refuse a Spec that sets it.
+	EgressConns EgressServer
 }
+
+// EgressServer serves the connections of one sandbox's egress channel that its backend
+// carries (Spec.EgressConns).
+type EgressServer interface {
+	// ServeEgress serves one connection the sandbox's program opened to its relay,
+	// until it ends, and closes it.
+	ServeEgress(conn net.Conn)
+}
+
+// EgressChannel is one sandbox's open egress channel (launcher/egress/proxy.Channel),
+// as the launcher holds it.
+type EgressChannel interface {
+	// Dir is the host directory holding the channel's socket, for Spec.EgressDir; ""
+	// for a channel without a socket, whose connections the backend carries
+	// (Spec.EgressConns).
+	Dir() string
+	EgressServer
+	// ResetCaps starts a new call's caps (a session's channel serves many calls).
+	ResetCaps()
+	// Close ends the channel and its connections; it may be called more than once.
+	Close() error
+}
+
+// EgressTunnelEnv, in a sandbox's environment, tells its bootstrap that its egress
+// relay takes its upstream connections from the backend (Spec.EgressConns) on the
+// loopback port EgressTunnelPort instead of dialling the mounted socket.
+const EgressTunnelEnv = "MCP_EXEC_EGRESS=tunnel"
+
+// EgressTunnelPort is the loopback port where the bootstrap of a sandbox whose channel
+// is served by its backend accepts the backend's streams: each waits there until the
+// program opens a connection to the relay, which then writes one byte, "O", on it and
+// relays the connection over it.
+const EgressTunnelPort = 3129
 
 // EgressMount is where a sandbox with an egress profile finds its channel's directory.
 const EgressMount = "/egress"

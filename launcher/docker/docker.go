@@ -84,6 +84,9 @@ const createTimeout = 30 * time.Second
 
 // Create creates the container of spec, hardened by ContainerSpec, without starting it.
 func (b *Backend) Create(ctx context.Context, spec backend.Spec) (string, error) {
+	if spec.EgressConns != nil {
+		return "", errors.New("an egress channel without a socket (Spec.EgressConns) is for the Kubernetes backend: on Docker and Podman the server's egress proxy needs a socket directory, bind-mounted into the sandbox")
+	}
 	profile, err := b.seccompOption(ctx, spec.Runtime)
 	if err != nil {
 		return "", err

@@ -36,6 +36,9 @@ type Backend struct {
 	cs   kubernetes.Interface
 	opts Options
 	log  zerolog.Logger
+
+	mu     sync.Mutex
+	egress map[string]backend.EgressServer // pods made with Spec.EgressConns, until started or removed
 }
 
 // New returns a Backend that talks to the API server of cfg. It does not contact it.
@@ -123,7 +126,24 @@ func (b *Backend) Create(ctx context.Context, spec backend.Spec) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("creating pod in namespace %s: %w", b.opts.Namespace, b.classify(err))
 	}
+	if spec.EgressConns != nil {
+		b.mu.Lock()
+		if b.egress == nil {
+			b.egress = map[string]backend.EgressServer{}
+		}
+		b.egress[pod.Name] = spec.EgressConns
+		b.mu.Unlock()
+	}
 	return pod.Name, nil
+}
+
+// takeEgress returns and forgets the egress channel pod was made with (nil: none).
+func (b *Backend) takeEgress(pod string) backend.EgressServer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	srv := b.egress[pod]
+	delete(b.egress, pod)
+	return srv
 }
 
 // Start waits for the pod's container to run, attaches to it, and opens its start gate, so
@@ -134,7 +154,24 @@ func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer
 	}
 	// Open the start gate (see startGate) with the pod's seal key before anything else is
 	// written: the bootstrap starts once the attach carries its output, and seals all of it.
-	return b.attach(ctx, id, stdout, stderr, "")
+	c, err := b.attach(ctx, id, stdout, stderr, "")
+	if err != nil {
+		return nil, err
+	}
+	if srv := b.takeEgress(id); srv != nil {
+		// The pod's egress streams (egress.go), for as long as it is attached.
+		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		ac := c.(*conn)
+		go func() {
+			select {
+			case <-ac.done:
+			case <-ac.closed:
+			}
+			cancel()
+		}()
+		go b.runTunnels(tctx, id, srv)
+	}
+	return c, nil
 }
 
 // Reattach (launcher.Reattacher) attaches again to a shared session's running pod, for
@@ -160,7 +197,7 @@ func (b *Backend) attach(ctx context.Context, id string, stdout, stderr io.Write
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pr, pw := io.Pipe()
-	c := &conn{pw: pw, cancel: cancel, done: make(chan struct{})}
+	c := &conn{pw: pw, cancel: cancel, done: make(chan struct{}), closed: make(chan struct{})}
 	// The key's line goes first; the write returns when the stream reads it.
 	c.mu.Lock()
 	go func() {
@@ -185,6 +222,7 @@ type conn struct {
 	pw      *io.PipeWriter
 	cancel  context.CancelFunc
 	done    chan struct{}
+	closed  chan struct{} // closed by Close
 	closeMu sync.Once
 }
 
@@ -203,6 +241,7 @@ func (c *conn) CloseWrite() error {
 
 func (c *conn) Close() error {
 	c.closeMu.Do(func() {
+		close(c.closed)
 		c.cancel()
 		_ = c.pw.CloseWithError(io.ErrClosedPipe)
 	})
@@ -345,6 +384,7 @@ func exitOf(pod *corev1.Pod) backend.Exit {
 // Remove deletes the pod with a grace period of 0: the API object goes at once and the
 // kubelet kills its processes. It retries while the API server is away, until ctx ends.
 func (b *Backend) Remove(ctx context.Context, id string) error {
+	b.takeEgress(id) // made, never started
 	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
 		err := b.classify(b.cs.CoreV1().Pods(b.opts.Namespace).Delete(ctx, id, opts))

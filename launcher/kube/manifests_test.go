@@ -249,7 +249,8 @@ func TestManifestsRBAC(t *testing.T) {
 	for _, a := range []access{
 		{ns, "create", "pods", ""}, {ns, "get", "pods", ""}, {ns, "list", "pods", ""},
 		{ns, "watch", "pods", ""}, {ns, "delete", "pods", ""}, {ns, "create", "pods", "attach"},
-		{ns, "update", "pods", ""}, // a shared session's state in its pod's annotations (shared.go)
+		{ns, "update", "pods", ""},            // a shared session's state in its pod's annotations (shared.go)
+		{ns, "create", "pods", "portforward"}, // egress profiles: streams to a pod's relay (egress.go)
 	} {
 		if !can(t, cs, a) {
 			t.Errorf("the ServiceAccount may not %s; the backend needs it", a)
@@ -257,7 +258,7 @@ func TestManifestsRBAC(t *testing.T) {
 	}
 	denied := []access{
 		{ns, "create", "pods", "exec"}, {ns, "get", "pods", "exec"}, {ns, "get", "pods", "log"},
-		{ns, "create", "pods", "portforward"}, {ns, "patch", "pods", ""},
+		{ns, "get", "pods", "portforward"}, {ns, "patch", "pods", ""},
 		{ns, "update", "pods", "status"}, {ns, "patch", "pods", "ephemeralcontainers"},
 		{ns, "deletecollection", "pods", ""}, {ns, "get", "pods", "attach"},
 		{ns, "get", "secrets", ""}, {ns, "list", "secrets", ""}, {ns, "create", "secrets", ""}, {ns, "get", "configmaps", ""},
@@ -271,7 +272,7 @@ func TestManifestsRBAC(t *testing.T) {
 	for _, verb := range []string{"create", "get", "list", "watch", "delete", "update"} {
 		denied = append(denied, access{own, verb, "pods", ""}, access{own, verb, "secrets", ""})
 	}
-	denied = append(denied, access{own, "create", "pods", "attach"}, access{own, "create", "pods", "exec"},
+	denied = append(denied, access{own, "create", "pods", "attach"}, access{own, "create", "pods", "exec"}, access{own, "create", "pods", "portforward"},
 		access{own, "create", "deployments", ""}, access{own, "create", "serviceaccounts", "token"}, access{own, "get", "configmaps", ""})
 	for _, a := range denied {
 		if can(t, cs, a) {
@@ -289,7 +290,7 @@ func TestManifestsRBAC(t *testing.T) {
 		ns   string
 		want []string
 	}{
-		{ns, append([]string{"/pods/attach:create", "/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:update", "/pods:watch"}, selfReview...)},
+		{ns, append([]string{"/pods/attach:create", "/pods/portforward:create", "/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:update", "/pods:watch"}, selfReview...)},
 		{own, selfReview},
 	} {
 		if diff := cmp.Diff(tt.want, rulesIn(t, cfg, tt.ns)); diff != "" {

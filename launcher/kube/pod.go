@@ -117,7 +117,7 @@ func (o Options) withDefaults() Options {
 // validate reports settings no pod could be made with, naming the setting.
 func (o Options) validate(spec backend.Spec) error {
 	if spec.EgressDir != "" {
-		return errors.New("egress profiles are not supported on the Kubernetes backend yet (issue 23): a host socket cannot reach a pod")
+		return errors.New("an egress channel's host socket cannot reach a pod: on the Kubernetes backend the server's egress proxy has no socket directory, and the backend carries a pod's connections (Spec.EgressConns)")
 	}
 	for k, v := range spec.Labels {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {

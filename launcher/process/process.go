@@ -180,7 +180,7 @@ func (b *Backend) Name(context.Context) (string, error) {
 // Pids and TmpfsSize become rlimits; the rest of the Spec (image, user, hostname,
 // CPUs, runtime) is the container's, which the lockdown check verified.
 func (b *Backend) Create(_ context.Context, spec backend.Spec) (string, error) {
-	if spec.EgressDir != "" {
+	if spec.EgressDir != "" || spec.EgressConns != nil {
 		return "", errors.New("egress profiles are not supported on the process backend (issue 23): nothing proves that only the proxy is reachable")
 	}
 	// The directory is made and registered under mu, which a wipe holds throughout:

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
@@ -40,15 +41,15 @@ type recorder struct {
 	opened chan string
 }
 
-func (r *recorder) Open(ctx context.Context, profile string) (string, func(), func() error, error) {
-	dir, resetFn, closeFn, err := r.Server.Open(ctx, profile)
+func (r *recorder) Open(ctx context.Context, profile string) (backend.EgressChannel, error) {
+	ch, err := r.Server.Open(ctx, profile)
 	if err == nil {
 		select {
-		case r.opened <- dir:
+		case r.opened <- ch.Dir():
 		default:
 		}
 	}
-	return dir, resetFn, closeFn, err
+	return ch, err
 }
 
 // liveLauncher is a started launcher with the live profiles whose start-up check

@@ -53,6 +53,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 )
 
@@ -83,18 +84,17 @@ type Server struct {
 // Channel directories that an earlier run of the same instance left in dir (its
 // process was killed before it could remove them) are removed; those of other
 // instances sharing dir are not touched.
+//
+// With dir "", Channels have no socket: the backend carries each sandbox's
+// connections to its Channel's ServeEgress (the Kubernetes backend's port-forward
+// streams), and which profile applies is decided by the Channel the backend hands a
+// connection to, which it opened for that sandbox alone.
 func New(profiles *egress.Profiles, dir, instance string, log zerolog.Logger) (*Server, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("egress socket directory: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("egress socket directory: %w", err)
-	}
 	s := &Server{profiles: profiles, dir: dir, prefix: DirPrefix(instance), resolver: net.DefaultResolver, log: log, dial: dialAddr}
-	if n, err := s.removeStale(); err != nil {
-		return nil, fmt.Errorf("egress socket directory: removing an earlier run's channels: %w", err)
-	} else if n > 0 {
-		log.Info().Int("channels", n).Str("dir", dir).Msg("removed egress channel directories left by an earlier run of this instance")
+	if dir != "" {
+		if err := s.makeDir(); err != nil {
+			return nil, err
+		}
 	}
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
@@ -109,6 +109,23 @@ func New(profiles *egress.Profiles, dir, instance string, log zerolog.Logger) (*
 		}
 	}
 	return s, nil
+}
+
+// makeDir makes the sockets' directory and removes what an earlier run left in it.
+func (s *Server) makeDir() error {
+	dir, log := s.dir, s.log
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("egress socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("egress socket directory: %w", err)
+	}
+	if n, err := s.removeStale(); err != nil {
+		return fmt.Errorf("egress socket directory: removing an earlier run's channels: %w", err)
+	} else if n > 0 {
+		log.Info().Int("channels", n).Str("dir", dir).Msg("removed egress channel directories left by an earlier run of this instance")
+	}
+	return nil
 }
 
 // DirPrefix is how the names of an instance's Channel directories begin: "sb-", 8 hex
@@ -149,15 +166,16 @@ func (s *Server) Profiles() *egress.Profiles { return s.profiles }
 // SetResolver replaces the resolver (tests).
 func (s *Server) SetResolver(r egress.Resolver) { s.resolver = r }
 
-// Open starts a Channel for one sandbox with the named profile and returns the host
-// directory that holds its socket (to be bind-mounted into that sandbox only), the
-// function that starts a new call's caps (ResetCaps) and the one that closes it.
-func (s *Server) Open(_ context.Context, profile string) (dir string, resetFn func(), closeFn func() error, err error) {
+// Open starts a Channel for one sandbox with the named profile (launcher.EgressChannels):
+// its Dir holds its socket, to be bind-mounted into that sandbox only, or is "" for a
+// Server without a socket directory, whose backend hands the sandbox's connections to
+// its ServeEgress.
+func (s *Server) Open(_ context.Context, profile string) (backend.EgressChannel, error) {
 	c, err := s.OpenChannel(profile)
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	return c.Dir(), c.ResetCaps, c.Close, nil
+	return c, nil
 }
 
 // OpenChannel is Open returning the Channel.
@@ -166,17 +184,23 @@ func (s *Server) OpenChannel(profile string) (*Channel, error) {
 	if !ok {
 		return nil, fmt.Errorf("egress profile %q is not configured", profile)
 	}
-	dir, ln, err := s.listen()
-	if err != nil {
-		return nil, fmt.Errorf("egress channel: %w", err)
+	var dir string
+	var ln *net.UnixListener
+	if s.dir != "" {
+		var err error
+		if dir, ln, err = s.listen(); err != nil {
+			return nil, fmt.Errorf("egress channel: %w", err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Channel{
 		s: s, p: p, dir: dir, ln: ln, counter: p.NewCounter(),
 		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{},
 	}
-	c.wg.Add(1)
-	go c.accept()
+	if ln != nil {
+		c.wg.Add(1)
+		go c.accept()
+	}
 	return c, nil
 }
 
@@ -209,44 +233,65 @@ func (s *Server) listen() (string, *net.UnixListener, error) {
 
 // OpenCheck starts a channel that serves no profile, for the launcher's start-up check
 // (launcher.CheckEgress): it answers every connection with token and a newline, then
-// closes it; nothing is read, resolved or dialled. It returns the host directory that
-// holds its socket, the token (random, so that no other socket can pass for it) and
-// the function that closes it.
-func (s *Server) OpenCheck(context.Context) (dir, token string, closeFn func() error, err error) {
+// closes it; nothing is read, resolved or dialled. The token is random, so that no
+// other socket or stream can pass for it. Its Dir is "" for a Server without a socket
+// directory, as Open's.
+func (s *Server) OpenCheck(context.Context) (backend.EgressChannel, string, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	token = "mcp-exec-egress-check-" + hex.EncodeToString(b)
-	dir, ln, err := s.listen()
-	if err != nil {
-		return "", "", nil, fmt.Errorf("egress check channel: %w", err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return // closed
-			}
-			_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.WriteString(conn, token+"\n")
-			conn.Close()
-		}
-	}()
-	var once sync.Once
-	closeFn = func() error {
+	c := &checkChannel{token: "mcp-exec-egress-check-" + hex.EncodeToString(b)}
+	if s.dir != "" {
 		var err error
-		once.Do(func() {
-			err = ln.Close()
-			wg.Wait()
-			if rmErr := os.RemoveAll(dir); rmErr != nil && err == nil {
-				err = rmErr
+		if c.dir, c.ln, err = s.listen(); err != nil {
+			return nil, "", fmt.Errorf("egress check channel: %w", err)
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			for {
+				conn, err := c.ln.Accept()
+				if err != nil {
+					return // closed
+				}
+				c.ServeEgress(conn)
 			}
-		})
-		return err
+		}()
 	}
-	return dir, token, closeFn, nil
+	return c, c.token, nil
+}
+
+// checkChannel is OpenCheck's channel.
+type checkChannel struct {
+	token string
+	dir   string
+	ln    *net.UnixListener
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+func (c *checkChannel) Dir() string { return c.dir }
+func (c *checkChannel) ResetCaps()  {}
+
+// ServeEgress answers conn with the token and closes it.
+func (c *checkChannel) ServeEgress(conn net.Conn) {
+	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.WriteString(conn, c.token+"\n")
+	conn.Close()
+}
+
+func (c *checkChannel) Close() error {
+	var err error
+	c.once.Do(func() {
+		if c.ln == nil {
+			return
+		}
+		err = c.ln.Close()
+		c.wg.Wait()
+		if rmErr := os.RemoveAll(c.dir); rmErr != nil && err == nil {
+			err = rmErr
+		}
+	})
+	return err
 }
 
 // Channel is one sandbox's socket to the proxy, bound to one profile.
@@ -282,7 +327,9 @@ func (c *Channel) Close() error {
 	var err error
 	c.once.Do(func() {
 		c.cancel()
-		err = c.ln.Close()
+		if c.ln != nil {
+			err = c.ln.Close()
+		}
 		c.mu.Lock()
 		c.closed = true
 		for conn := range c.conns {
@@ -290,6 +337,9 @@ func (c *Channel) Close() error {
 		}
 		c.mu.Unlock()
 		c.wg.Wait()
+		if c.dir == "" {
+			return
+		}
 		if rmErr := os.RemoveAll(c.dir); rmErr != nil && err == nil {
 			err = rmErr
 		}
@@ -297,14 +347,16 @@ func (c *Channel) Close() error {
 	return err
 }
 
-// hold registers a connection for Close, or refuses it past maxActive or once closed.
-func (c *Channel) hold(conn net.Conn) bool {
+// admit registers a connection for Close and counts it in wg, or refuses it past
+// maxActive or once closed (both under mu: Close's Wait never races an Add).
+func (c *Channel) admit(conn net.Conn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || len(c.conns) >= maxActive {
 		return false
 	}
 	c.conns[conn] = struct{}{}
+	c.wg.Add(1)
 	return true
 }
 
@@ -322,19 +374,29 @@ func (c *Channel) accept() {
 		if err != nil {
 			return // closed
 		}
-		if !c.hold(conn) {
+		go c.ServeEgress(conn)
+	}
+}
+
+// ServeEgress serves one connection of the Channel's sandbox until it ends, and closes
+// it (backend.EgressServer): the socket's, or one its backend carried (a Channel
+// without a socket). Past maxActive connections at once, or once the Channel is
+// closed, the connection is closed at once.
+func (c *Channel) ServeEgress(conn net.Conn) {
+	if !c.admit(conn) {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if !closed {
 			c.s.log.Warn().Str("profile", c.p.Name()).Str("decision", "denied").
 				Str("reason", "too_many_connections").Msg("egress")
-			conn.Close()
-			continue
 		}
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			defer c.drop(conn)
-			c.serve(conn)
-		}()
+		conn.Close()
+		return
 	}
+	defer c.wg.Done()
+	defer c.drop(conn)
+	c.serve(conn)
 }
 
 // record is what one connection's log line says.
@@ -650,4 +712,10 @@ func (cw *countWriter) Write(p []byte) (int, error) {
 		return n, capErr
 	}
 	return n, nil
+}
+
+// SetDial replaces how a vetted address is dialled, for tests on a machine whose only
+// way out is a gateway at a refused address (they take a public stand-in to it).
+func (s *Server) SetDial(f func(ctx context.Context, a netip.AddrPort) (net.Conn, error)) {
+	s.dial = f
 }

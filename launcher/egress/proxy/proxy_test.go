@@ -293,10 +293,11 @@ func TestChannelClose(t *testing.T) {
 // closes it, and Close removes its directory.
 func TestCheckChannel(t *testing.T) {
 	ts := newTestServer(t, unitProfiles, echoUpstream(t))
-	dir, token, closeFn, err := ts.OpenCheck(context.Background())
+	ch, token, err := ts.OpenCheck(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := ch.Dir()
 	if !strings.HasPrefix(filepath.Base(dir), DirPrefix("unit")) || len(token) < 32 {
 		t.Errorf("dir %q, token %q", dir, token)
 	}
@@ -312,7 +313,7 @@ func TestCheckChannel(t *testing.T) {
 			t.Errorf("read %q, %v; want the token and a newline", b, err)
 		}
 	}
-	if err := closeFn(); err != nil {
+	if err := ch.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
