@@ -109,16 +109,13 @@ func (t *tunnels) open(ctx context.Context) (net.Conn, error) {
 		t.drop(pf)
 		return nil, fmt.Errorf("port-forward data stream: %w", err)
 	}
-	done := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() { data.Reset() })
 	defer stop()
 	go func() {
 		// The runtime reports a failed dial (nothing listening yet) here.
-		msg, _ := io.ReadAll(errStream)
-		if len(msg) > 0 {
+		if msg, _ := io.ReadAll(errStream); len(msg) > 0 {
 			data.Reset()
 		}
-		close(done)
 	}()
 	var b [1]byte
 	if _, err := io.ReadFull(data, b[:]); err != nil || b[0] != 'O' {
