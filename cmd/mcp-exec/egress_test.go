@@ -66,7 +66,7 @@ func TestEgressConfig(t *testing.T) {
 // TestNewEgress: the proxy starts only with profiles; a remote engine, and a server in
 // a container without --egress-dir, are refused with what to do.
 func TestNewEgress(t *testing.T) {
-	good := writeProfiles(t, `{"profiles": {"deb": {"hosts": ["deb.debian.org"]}, "npm": {"hosts": ["registry.npmjs.org"], "ports": [443, 8443]}}}`)
+	good := writeProfiles(t, `{"profiles": {"deb": {"hosts": ["deb.debian.org"]}, "org": {"hosts": ["example.org"], "ports": [443, 8443]}}}`)
 	c := cfgWantDefaults()
 	if srv, err := newEgress(c, "unix:///var/run/docker.sock", zerolog.Nop()); srv != nil || err != nil {
 		t.Fatalf("no profiles: got %v, %v", srv, err)
@@ -83,7 +83,7 @@ func TestNewEgress(t *testing.T) {
 		t.Errorf("socket directory: %v, %v; want mode 0700", fi.Mode(), err)
 	}
 	tool := egressTool(srv)
-	if len(tool) != 2 || tool[0].Name != "deb" || tool[1].Name != "npm" || len(tool[1].Ports) != 2 {
+	if len(tool) != 2 || tool[0].Name != "deb" || tool[1].Name != "org" || len(tool[1].Ports) != 2 {
 		t.Errorf("exec's profiles: got %+v", tool)
 	}
 

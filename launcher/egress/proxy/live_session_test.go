@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/egress/egresstest"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
 	"github.com/mcp-exec/mcp-exec/launcher/probe"
 )
@@ -136,7 +137,7 @@ func TestLiveEgressSession(t *testing.T) {
 		t.Fatal("no channel opened for the session")
 	}
 
-	out := sessionRun(t, s, launcher.Job{Files: []launcher.File{hostTrust(t)}, Code: sessionPrelude + `
+	out := sessionRun(t, s, launcher.Job{Files: []launcher.File{egresstest.HostTrust(t)}, Code: sessionPrelude + `
 x = 41
 print(json.dumps({"env": os.environ.get("HTTPS_PROXY"), "sock": str(os.path.exists("/egress/proxy.sock")),
                   "first": attempt(head), "second": attempt(head)}))
@@ -166,7 +167,7 @@ print(json.dumps({"x": str(x + 1), "other_host": attempt(lambda: head("example.c
 		t.Fatalf("killing the holder: got state %q, err %v, want lost", res.SessionState, err)
 	}
 	gone(t, dir, "after the interpreter was lost")
-	out = sessionRun(t, s, launcher.Job{Files: []launcher.File{hostTrust(t)}, Code: sessionPrelude + `
+	out = sessionRun(t, s, launcher.Job{Files: []launcher.File{egresstest.HostTrust(t)}, Code: sessionPrelude + `
 print(json.dumps({"x": str("x" in globals()), "head": attempt(head)}))
 `})
 	want(t, out, "x", "False")

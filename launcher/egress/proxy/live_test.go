@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
-	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
+	"github.com/mcp-exec/mcp-exec/launcher/egress/egresstest"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
@@ -23,14 +21,14 @@ import (
 // The public host of the live tests: one the CI machine reaches (Debian's mirrors, on
 // 443 for TLS and on 80 for plain HTTP).
 const (
-	liveHost = "deb.debian.org"
+	liveHost = egresstest.Host
 	livePath = "/debian/dists/stable/Release"
 	canary   = "CANARY-7f3e9a-caller-data"
 )
 
 const liveProfiles = `{"profiles": {
   "deb": {"hosts": ["deb.debian.org"], "ports": [443, 80]},
-  "other": {"hosts": ["registry.npmjs.org"]},
+  "other": {"hosts": ["example.org"]},
   "tiny": {"hosts": ["deb.debian.org"], "max_connections": 1, "max_bytes": 20000}
 }}`
 
@@ -68,7 +66,7 @@ func liveLauncher(t testing.TB) (l *launcher.Launcher, rec *recorder, logs *laun
 	if err != nil {
 		t.Fatal(err)
 	}
-	adaptToGateway(t, srv)
+	egresstest.AdaptToGateway(t, srv)
 	rec = &recorder{Server: srv, opened: make(chan string, 8)}
 	l = launchertest.New(t, launcher.Options{Egress: rec, MaxConcurrent: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -90,61 +88,6 @@ func liveLauncher(t testing.TB) (l *launcher.Launcher, rec *recorder, logs *laun
 	return l, rec, logs, false
 }
 
-// standIn is a public address that stands in for a gateway's (adaptToGateway).
-var standIn = netip.MustParseAddr("146.75.122.132")
-
-// adaptToGateway adapts the test to a machine whose DNS answers every public name with
-// the address of a transparent egress gateway in a range the proxy refuses (this
-// project's CI machine answers 203.0.113.80, a documentation address): there the
-// resolver answers the stand-in, a public address, for the gateway's, and the dialler
-// takes the stand-in to the gateway. Every check of the proxy still runs, on the
-// stand-in. With real DNS nothing is replaced.
-func adaptToGateway(t testing.TB, srv *proxy.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", liveHost+".")
-	if err != nil || len(addrs) == 0 {
-		t.Fatalf("looking up %s from the host: %v", liveHost, err)
-	}
-	gw := addrs[0].Unmap()
-	if egress.Vet(gw, nil) == nil {
-		return
-	}
-	t.Logf("%s resolves to %s here, which the proxy refuses: the test stands %s in for it", liveHost, gw, standIn)
-	srv.SetResolver(gatewayResolver{gw})
-	srv.SetDialForTest(func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
-		if a.Addr() == standIn {
-			a = netip.AddrPortFrom(gw, a.Port())
-		}
-		return proxy.DialAddr(ctx, a)
-	})
-}
-
-type gatewayResolver struct{ gw netip.Addr }
-
-func (g gatewayResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, network, host)
-	for i, a := range addrs {
-		if a.Unmap() == g.gw {
-			addrs[i] = standIn
-		}
-	}
-	return addrs, err
-}
-
-// hostTrust is the host's own trust store, handed to the program as a file: TLS is
-// verified end to end against what the host itself trusts (on a machine whose egress
-// gateway re-signs TLS, the gateway's CA is in it; on others, the public roots).
-func hostTrust(t testing.TB) launcher.File {
-	for _, p := range []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
-		if b, err := os.ReadFile(p); err == nil {
-			return launcher.File{Name: "host-ca.pem", Data: b}
-		}
-	}
-	t.Fatal("no system trust store on this host")
-	return launcher.File{}
-}
-
 func run(t *testing.T, l *launcher.Launcher, job launcher.Job) map[string]string {
 	t.Helper()
 	if job.Timeout == 0 {
@@ -164,76 +107,6 @@ func run(t *testing.T, l *launcher.Launcher, job launcher.Job) map[string]string
 	return out
 }
 
-// probes is a program that tries each way out and prints one line per attempt: "ok
-// ..." or "err <exception>: <text>".
-const probes = `
-import json, os, socket, ssl, sys, urllib.request
-out = {}
-def attempt(name, f):
-    try:
-        out[name] = "ok " + str(f())
-    except Exception as e:
-        out[name] = "err %s: %s" % (type(e).__name__, e)
-CANARY = sys.stdin.read().strip()
-
-def raw_connect(target):
-    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
-    line = s.makefile("rb").readline().decode().strip()
-    s.close()
-    return line
-
-def https():
-    ctx = ssl.create_default_context(cafile="host-ca.pem")
-    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
-    req = urllib.request.Request("https://deb.debian.org/debian/dists/stable/Release?" + CANARY,
-                                 headers={"X-Canary": CANARY})
-    with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
-        body = r.read()
-    return "%d %s" % (r.status, body.split(b"\n")[0].decode())
-
-def wrong_name():
-    # The real server's certificate, checked against another name: verification is
-    # end to end, so this must fail (a proxy that intercepted TLS would not be trusted
-    # at all; one that did not verify could not make this fail).
-    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-    s.sendall(b"CONNECT deb.debian.org:443 HTTP/1.1\r\n\r\n")
-    f = s.makefile("rb")
-    status = f.readline()
-    while f.readline() not in (b"\r\n", b""):
-        pass
-    ssl.create_default_context(cafile="host-ca.pem").wrap_socket(s, server_hostname="not-deb.example.org")
-    return status
-
-def plain_http():
-    req = urllib.request.Request("http://deb.debian.org/debian/dists/stable/Release?" + CANARY,
-                                 headers={"X-Canary": CANARY})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return "%d %s" % (r.status, r.read().split(b"\n")[0].decode())
-
-def udp():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.sendto(b"x", ("1.1.1.1", 53))
-    return "sent"
-
-attempt("env", lambda: os.environ.get("HTTPS_PROXY"))
-attempt("image_cas", lambda: ssl.create_default_context().cert_store_stats()["x509_ca"] > 0)
-attempt("https", https)
-attempt("wrong_name", wrong_name)
-attempt("plain_http", plain_http)
-attempt("other_host", lambda: urllib.request.urlopen("https://example.com/" + CANARY, timeout=20).status)
-attempt("canary_host", lambda: raw_connect(CANARY.lower() + ".example.com:443"))
-attempt("other_host_http", lambda: urllib.request.urlopen("http://example.com/" + CANARY, timeout=20).status)
-attempt("ip_literal", lambda: raw_connect("151.101.2.132:443"))
-attempt("ip_literal_dns", lambda: raw_connect("8.8.8.8:53"))
-attempt("other_port", lambda: raw_connect("deb.debian.org:8443"))
-attempt("localhost", lambda: raw_connect("localhost:443"))
-attempt("direct_tcp", lambda: socket.create_connection(("151.101.2.132", 443), timeout=5))
-attempt("udp", udp)
-attempt("dns", lambda: socket.getaddrinfo("deb.debian.org", 443))
-print(json.dumps(out))
-`
-
 func want(t *testing.T, out map[string]string, key, prefix string) {
 	t.Helper()
 	if !strings.HasPrefix(out[key], prefix) {
@@ -249,25 +122,8 @@ func TestLiveEgressProfile(t *testing.T) {
 	if !served {
 		return
 	}
-	out := run(t, l, launcher.Job{Code: probes, Stdin: canary, Egress: "deb", Files: []launcher.File{hostTrust(t)}})
-	for k, v := range out {
-		t.Logf("%s: %s", k, v)
-	}
-	want(t, out, "env", "ok http://127.0.0.1:3128")
-	want(t, out, "image_cas", "ok True") // the image has CA certificates of its own
-	want(t, out, "https", "ok 200 Origin: Debian")
-	want(t, out, "wrong_name", "err SSLCertVerificationError")
-	want(t, out, "plain_http", "ok 200 Origin: Debian")
-	want(t, out, "other_host", "err URLError: <urlopen error Tunnel connection failed: 403 egress denied (host_not_allowed)")
-	want(t, out, "other_host_http", "err HTTPError: HTTP Error 403: egress denied (host_not_allowed)")
-	want(t, out, "canary_host", "ok HTTP/1.1 403 egress denied (host_not_allowed)")
-	want(t, out, "ip_literal", "ok HTTP/1.1 403 egress denied (ip_literal)")
-	want(t, out, "ip_literal_dns", "ok HTTP/1.1 403 egress denied (ip_literal)")
-	want(t, out, "other_port", "ok HTTP/1.1 403 egress denied (port_not_allowed)")
-	want(t, out, "localhost", "ok HTTP/1.1 403 egress denied (special_name)")
-	want(t, out, "direct_tcp", "err OSError: [Errno 101] Network is unreachable")
-	want(t, out, "udp", "err OSError: [Errno 101] Network is unreachable")
-	want(t, out, "dns", "err gaierror:")
+	out := run(t, l, launcher.Job{Code: egresstest.Probes, Stdin: canary, Egress: "deb", Files: []launcher.File{egresstest.HostTrust(t)}})
+	egresstest.CheckProbes(t, out)
 
 	// The log names hosts, ports and decisions, and nothing of the requests.
 	got := logs.String()

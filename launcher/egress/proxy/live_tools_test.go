@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/egress/egresstest"
 )
 
 // TestLiveEgressWithTools: code mode and a profile together (exec with upstreams and
@@ -25,7 +26,7 @@ func TestLiveEgressWithTools(t *testing.T) {
 			return []byte(`{"result":{"content":[],"structuredContent":{"text":"hi"}}}`)
 		},
 	}
-	out := run(t, l, launcher.Job{Egress: "deb", Tools: tools, Files: []launcher.File{hostTrust(t)}, Code: `
+	out := run(t, l, launcher.Job{Egress: "deb", Tools: tools, Files: []launcher.File{egresstest.HostTrust(t)}, Code: `
 import json, ssl, urllib.request
 from mcptools import echo
 out = {"tool": "ok %s" % echo.echo(text="hi")}
