@@ -565,6 +565,10 @@ def egress_relay():
                     t.close()
                     continue
                 try:
+                    # No Nagle: the b"O" and the program's first bytes are two small
+                    # writes, and the second would wait for the first's delayed ACK
+                    # (~40 ms on every connection).
+                    t.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     t.sendall(b"O")
                 except OSError:
                     t.close()
@@ -573,6 +577,9 @@ def egress_relay():
 
     def pump(c):
         try:
+            # The relay forwards what it reads at once, in writes as small as the
+            # reads: Nagle would hold each after the first for an ACK.
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             u = upstream()
         except Exception:
             c.close()
@@ -594,7 +601,31 @@ def egress_relay():
             pass
         finally:
             c.close()
+            if tunnel and u in ends:
+                drain(u)
             u.close()
+
+    def drain(u):
+        # The program's end failed first (it closed with a reply unread: a reset). Closing
+        # a port-forward tunnel now would reset it too, with the proxy still writing, and
+        # the runtime, which stops reading such a stream, can then stall the pod's other
+        # streams (docs/kubernetes.md, "Egress profiles"). End it the way a finished
+        # connection ends instead: our FIN, then what is in flight, then its FIN. (The
+        # socket of the other backends has no such trouble: it is closed at once.)
+        # At most 10 s, then the reset after all (a download that goes on).
+        import time
+        end = time.monotonic() + 10
+        try:
+            u.shutdown(socket.SHUT_WR)
+            while True:
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                u.settimeout(left)
+                if not u.recv(65536):
+                    break
+        except OSError:
+            pass
 
     def accept():
         while True:

@@ -28,13 +28,13 @@ func testInstance(t testing.TB) string {
 
 // testLauncher is a launcher on the Kubernetes backend of the test cluster, acting as the
 // server's ServiceAccount. At its end it is closed and no pod of its instance may be left.
-func testLauncher(t *testing.T, opts launcher.Options) (*launcher.Launcher, *Backend, kubernetes.Interface) {
+func testLauncher(t testing.TB, opts launcher.Options) (*launcher.Launcher, *Backend, kubernetes.Interface) {
 	t.Helper()
 	return testLauncherWith(t, Options{}, opts)
 }
 
 // testLauncherWith is testLauncher with the backend's own options.
-func testLauncherWith(t *testing.T, kopts Options, opts launcher.Options) (*launcher.Launcher, *Backend, kubernetes.Interface) {
+func testLauncherWith(t testing.TB, kopts Options, opts launcher.Options) (*launcher.Launcher, *Backend, kubernetes.Interface) {
 	t.Helper()
 	be, admin := liveBackend(t, kopts)
 	if opts.Image == "" {

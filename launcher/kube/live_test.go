@@ -19,7 +19,7 @@ import (
 
 // liveBackend returns a Backend on the test cluster that acts as the server's ServiceAccount
 // (impersonated), so every request it makes must be allowed by docs/deploy/kubernetes' Role.
-func liveBackend(t *testing.T, opts Options) (*Backend, kubernetes.Interface) {
+func liveBackend(t testing.TB, opts Options) (*Backend, kubernetes.Interface) {
 	t.Helper()
 	cfg := adminConfig(t)
 	applyBase(t, cfg)
