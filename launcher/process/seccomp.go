@@ -87,14 +87,14 @@ func filterProgram(goarch string) ([]bpf.Instruction, error) {
 
 func isRet(i bpf.Instruction) bool { _, ok := i.(bpf.RetConstant); return ok }
 
-// installFilter sets no_new_privs and installs the filter for the running
-// architecture on every thread of this process (TSYNC), so that the thread that
-// execs next carries it whichever it is. Any failure is returned: the wrapper then
-// does not exec the run.
-func installFilter() error {
+// buildFilter assembles the filter for the running architecture (filterProgram and
+// the signal guard). confine calls it before it sets the run's limits: it is the
+// wrapper's one sizeable allocation, which under RLIMIT_DATA could fail (seen under the
+// race detector's heap: "runtime: cannot allocate memory").
+func buildFilter() ([]unix.SockFilter, error) {
 	prog, err := filterProgram(runtime.GOARCH)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The signal guard (signalguard.go): a block of its own before the final allow.
 	guard, err := guardProgram(runtime.GOARCH, serverTargets())
@@ -102,15 +102,25 @@ func installFilter() error {
 		prog, err = spliceGuard(prog, guard)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	raw, err := bpf.Assemble(prog)
 	if err != nil {
-		return fmt.Errorf("assembling the seccomp filter: %w", err)
+		return nil, fmt.Errorf("assembling the seccomp filter: %w", err)
 	}
 	filter := make([]unix.SockFilter, len(raw))
 	for i, r := range raw {
 		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return filter, nil
+}
+
+// installFilter sets no_new_privs and installs filter (buildFilter) on every thread
+// of this process (TSYNC), so that the thread that execs next carries it whichever it
+// is. Any failure is returned: the wrapper then does not exec the run.
+func installFilter(filter []unix.SockFilter) error {
+	if len(filter) == 0 {
+		return fmt.Errorf("installing the seccomp filter: it is empty")
 	}
 	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

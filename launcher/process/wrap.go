@@ -83,6 +83,10 @@ func init() {
 // confine applies everything a run gets before its bootstrap starts. Each step fails
 // the run rather than letting it go on with less.
 func confine(l Limits) error {
+	filter, err := buildFilter() // before the limits: see buildFilter
+	if err != nil {
+		return err
+	}
 	set := func(res int, v int64, name string) error {
 		if v <= 0 {
 			return nil
@@ -133,7 +137,7 @@ func confine(l Limits) error {
 	}
 	// Last: the run's own seccomp filter (seccomp.go), denying io_uring and the
 	// process-inspection calls whatever the container's profile allows.
-	return installFilter()
+	return installFilter(filter)
 }
 
 func execArgv(argv []string) error {
