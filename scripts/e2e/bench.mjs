@@ -5,7 +5,7 @@
 //
 //   node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick]
 //                  [--sections latency,burst,throughput] [--image IMAGE]
-//                  [--runtime NAME] [--baseline-runtime NAME]
+//                  [--runtime NAME] [--baseline-runtime NAME] [--backend docker|kubernetes]
 //
 // Prints a markdown report on stdout, progress on stderr. cmd/mcp-exec-bench/client.sh
 // builds the binary and runs this (`make bench-client`); docs/benchmarks.md describes
@@ -25,6 +25,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import { createInterface } from 'node:readline';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -32,7 +33,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { parseOptions, sdkVersion, usageExit } from './common.mjs';
 
-const USAGE = 'usage: node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick] [--sections latency,burst,throughput] [--image IMAGE] [--host-python PATH] [--runtime NAME] [--baseline-runtime NAME]';
+const USAGE = 'usage: node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick] [--sections latency,burst,throughput] [--image IMAGE] [--host-python PATH] [--runtime NAME] [--baseline-runtime NAME] [--backend docker|kubernetes]';
 const opts = parseOptions('bench.mjs', USAGE, {
   cmd: { type: 'string' },
   rounds: { type: 'string' },
@@ -44,6 +45,7 @@ const opts = parseOptions('bench.mjs', USAGE, {
   'host-python': { type: 'string' },
   runtime: { type: 'string' },
   'baseline-runtime': { type: 'string' },
+  backend: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 });
 const usage = msg => usageExit('bench.mjs', USAGE, msg);
@@ -66,6 +68,18 @@ const HOST_PY = opts['host-python'] ?? '/usr/bin/python3';
 // engine's default, to set a lighter runtime against the default one).
 const RUNTIME = opts.runtime ?? process.env.MCP_EXEC_RUNTIME ?? '';
 const BASE_RUNTIME = opts['baseline-runtime'] ?? RUNTIME;
+// --backend kubernetes (or MCP_EXEC_BACKEND=kubernetes in the environment, which the servers
+// inherit with MCP_EXEC_KUBECONFIG, MCP_EXEC_KUBE_NAMESPACE and the rest): the baselines are
+// pods made through the API server with the sandbox pod's hardening (podRun, podChurnOnce),
+// not containers; --runtime is then a RuntimeClass.
+const BACKEND = opts.backend ?? process.env.MCP_EXEC_BACKEND ?? 'docker';
+if (!['docker', 'kubernetes'].includes(BACKEND)) usage(`--backend must be docker or kubernetes, got ${JSON.stringify(BACKEND)}`);
+const KUBE = BACKEND === 'kubernetes';
+// A sandbox pod requests what it is limited to (Guaranteed QoS), so on a small node the
+// scheduler, not the load, bounds how many run: on Kubernetes each server's sandboxes, and
+// the baseline pods, get MCP_EXEC_CPUS (default 0.25 there, so that the latency section's
+// six pods fit on 2 cores; the engine's default, 1, elsewhere).
+const CPUS = process.env.MCP_EXEC_CPUS ?? (KUBE ? '0.25' : '1');
 const ALL_SECTIONS = ['latency', 'burst', 'throughput'];
 const SECTIONS = (opts.sections ?? ALL_SECTIONS.join(',')).split(',').map(s => s.trim()).filter(Boolean);
 for (const s of SECTIONS) if (!ALL_SECTIONS.includes(s)) usage(`--sections: unknown section ${JSON.stringify(s)} (have ${ALL_SECTIONS.join(',')})`);
@@ -127,7 +141,7 @@ class Server {
   async openOnce() {
     const env = {
       ...process.env, MCP_EXEC_TRANSPORT: 'stdio', MCP_EXEC_LOG_LEVEL: 'debug', MCP_EXEC_LOG_FORMAT: 'json',
-      MCP_EXEC_IMAGE: IMAGE, MCP_EXEC_INSTANCE: `bench-client-${this.name}`, MCP_EXEC_RUNTIME: RUNTIME, ...this.env,
+      MCP_EXEC_IMAGE: IMAGE, MCP_EXEC_INSTANCE: `bench-client-${this.name}`, MCP_EXEC_RUNTIME: RUNTIME, MCP_EXEC_BACKEND: BACKEND, MCP_EXEC_CPUS: CPUS, ...this.env,
     };
     this.transport = new StdioClientTransport({ command: opts.cmd, args: [], env, stderr: 'pipe' });
     createInterface({ input: this.transport.stderr }).on('line', line => this.logLine(line));
@@ -325,6 +339,119 @@ async function churnOnce() {
   }
 }
 
+// ---- Kubernetes baselines: pods through the API server ------------------------------
+
+// The cluster of MCP_EXEC_KUBECONFIG (a kubeconfig whose CA and client certificate are
+// files, as the test cluster's: scripts/k8s/up.sh), the sandbox namespace and the seccomp
+// profile the servers use.
+const kube = KUBE ? (() => {
+  const path = process.env.MCP_EXEC_KUBECONFIG;
+  if (!path) usage('--backend kubernetes needs MCP_EXEC_KUBECONFIG');
+  const cfg = readFileSync(path, 'utf8');
+  const get = k => {
+    const m = cfg.match(new RegExp(`${k}:\\s*"?([^",}\\s]+)`));
+    if (!m) usage(`${path}: no ${k} (the bench reads a kubeconfig whose certificates are files)`);
+    return m[1];
+  };
+  const u = new URL(get('server'));
+  const seccomp = process.env.MCP_EXEC_KUBE_SECCOMP_PROFILE;
+  return {
+    host: u.hostname, port: u.port || 443,
+    ca: readFileSync(get('certificate-authority')), cert: readFileSync(get('client-certificate')), key: readFileSync(get('client-key')),
+    ns: process.env.MCP_EXEC_KUBE_NAMESPACE ?? 'mcp-exec-sandbox',
+    seccomp: seccomp ? { type: 'Localhost', localhostProfile: seccomp } : { type: 'RuntimeDefault' },
+    agent: new https.Agent({ keepAlive: true }),
+  };
+})() : undefined;
+
+// kapi is one request to the API server; with onLine, a watch whose JSON lines it is
+// handed until it returns true.
+function kapi(method, path, body, onLine) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = https.request({
+      host: kube.host, port: kube.port, ca: kube.ca, cert: kube.cert, key: kube.key, agent: onLine ? false : kube.agent,
+      // Content-Length always: node sends a DELETE's body unframed (no chunking for it), and
+      // on a kept-alive connection the server then reads it as the next request.
+      method, path, headers: data ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } : {},
+    }, res => {
+      let s = '';
+      res.setEncoding('utf8');
+      res.on('data', d => {
+        s += d;
+        if (!onLine || res.statusCode >= 300) return;
+        let i;
+        while ((i = s.indexOf('\n')) >= 0) {
+          const line = s.slice(0, i);
+          s = s.slice(i + 1);
+          if (line && onLine(JSON.parse(line))) { resolve(); req.destroy(); return; }
+        }
+      });
+      res.on('end', () => {
+        if (res.statusCode >= 300) reject(new Error(`${method} ${path}: ${res.statusCode} ${s.slice(0, 300)}`));
+        else if (onLine) reject(new Error(`watch ${path} ended`));
+        else resolve(s.startsWith('{') ? JSON.parse(s) : s);
+      });
+    });
+    req.on('error', err => { if (!req.destroyed || !onLine) reject(err); });
+    req.end(data);
+  });
+}
+
+// podBody is a pod shaped like the backend's (launcher/kube/pod.go: the same user, seccomp
+// profile, read-only root, no capabilities, memory and CPU, memory-backed /tmp, no DNS,
+// no token, grace 0) that runs cmd.
+const podBody = (cmd, instance) => {
+  const sc = { runAsUser: 65532, runAsGroup: 65532, runAsNonRoot: true, seccompProfile: kube.seccomp };
+  const res = { memory: '256Mi', cpu: CPUS };
+  return {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { generateName: 'bench-client-pod-', labels: { 'dev.mcp-exec.role': 'sandbox', 'dev.mcp-exec.instance': instance } },
+    spec: {
+      restartPolicy: 'Never', terminationGracePeriodSeconds: 0, automountServiceAccountToken: false, enableServiceLinks: false,
+      dnsPolicy: 'None', dnsConfig: { nameservers: ['127.0.0.1'] }, ...(BASE_RUNTIME ? { runtimeClassName: BASE_RUNTIME } : {}),
+      securityContext: sc,
+      containers: [{
+        name: 'sandbox', image: IMAGE, imagePullPolicy: 'Never', command: cmd, workingDir: '/tmp',
+        resources: { limits: res, requests: res },
+        securityContext: { ...sc, privileged: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+        volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+      }],
+      volumes: [{ name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } }],
+    },
+  };
+};
+
+// podCycle creates a pod running cmd, waits (a watch) until it has ended, reads its log
+// when readLog, and deletes it (grace 0; the DELETE's answer, not the pod's removal from
+// the node, as for the server's own pods); it returns the log.
+async function podCycle(cmd, instance, readLog) {
+  const base = `/api/v1/namespaces/${kube.ns}/pods`;
+  const p = await kapi('POST', base, podBody(cmd, instance));
+  const name = p.metadata.name;
+  try {
+    let phase;
+    await kapi('GET', `${base}?watch=true&fieldSelector=metadata.name%3D${name}&resourceVersion=${p.metadata.resourceVersion}`, undefined, ev => {
+      phase = ev.object?.status?.phase;
+      return phase === 'Succeeded' || phase === 'Failed';
+    });
+    if (phase !== 'Succeeded') throw new Error(`baseline pod ${name}: ${phase}`);
+    return readLog ? await kapi('GET', `${base}/${name}/log`) : '';
+  } finally {
+    await kapi('DELETE', `${base}/${name}`, { gracePeriodSeconds: 0 });
+  }
+}
+
+// podRun is the cold baseline on Kubernetes: sn's code in a pod of its own, its output
+// read back from the pod's log, timed like a docker run (spawn to exit).
+async function podRun(sn) {
+  const t0 = now();
+  const out = await podCycle(['python3', '-c', sn.code], 'bench-client-pod-run', true);
+  if (out !== sn.want) throw new Error(`baseline pod: stdout ${JSON.stringify(out)}`);
+  return now() - t0;
+}
+const podChurnOnce = () => podCycle(['python3', '-I', '-c', 'pass'], 'bench-client-pod-churn', false);
+
 // ---- sections ----------------------------------------------------------------------
 
 const report = { notes: [], loads: {} };
@@ -344,7 +471,7 @@ async function latency() {
     ['warm', () => warm.waitFull().then(() => warm.timedCall(PRINT))],
     ['hostPandas', () => hostRun(PANDAS)],
     ['warmPandas', () => pandas.waitFull().then(() => pandas.timedCall(PANDAS))],
-    ['docker', () => dockerRun(PRINT)],
+    ['docker', () => (KUBE ? podRun(PRINT) : dockerRun(PRINT))],
     ['cold', () => cold.timedCall(PRINT)],
   ];
   try {
@@ -440,7 +567,7 @@ async function throughput() {
       // Two windows each, alternating, so that a change of load hits both.
       for (let k = 0; k < 2; k++) {
         log(`throughput: ${c} caller(s), churn window ${k + 1}`);
-        const ch = await sustain(c, churnOnce, WINDOW_S / 2);
+        const ch = await sustain(c, KUBE ? podChurnOnce : churnOnce, WINDOW_S / 2);
         acc.churn.push(ch.rate); acc.churnLat.push(ch.p50);
         await srv.waitQuiet(500);
         log(`throughput: ${c} caller(s), mcp-exec window ${k + 1}`);
@@ -481,7 +608,7 @@ function print() {
     const line = (name, a, bname, b) => w(`| ${name} | ${a.length} | ${ms(p50(a))} | ${ms(p90(a))} | ${bname} | ${ms(p50(b))} | ${ms(p90(b))} | **${ratio(p50(a), p50(b))}** | ${ratio(p90(a), p90(b))} |`);
     line(`warm \`print(1)\`, pool 2 (${misses.warm} of ${rows.warm.length} not from the pool)`, rows.warm, `host \`${HOST_PY} -c\``, rows.host);
     line(`warm pandas, pool 2, PRELOAD=numpy,pandas (${misses.warmPandas} not from the pool)`, rows.warmPandas, `host \`${HOST_PY} -c\` + pandas`, rows.hostPandas);
-    line('cold `print(1)`, pool 0', rows.cold, '`docker run --rm -i`, seed flags', rows.docker);
+    line('cold `print(1)`, pool 0', rows.cold, KUBE ? 'a pod through the API (create, ended, log, delete), the sandbox pod\'s hardening' : '`docker run --rm -i`, seed flags', rows.docker);
     w('');
     w('Where the time goes (p50 of each part over the calls; the parts of one call add up to its total, their p50s need not):');
     w('');
@@ -507,7 +634,8 @@ function print() {
     w('');
   }
   if (report.tput) {
-    w('#### Throughput: callers back to back, `print(1)`, pool 2, --max-concurrent = callers, against the churn of a `python3 -I -c pass` container (create, start, wait, remove through the engine API, the seed\'s hardening), alternating windows');
+    w(KUBE ? '#### Throughput: callers back to back, `print(1)`, pool 2, --max-concurrent = callers, against the churn of a `python3 -I -c pass` pod (create, ended, delete through the API server, the sandbox pod\'s hardening), alternating windows'
+      : '#### Throughput: callers back to back, `print(1)`, pool 2, --max-concurrent = callers, against the churn of a `python3 -I -c pass` container (create, start, wait, remove through the engine API, the seed\'s hardening), alternating windows');
     w('');
     w('| callers | mcp-exec execs/s | call p50 | churn containers/s | churn cycle p50 | **ratio** | creates/exec | load |');
     w('|---|---|---|---|---|---|---|---|');
@@ -516,7 +644,8 @@ function print() {
     }
     w('');
   }
-  w(`(b) ran: \`docker ${dockerArgs.join(' ')}\` with the code on stdin.`);
+  if (KUBE) w(`Backend kubernetes, namespace ${kube.ns}, ${CPUS} CPU per pod (sandboxes and baselines); the baselines are pods through the API server (podBody in bench.mjs: the sandbox pod's hardening, seccomp ${JSON.stringify(kube.seccomp)}${BASE_RUNTIME ? `, RuntimeClass ${BASE_RUNTIME}` : ''}); the cold one runs \`python3 -c CODE\` and reads its log, the churn one \`python3 -I -c pass\`.`);
+  else w(`(b) ran: \`docker ${dockerArgs.join(' ')}\` with the code on stdin.`);
   for (const n of report.notes) w(`- ${n}`);
   process.stdout.write(out.join('\n') + '\n');
 }
