@@ -163,8 +163,7 @@ func TestLiveEgressEarlyClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	standIn := netip.MustParseAddr("146.75.122.132") // public, never dialled
-	srv.SetResolver(fixedResolver{standIn})
+	srv.SetResolver(fixedResolver{egresstest.StandIn}) // public, never dialled
 	srv.SetDial(func(ctx context.Context, _ netip.AddrPort) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", target.Listener.Addr().String())

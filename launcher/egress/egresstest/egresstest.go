@@ -26,8 +26,9 @@ import (
 // mirrors, on 443 for TLS and on 80 for plain HTTP).
 const Host = "deb.debian.org"
 
-// standIn is a public address that stands in for a gateway's (AdaptToGateway).
-var standIn = netip.MustParseAddr("146.75.122.132")
+// StandIn is a public address that stands in for a gateway's (AdaptToGateway), or for
+// any target a test's dialler takes elsewhere.
+var StandIn = netip.MustParseAddr("146.75.122.132")
 
 // AdaptToGateway adapts a test to a machine whose DNS answers every public name with
 // the address of a transparent egress gateway in a range the proxy refuses (this
@@ -47,10 +48,10 @@ func AdaptToGateway(t testing.TB, srv *proxy.Server) {
 	if egress.Vet(gw, nil) == nil {
 		return
 	}
-	t.Logf("%s resolves to %s here, which the proxy refuses: the test stands %s in for it", Host, gw, standIn)
+	t.Logf("%s resolves to %s here, which the proxy refuses: the test stands %s in for it", Host, gw, StandIn)
 	srv.SetResolver(gatewayResolver{gw})
 	srv.SetDial(func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
-		if a.Addr() == standIn {
+		if a.Addr() == StandIn {
 			a = netip.AddrPortFrom(gw, a.Port())
 		}
 		d := net.Dialer{Timeout: 10 * time.Second}
@@ -64,7 +65,7 @@ func (g gatewayResolver) LookupNetIP(ctx context.Context, network, host string) 
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, network, host)
 	for i, a := range addrs {
 		if a.Unmap() == g.gw {
-			addrs[i] = standIn
+			addrs[i] = StandIn
 		}
 	}
 	return addrs, err
@@ -217,8 +218,8 @@ type GetTimes struct {
 	Bytes  int64   `json:"bytes"`
 }
 
-// Median is the median of f over ts.
-func Median(ts []GetTimes, f func(GetTimes) float64) float64 {
+// median is the median of f over ts.
+func median(ts []GetTimes, f func(GetTimes) float64) float64 {
 	v := make([]float64, len(ts))
 	for i, t := range ts {
 		v[i] = f(t)
@@ -252,11 +253,7 @@ func CompareGets(b *testing.B, sandboxGet func() GetTimes) {
 		if err != nil {
 			b.Fatalf("host: %v", err)
 		}
-		var t GetTimes
-		if err := json.Unmarshal(out, &t); err != nil {
-			b.Fatal(err)
-		}
-		return t
+		return decodeTimes(b, out)
 	}
 	for b.Loop() {
 		var host, sb []GetTimes
@@ -273,8 +270,8 @@ func CompareGets(b *testing.B, sandboxGet func() GetTimes) {
 		}
 		ttfb := func(t GetTimes) float64 { return t.TTFBms }
 		mbps := func(t GetTimes) float64 { return t.MBps }
-		ht, pt := Median(host, ttfb), Median(sb, ttfb)
-		hm, pm := Median(host, mbps), Median(sb, mbps)
+		ht, pt := median(host, ttfb), median(sb, ttfb)
+		hm, pm := median(host, mbps), median(sb, mbps)
 		b.ReportMetric(ht, "host-ttfb-ms")
 		b.ReportMetric(pt, "proxy-ttfb-ms")
 		b.ReportMetric(pt/ht, "ttfb-ratio")
@@ -292,10 +289,16 @@ func SandboxGet(b *testing.B, l *launcher.Launcher, profile string) func() GetTi
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("sandbox: %v %s %s", err, res.Stdout, res.Stderr)
 		}
-		var t GetTimes
-		if err := json.Unmarshal([]byte(res.Stdout), &t); err != nil {
-			b.Fatal(err)
-		}
-		return t
+		return decodeTimes(b, []byte(res.Stdout))
 	}
+}
+
+// decodeTimes is GetScript's output as GetTimes.
+func decodeTimes(b *testing.B, out []byte) GetTimes {
+	b.Helper()
+	var t GetTimes
+	if err := json.Unmarshal(out, &t); err != nil {
+		b.Fatalf("GetScript's output %q: %v", out, err)
+	}
+	return t
 }
