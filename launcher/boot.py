@@ -55,16 +55,34 @@ def _boot():
     tools = globals().pop("_tools")
     ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     _seed(os)
-    plots(sys, outdir)
+    lines = plots(sys, outdir)
     for name in filter(None, sys.argv[2].split(",")):
         try:
             __import__(name)
         except BaseException:
             pass
+    # What does not depend on the code is done before the code can come. The first
+    # compile() of a process builds the interpreter's AST types (compile checks whether
+    # its argument is an AST): ~1.5 ms, here rather than on the call's path.
+    compile("", "<exec>", "exec", dont_inherit=True)
     # What is loaded so far is the interpreter's and the preload's: keep it out of the
-    # garbage collections the end of the program runs (see _finish).
+    # garbage collections the end of the program runs (see _finish). The collection
+    # first: the first one in a forked process writes to pages it shares with PID 1
+    # (their copies cost ~0.5 ms of page faults), and the end's is then cheap.
     import gc
+    gc.collect()
     gc.freeze()
+
+    def hook(t, v, tb, _orig=sys.excepthook):
+        # Hide the bootstrap's own frame from the program's tracebacks.
+        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
+            tb = tb.tb_next
+        if v is not None:
+            v.__traceback__ = tb
+        _orig(t, v, tb)
+    sys.excepthook = hook
+    sys.argv = ["<exec>"]
+    sys.stdout.reconfigure(line_buffering=True)
     os.write(ready, b"R")
     os.close(ready)
 
@@ -94,20 +112,11 @@ def _boot():
     else:
         os.close(calls)  # no tools: nothing may reach the call stream
     os.makedirs(outdir, exist_ok=True)
-
-    import linecache
-    linecache.cache["<exec>"] = (len(source), None, source.splitlines(True), "<exec>")
-
-    def hook(t, v, tb, _orig=sys.excepthook):
-        # Hide the bootstrap's own frame from the program's tracebacks.
-        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
-            tb = tb.tb_next
-        if v is not None:
-            v.__traceback__ = tb
-        _orig(t, v, tb)
-    sys.excepthook = hook
-    sys.argv = ["<exec>"]
-    sys.stdout.reconfigure(line_buffering=True)
+    # The source, for tracebacks, warnings and inspect: into linecache's cache, now if
+    # something loaded it already, or else when it is first imported (see _plots).
+    lines["<exec>"] = (len(source), None, source.splitlines(True), "<exec>")
+    if "linecache" in sys.modules:
+        sys.modules["linecache"].cache.update(lines)
     code = compile(source, "<exec>", "exec", dont_inherit=True)
     # The parent writes one byte once it is non-dumpable; nothing if it failed.
     if os.read(go, 1) != b"G":
@@ -255,6 +264,12 @@ def _files(os, blob):
 def _plots(sys, outdir):
     # Figures come back as images, as a notebook shows them: plt.show() saves and
     # closes every open figure, and so does the end of the program.
+    # The same hook gives linecache the program's source (the dict returned, which the
+    # caller fills) when linecache is first imported, by the program or by the printing
+    # of a traceback. Python 3.13 loads linecache at start; older ones do not, and there
+    # importing it for every program costs what their fresh interpreter does not load
+    # (tokenize, re, functools, collections, enum): ~3 ms of every call on this
+    # machine's 3.11, which the process backend uses.
     # No importlib.abc (it imports typing, inspect, pathlib and more: 60 ms of every
     # sandbox's start) nor importlib.machinery: the import system needs only these
     # methods, and its own path finder is on sys.meta_path already.
@@ -271,6 +286,16 @@ def _plots(sys, outdir):
             except Exception as e:
                 print("mcp-exec: could not save figure %d: %s" % (num, e), file=sys.stderr)
         plt.close("all")
+    lines = {}
+    class Lines:
+        def __init__(self, real):
+            self.real = real
+        def create_module(self, spec):
+            return self.real.create_module(spec)
+        def exec_module(self, module):
+            module.__loader__ = module.__spec__.loader = self.real  # as if unhooked
+            self.real.exec_module(module)
+            module.cache.update(lines)
     class Loader:
         def __init__(self, real):
             self.real = real
@@ -284,13 +309,14 @@ def _plots(sys, outdir):
             atexit.register(lambda: save(module))
     class Hook:
         def find_spec(self, name, path, target=None):
-            if name != "matplotlib.pyplot":
+            if name not in ("matplotlib.pyplot", "linecache"):
                 return None
             spec = finder.find_spec(name, path)
             if spec is not None and spec.loader is not None:
-                spec.loader = Loader(spec.loader)
+                spec.loader = (Loader if name == "matplotlib.pyplot" else Lines)(spec.loader)
             return spec
     sys.meta_path.insert(0, Hook())
+    return lines
 
 globals().pop("_status")
 globals().pop("_main")(globals().pop("_boot"), globals().pop("_finish"))
@@ -876,6 +902,7 @@ def _holder(seed, plots, files, status_of):
             pass
     sys.argv = ["<exec>"]
     sys.stdout.reconfigure(line_buffering=True)
+    compile("", "<exec>", "exec", dont_inherit=True)  # see _boot
     import linecache, gc
     gc.freeze()
 

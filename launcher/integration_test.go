@@ -123,6 +123,10 @@ func TestRunPrograms(t *testing.T) {
 		{name: "exit message", job: Job{Code: "import sys; sys.exit('bad thing')"}, wantExit: 1, wantErrHas: "bad thing"},
 		{name: "os._exit skips buffers", job: Job{Code: "import os; os._exit(3)"}, wantExit: 3},
 		{name: "exception", job: Job{Code: "x = 1\nraise ValueError('boom')"}, wantExit: 1, wantErrHas: "File \"<exec>\", line 2, in <module>\n    raise ValueError('boom')\nValueError: boom"},
+		// The source reaches linecache however the program asks for it (the bootstrap
+		// registers it when linecache is first imported, or at once if it is loaded).
+		{name: "source in a caught traceback", job: Job{Code: "import traceback\ndef f():\n    raise ValueError('x')\ntry:\n    f()\nexcept ValueError:\n    traceback.print_exc()"}, wantErrHas: "File \"<exec>\", line 3, in f\n    raise ValueError('x')\nValueError: x"},
+		{name: "source in a warning", job: Job{Code: "import warnings\nwarnings.warn('careful')"}, wantErrHas: "<exec>:2: UserWarning: careful\n  warnings.warn('careful')"},
 		{name: "syntax error", job: Job{Code: "def f(:\n  pass"}, wantExit: 1, wantErrHas: "SyntaxError"},
 		{name: "killed by signal", job: Job{Code: "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"}, wantExit: 143},
 		{name: "unicode", job: Job{Code: "print('héllo ✓ 日本')"}, wantOut: "héllo ✓ 日本\n"},
