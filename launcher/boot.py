@@ -52,7 +52,7 @@ def _boot():
     import os, _signal, sys
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
-    tools = globals().pop("_tools")
+    tools, excepthook = globals().pop("_tools"), globals().pop("_excepthook")
     ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     _seed(os)
     lines = plots(sys, outdir)
@@ -72,15 +72,7 @@ def _boot():
     import gc
     gc.collect()
     gc.freeze()
-
-    def hook(t, v, tb, _orig=sys.excepthook):
-        # Hide the bootstrap's own frame from the program's tracebacks.
-        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
-            tb = tb.tb_next
-        if v is not None:
-            v.__traceback__ = tb
-        _orig(t, v, tb)
-    sys.excepthook = hook
+    excepthook(sys)
     sys.argv = ["<exec>"]
     sys.stdout.reconfigure(line_buffering=True)
     os.write(ready, b"R")
@@ -123,6 +115,17 @@ def _boot():
         raise SystemExit("mcp-exec: the bootstrap did not start")
     os.close(go)
     return code
+
+def _excepthook(sys):
+    # Hide the bootstrap's own frames from the program's tracebacks (one-shot programs
+    # and session cells alike).
+    def hook(t, v, tb, _orig=sys.excepthook):
+        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
+            tb = tb.tb_next
+        if v is not None:
+            v.__traceback__ = tb
+        _orig(t, v, tb)
+    sys.excepthook = hook
 
 def _main(boot, finish):
     import sys
@@ -287,33 +290,32 @@ def _plots(sys, outdir):
                 print("mcp-exec: could not save figure %d: %s" % (num, e), file=sys.stderr)
         plt.close("all")
     lines = {}
-    class Lines:
-        def __init__(self, real):
-            self.real = real
-        def create_module(self, spec):
-            return self.real.create_module(spec)
-        def exec_module(self, module):
-            module.__loader__ = module.__spec__.loader = self.real  # as if unhooked
-            self.real.exec_module(module)
-            module.cache.update(lines)
+    def pyplot(module, real):
+        import warnings
+        warnings.filterwarnings("ignore", message=".*non-interactive, and thus cannot be shown")
+        real.exec_module(module)
+        module.show = lambda *a, **k: save(module)
+        atexit.register(lambda: save(module))
+    def linecache(module, real):
+        module.__loader__ = module.__spec__.loader = real  # as if unhooked
+        real.exec_module(module)
+        module.cache.update(lines)
+    hooked = {"matplotlib.pyplot": pyplot, "linecache": linecache}
     class Loader:
-        def __init__(self, real):
-            self.real = real
+        def __init__(self, real, run):
+            self.real, self.run = real, run
         def create_module(self, spec):
             return self.real.create_module(spec)
         def exec_module(self, module):
-            import warnings
-            warnings.filterwarnings("ignore", message=".*non-interactive, and thus cannot be shown")
-            self.real.exec_module(module)
-            module.show = lambda *a, **k: save(module)
-            atexit.register(lambda: save(module))
+            self.run(module, self.real)
     class Hook:
         def find_spec(self, name, path, target=None):
-            if name not in ("matplotlib.pyplot", "linecache"):
+            run = hooked.get(name)
+            if run is None:
                 return None
             spec = finder.find_spec(name, path)
             if spec is not None and spec.loader is not None:
-                spec.loader = (Loader if name == "matplotlib.pyplot" else Lines)(spec.loader)
+                spec.loader = Loader(spec.loader, run)
             return spec
     sys.meta_path.insert(0, Hook())
     return lines
@@ -889,7 +891,7 @@ def send_files(outdir, max_file, max_total, max_count=64):
 # thread a cell left) is dropped. A session with an egress profile has its channel at
 # EGRESS_SOCK; PID 1 runs the relay (egress_relay) for every cell.
 HOLDER = r"""
-def _holder(seed, plots, files, status_of):
+def _holder(seed, plots, files, status_of, excepthook):
     import os, sys, _signal
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     cmd, ev, outdir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[4]
@@ -905,14 +907,7 @@ def _holder(seed, plots, files, status_of):
     compile("", "<exec>", "exec", dont_inherit=True)  # see _boot
     import linecache, gc
     gc.freeze()
-
-    def hook(t, v, tb, _orig=sys.excepthook):
-        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
-            tb = tb.tb_next
-        if v is not None:
-            v.__traceback__ = tb
-        _orig(t, v, tb)
-    sys.excepthook = hook
+    excepthook(sys)
 
     def read_exact(n):
         chunks, got = [], 0
@@ -1009,7 +1004,7 @@ def session_child(main, out_w, err_w, cmd_r, ev_w, preload, outdir, close):
     src = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
         '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools")]\n' + \
         'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
-        '                         globals().pop("_status"))\n'
+        '                         globals().pop("_status"), globals().pop("_excepthook"))\n'
     _os, _sys, failed = os, sys, EXIT_FAILED
     try:
         for fd in close:
