@@ -52,7 +52,7 @@ def _boot():
     import os, _signal, sys
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
-    tools, excepthook = globals().pop("_tools"), globals().pop("_excepthook")
+    tools, prepare = globals().pop("_tools"), globals().pop("_prepare")
     ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     _seed(os)
     lines = plots(sys, outdir)
@@ -61,10 +61,7 @@ def _boot():
             __import__(name)
         except BaseException:
             pass
-    # What does not depend on the code is done before the code can come. The first
-    # compile() of a process builds the interpreter's AST types (compile checks whether
-    # its argument is an AST): ~1.5 ms, here rather than on the call's path.
-    compile("", "<exec>", "exec", dont_inherit=True)
+    prepare(sys)
     # What is loaded so far is the interpreter's and the preload's: keep it out of the
     # garbage collections the end of the program runs (see _finish). The collection
     # first: the first one in a forked process writes to pages it shares with PID 1
@@ -72,9 +69,6 @@ def _boot():
     import gc
     gc.collect()
     gc.freeze()
-    excepthook(sys)
-    sys.argv = ["<exec>"]
-    sys.stdout.reconfigure(line_buffering=True)
     os.write(ready, b"R")
     os.close(ready)
 
@@ -116,9 +110,13 @@ def _boot():
     os.close(go)
     return code
 
-def _excepthook(sys):
-    # Hide the bootstrap's own frames from the program's tracebacks (one-shot programs
-    # and session cells alike).
+def _prepare(sys):
+    # What a program's start needs that does not depend on its code, done before the
+    # code can come (one-shot programs and session cells alike). The first compile() of
+    # a process builds the interpreter's AST types (compile checks whether its argument
+    # is an AST): ~1.5 ms, here rather than on the call's path. The bootstrap's own
+    # frames are hidden from the program's tracebacks.
+    compile("", "<exec>", "exec", dont_inherit=True)
     def hook(t, v, tb, _orig=sys.excepthook):
         while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
             tb = tb.tb_next
@@ -126,6 +124,8 @@ def _excepthook(sys):
             v.__traceback__ = tb
         _orig(t, v, tb)
     sys.excepthook = hook
+    sys.argv = ["<exec>"]
+    sys.stdout.reconfigure(line_buffering=True)
 
 def _main(boot, finish):
     import sys
@@ -891,7 +891,7 @@ def send_files(outdir, max_file, max_total, max_count=64):
 # thread a cell left) is dropped. A session with an egress profile has its channel at
 # EGRESS_SOCK; PID 1 runs the relay (egress_relay) for every cell.
 HOLDER = r"""
-def _holder(seed, plots, files, status_of, excepthook):
+def _holder(seed, plots, files, status_of, prepare):
     import os, sys, _signal
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     cmd, ev, outdir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[4]
@@ -902,12 +902,9 @@ def _holder(seed, plots, files, status_of, excepthook):
             __import__(name)
         except BaseException:
             pass
-    sys.argv = ["<exec>"]
-    sys.stdout.reconfigure(line_buffering=True)
-    compile("", "<exec>", "exec", dont_inherit=True)  # see _boot
+    prepare(sys)
     import linecache, gc
     gc.freeze()
-    excepthook(sys)
 
     def read_exact(n):
         chunks, got = [], 0
@@ -1004,7 +1001,7 @@ def session_child(main, out_w, err_w, cmd_r, ev_w, preload, outdir, close):
     src = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
         '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools")]\n' + \
         'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
-        '                         globals().pop("_status"), globals().pop("_excepthook"))\n'
+        '                         globals().pop("_status"), globals().pop("_prepare"))\n'
     _os, _sys, failed = os, sys, EXIT_FAILED
     try:
         for fd in close:
