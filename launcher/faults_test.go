@@ -28,7 +28,7 @@ func waitForSandbox(t *testing.T, cli *client.Client, instance string) string {
 	t.Helper()
 	f := make(client.Filters).Add("label", LabelInstance+"="+instance).Add("status", "running")
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{Filters: f})
+		list, err := listContainers(t.Context(), cli, client.ContainerListOptions{Filters: f})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
 )
 
 // testLauncher returns a launcher against the real engine. Outside CI a missing
@@ -83,10 +85,21 @@ func startPool(t testing.TB, l *Launcher, left func(ctx context.Context)) {
 	})
 }
 
+// listContainers lists containers as the engine answers, asking again while Podman
+// answers with its /proc race (see docker.RetryProcRace), as the backend does.
+func listContainers(ctx context.Context, cli *client.Client, opts client.ContainerListOptions) (client.ContainerListResult, error) {
+	var list client.ContainerListResult
+	err := docker.RetryProcRace(ctx, func() (err error) {
+		list, err = cli.ContainerList(ctx, opts)
+		return err
+	})
+	return list, err
+}
+
 func assertNoContainers(t testing.TB, cli *client.Client, instance string) {
 	t.Helper()
 	f := make(client.Filters).Add("label", LabelInstance+"="+instance)
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+	list, err := listContainers(context.Background(), cli, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatalf("listing containers: %v", err)
 	}

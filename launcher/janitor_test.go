@@ -50,7 +50,7 @@ func TestFailedRemovalRetried(t *testing.T) {
 	}
 	count := func() int {
 		f := make(client.Filters).Add("label", LabelInstance+"="+instance)
-		list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+		list, err := listContainers(ctx, cli, client.ContainerListOptions{All: true, Filters: f})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func TestRuntimeLive(t *testing.T) {
 	f := make(client.Filters).Add("label", LabelInstance+"="+l.Options().Instance)
 	var id string
 	for deadline := time.Now().Add(30 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		list, err := cli.ContainerList(t.Context(), client.ContainerListOptions{All: true, Filters: f})
+		list, err := listContainers(t.Context(), cli, client.ContainerListOptions{All: true, Filters: f})
 		if err != nil {
 			t.Fatal(err)
 		}

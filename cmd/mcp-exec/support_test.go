@@ -31,6 +31,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
@@ -372,7 +373,11 @@ func e2eAssertNoContainers(t *testing.T, instance string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	f := make(client.Filters).Add("label", launcher.LabelInstance+"="+instance)
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	var list client.ContainerListResult
+	err = docker.RetryProcRace(ctx, func() (err error) {
+		list, err = cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+		return err
+	})
 	if err != nil {
 		t.Errorf("listing containers: %v", err)
 		return

@@ -155,7 +155,11 @@ func (b *Backend) Kill(ctx context.Context, id string) error {
 
 // Inspect reads the container's state as the engine recorded it.
 func (b *Backend) Inspect(ctx context.Context, id string) (backend.Exit, error) {
-	info, err := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	var info client.ContainerInspectResult
+	err := RetryProcRace(ctx, func() (err error) {
+		info, err = b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		return err
+	})
 	if IsGone(err) {
 		return backend.Exit{}, fmt.Errorf("%w: %w", backend.ErrNotFound, err)
 	}
@@ -172,7 +176,11 @@ func (b *Backend) Inspect(ctx context.Context, id string) (backend.Exit, error) 
 // HostPid returns the host pid of the running container's init process (for the
 // outside evidence of launcher/probe; launcher.HostPider).
 func (b *Backend) HostPid(ctx context.Context, id string) (int, error) {
-	info, err := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	var info client.ContainerInspectResult
+	err := RetryProcRace(ctx, func() (err error) {
+		info, err = b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		return err
+	})
 	if IsGone(err) {
 		return 0, fmt.Errorf("%w: %w", backend.ErrNotFound, err)
 	}
@@ -215,7 +223,11 @@ func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
 	f := make(client.Filters).
 		Add("label", backend.LabelRole+"="+backend.RoleSandbox).
 		Add("label", backend.LabelInstance+"="+instance)
-	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	var list client.ContainerListResult
+	err := RetryProcRace(ctx, func() (err error) {
+		list, err = b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+		return err
+	})
 	if err != nil {
 		return nil, b.classify(err)
 	}
@@ -261,6 +273,37 @@ func IsGone(err error) bool {
 // that had just stopped). Trying again removes it.
 func podmanRemoveRace(err error) bool {
 	return strings.Contains(err.Error(), "container state improper")
+}
+
+// podmanProcRace: Podman before 4.4 answers a request that reads a container's
+// cgroup from /proc/PID/cgroup (a list, an inspect) with HTTP 500 "read
+// /proc/N/cgroup: no such process" when the container's process exits between the
+// open and the read (Podman issue 16383, fixed in 4.4; Debian 12 ships 4.3.1). The
+// container is then stopped, and asking again gets an answer.
+func podmanProcRace(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "/proc/") && strings.Contains(msg, "no such process")
+}
+
+// procRaceTries bounds RetryProcRace: the race is one exit's window, so a few tries
+// apart see the container stopped; an error that stays is returned.
+const procRaceTries = 5
+
+// RetryProcRace calls do until it returns anything but Podman's /proc race, at most
+// procRaceTries times, 20 ms apart at first and longer after, within ctx. The
+// launcher's tests that list containers themselves use it too.
+func RetryProcRace(ctx context.Context, do func() error) error {
+	for i := 1; ; i++ {
+		err := do()
+		if err == nil || i == procRaceTries || !podmanProcRace(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(i) * 20 * time.Millisecond):
+		}
+	}
 }
 
 // isPodman reports whether seccompOption found the engine to be Podman.
