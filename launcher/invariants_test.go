@@ -91,7 +91,9 @@ func TestInvariants(t *testing.T) {
 
 	for _, pr := range probe.All(p) {
 		t.Run(pr.Name, func(t *testing.T) {
-			t.Parallel()
+			if !pr.Exclusive { // an Exclusive probe runs here, before the parallel ones start
+				t.Parallel()
+			}
 			res, evidence, err := probe.Run(t.Context(), l, l, pr)
 			if errors.Is(err, probe.ErrNoHostView) {
 				if os.Getenv("CI") != "" {

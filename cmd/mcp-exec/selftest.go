@@ -42,22 +42,15 @@ func selftest(ctx context.Context, cfg Config, l *launcher.Launcher, stdout io.W
 	}
 	probes := probe.All(p)
 	lines := make([]line, len(probes)+1)
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	verify := func() {
 		start := time.Now()
 		lines[0] = line{"limits_enforced", l.VerifyLimits(ctx), time.Since(start)}
-	})
-	sem := make(chan struct{}, max(cfg.MaxConcurrent, 1))
-	for i, pr := range probes {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			start := time.Now()
-			_, _, err := probe.Run(ctx, l, l, pr)
-			lines[i+1] = line{pr.Name, err, time.Since(start)}
-		})
 	}
-	wg.Wait()
+	runProbes(probes, cfg.MaxConcurrent, verify, func(i int, pr probe.Probe) {
+		start := time.Now()
+		_, _, err := probe.Run(ctx, l, l, pr)
+		lines[i+1] = line{pr.Name, err, time.Since(start)}
+	})
 
 	failed, unchecked, diffs := 0, 0, 0
 	for _, ln := range lines {
@@ -251,4 +244,28 @@ func scopeNote(cfg Config, name string) string {
 		return "  [" + s + "]"
 	}
 	return "  [per container: shared by the server and every run]"
+}
+
+// runProbes runs first beside the probes that are not Exclusive, at most parallel of
+// those at once, and then, once all of them have ended, each Exclusive probe alone.
+func runProbes(probes []probe.Probe, parallel int, first func(), run func(i int, pr probe.Probe)) {
+	var wg sync.WaitGroup
+	wg.Go(first)
+	sem := make(chan struct{}, max(parallel, 1))
+	for i, pr := range probes {
+		if pr.Exclusive {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			run(i, pr)
+		})
+	}
+	wg.Wait()
+	for i, pr := range probes {
+		if pr.Exclusive {
+			run(i, pr)
+		}
+	}
 }
