@@ -83,8 +83,11 @@ bash scripts/lint-python.sh
 step "go mod tidy -diff"
 go mod tidy -diff
 step "go vet"
-go vet ./...
-go vet -tags enginefault,remoteengine ./...
+# -race: the flavour go test -race builds below, so that a cold build cache compiles
+# the dependencies once for vet, staticcheck and the tests (scripts/lint.sh says what
+# it saves and checks that no file is built differently under it).
+go vet -race ./...
+go vet -race -tags enginefault,remoteengine ./...
 
 step "lint: staticcheck, shellcheck, govulncheck (scripts/lint.sh)"
 # 15-33 s with the tools installed (measured on the shared 2-core machine); the first

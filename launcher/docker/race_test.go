@@ -12,9 +12,9 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
-// procRaceErr is what Podman 4.3.1 answered to a container list in CI (2026-12-03),
-// as the client returns it.
-var procRaceErr = errors.New("Error response from daemon: read /proc/10001/cgroup: no such process")
+// errProcRace is what Podman 4.3.1 answered to a container list in CI (2026-12-03),
+// as the client returns it (there with a capital E).
+var errProcRace = errors.New("error response from daemon: read /proc/10001/cgroup: no such process")
 
 // raceClient answers the first fails lists and inspects with err, then succeeds.
 type raceClient struct {
@@ -64,9 +64,9 @@ func TestListRidesOutPodmanProcRace(t *testing.T) {
 		wantErr   bool
 		wantCalls int
 	}{
-		{"race twice", procRaceErr, 2, false, 3},
-		{"race stays", procRaceErr, 100, true, procRaceTries},
-		{"other error", errors.New("Error response from daemon: boom"), 100, true, 1},
+		{"race twice", errProcRace, 2, false, 3},
+		{"race stays", errProcRace, 100, true, procRaceTries},
+		{"other error", errors.New("error response from daemon: boom"), 100, true, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +88,7 @@ func TestListRidesOutPodmanProcRace(t *testing.T) {
 
 // TestInspectRidesOutPodmanProcRace: the same for the exit an inspect reads.
 func TestInspectRidesOutPodmanProcRace(t *testing.T) {
-	fc := &raceClient{err: procRaceErr, fails: 1}
+	fc := &raceClient{err: errProcRace, fails: 1}
 	b, err := New(fc, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestProcRaceRetryEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	n := 0
-	err := RetryProcRace(ctx, func() error { n++; return procRaceErr })
+	err := RetryProcRace(ctx, func() error { n++; return errProcRace })
 	if !errors.Is(err, context.Canceled) || n != 1 {
 		t.Fatalf("got %v after %d calls", err, n)
 	}
