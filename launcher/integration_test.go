@@ -159,6 +159,13 @@ func TestRunPrograms(t *testing.T) {
 		{name: "keyboard interrupt", job: Job{Code: "raise KeyboardInterrupt"}, wantExit: 130, wantErrHas: "KeyboardInterrupt"},
 		{name: "exception in atexit", job: Job{Code: "import atexit\ndef bad(): raise RuntimeError('in atexit')\natexit.register(bad)"}, wantErrHas: "RuntimeError: in atexit"},
 		{name: "stdout closed by program", job: Job{Code: "import sys; print('a'); sys.stdout.close()"}, wantOut: "a\n"},
+		// The bootstrap reads a program's exit from /proc once its output is closed and
+		// the kernel shows it exiting (boot.py, exit_watch): a program that closes its
+		// output and goes on, or exits beside a thread, still gets its own exit code.
+		{name: "output closed, exit later", job: Job{Code: "import os, time; print('x', flush=True); os.close(1); os.close(2); time.sleep(0.5); os._exit(6)"}, wantExit: 6, wantOut: "x\n"},
+		{name: "output closed, exit at once", job: Job{Code: "import os; print('y', flush=True); os.close(1); os.close(2); os._exit(9)"}, wantExit: 9, wantOut: "y\n"},
+		{name: "exit beside a daemon thread", job: Job{Code: "import sys, threading, time\ndef spin():\n    while True: time.sleep(0.001)\nthreading.Thread(target=spin, daemon=True).start()\nprint('z')\nsys.exit(3)"}, wantExit: 3, wantOut: "z\n"},
+		{name: "exit from a daemon thread", job: Job{Code: "import os, threading, time\nthreading.Thread(target=lambda: (time.sleep(0.05), os._exit(12)), daemon=True).start()\ntime.sleep(5)"}, wantExit: 12},
 		// A timeout well above the default: the flood is about the cap, not speed, and
 		// under gVisor on a 2-core host 3.4 MB of output took 22-32 s (measured
 		// 2026-12-01, with the other subtests beside it), past the default 30 s.
