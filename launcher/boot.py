@@ -414,6 +414,10 @@ def write_all(fd, data):
 # process (else 0): exit_watch checks that while the child lives and is ours (its
 # start_code reads 1 to a reader that is not), and that the kernel reports the flag at
 # all (gVisor's /proc shows flags, start_code and exit_code as 0: no watch there).
+# One case reads differently: a main thread that ended alone (pthread_exit, which
+# Python never does) while a later thread ends the group shows its own code, not the
+# group's; only a program that does that to itself is affected, and its exit code is
+# its own to choose anyway.
 PF_EXITING = 0x4
 
 def stat_fields(pid):
