@@ -88,12 +88,9 @@ func startPool(t testing.TB, l *Launcher, left func(ctx context.Context)) {
 // listContainers lists containers as the engine answers, asking again while Podman
 // answers with its /proc race (see docker.RetryProcRace), as the backend does.
 func listContainers(ctx context.Context, cli *client.Client, opts client.ContainerListOptions) (client.ContainerListResult, error) {
-	var list client.ContainerListResult
-	err := docker.RetryProcRace(ctx, func() (err error) {
-		list, err = cli.ContainerList(ctx, opts)
-		return err
+	return docker.RetryProcRace(ctx, func() (client.ContainerListResult, error) {
+		return cli.ContainerList(ctx, opts)
 	})
-	return list, err
 }
 
 func assertNoContainers(t testing.TB, cli *client.Client, instance string) {

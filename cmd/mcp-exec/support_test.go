@@ -373,10 +373,8 @@ func e2eAssertNoContainers(t *testing.T, instance string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	f := make(client.Filters).Add("label", launcher.LabelInstance+"="+instance)
-	var list client.ContainerListResult
-	err = docker.RetryProcRace(ctx, func() (err error) {
-		list, err = cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-		return err
+	list, err := docker.RetryProcRace(ctx, func() (client.ContainerListResult, error) {
+		return cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	})
 	if err != nil {
 		t.Errorf("listing containers: %v", err)

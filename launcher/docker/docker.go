@@ -155,11 +155,7 @@ func (b *Backend) Kill(ctx context.Context, id string) error {
 
 // Inspect reads the container's state as the engine recorded it.
 func (b *Backend) Inspect(ctx context.Context, id string) (backend.Exit, error) {
-	var info client.ContainerInspectResult
-	err := RetryProcRace(ctx, func() (err error) {
-		info, err = b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-		return err
-	})
+	info, err := b.inspect(ctx, id)
 	if IsGone(err) {
 		return backend.Exit{}, fmt.Errorf("%w: %w", backend.ErrNotFound, err)
 	}
@@ -173,14 +169,17 @@ func (b *Backend) Inspect(ctx context.Context, id string) (backend.Exit, error) 
 	return backend.Exit{Running: state.Running, Code: state.ExitCode, OOMKilled: state.OOMKilled}, nil
 }
 
+// inspect is ContainerInspect, asked again through Podman's /proc race.
+func (b *Backend) inspect(ctx context.Context, id string) (client.ContainerInspectResult, error) {
+	return RetryProcRace(ctx, func() (client.ContainerInspectResult, error) {
+		return b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	})
+}
+
 // HostPid returns the host pid of the running container's init process (for the
 // outside evidence of launcher/probe; launcher.HostPider).
 func (b *Backend) HostPid(ctx context.Context, id string) (int, error) {
-	var info client.ContainerInspectResult
-	err := RetryProcRace(ctx, func() (err error) {
-		info, err = b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-		return err
-	})
+	info, err := b.inspect(ctx, id)
 	if IsGone(err) {
 		return 0, fmt.Errorf("%w: %w", backend.ErrNotFound, err)
 	}
@@ -223,10 +222,8 @@ func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
 	f := make(client.Filters).
 		Add("label", backend.LabelRole+"="+backend.RoleSandbox).
 		Add("label", backend.LabelInstance+"="+instance)
-	var list client.ContainerListResult
-	err := RetryProcRace(ctx, func() (err error) {
-		list, err = b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-		return err
+	list, err := RetryProcRace(ctx, func() (client.ContainerListResult, error) {
+		return b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	})
 	if err != nil {
 		return nil, b.classify(err)
@@ -290,17 +287,17 @@ func podmanProcRace(err error) bool {
 const procRaceTries = 5
 
 // RetryProcRace calls do until it returns anything but Podman's /proc race, at most
-// procRaceTries times, 20 ms apart at first and longer after, within ctx. The
-// launcher's tests that list containers themselves use it too.
-func RetryProcRace(ctx context.Context, do func() error) error {
+// procRaceTries times, 20 ms apart at first and longer after, within ctx, and returns
+// its last answer. The launcher's tests that list containers themselves use it too.
+func RetryProcRace[T any](ctx context.Context, do func() (T, error)) (T, error) {
 	for i := 1; ; i++ {
-		err := do()
+		v, err := do()
 		if err == nil || i == procRaceTries || !podmanProcRace(err) {
-			return err
+			return v, err
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
+			return v, errors.Join(err, ctx.Err())
 		case <-time.After(time.Duration(i) * 20 * time.Millisecond):
 		}
 	}

@@ -104,7 +104,7 @@ func TestProcRaceRetryEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	n := 0
-	err := RetryProcRace(ctx, func() error { n++; return errProcRace })
+	_, err := RetryProcRace(ctx, func() (struct{}, error) { n++; return struct{}{}, errProcRace })
 	if !errors.Is(err, context.Canceled) || n != 1 {
 		t.Fatalf("got %v after %d calls", err, n)
 	}
