@@ -819,7 +819,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
             if left <= 0:
                 watch_until = None
             else:
-                wait = min(wait if wait is not None else left, 0.0001)
+                wait = min(left, 0.0001)
         readable, _, _ = select.select(watch, [], [], wait)
         for fd in readable:
             if fd == ready_r:
