@@ -419,6 +419,7 @@ def write_all(fd, data):
 # group's; only a program that does that to itself is affected, and its exit code is
 # its own to choose anyway.
 PF_EXITING = 0x4
+HOLD = 0.002  # seconds an output frame may wait for the next (see parent)
 
 def stat_fields(pid):
     # /proc/PID/stat after the command's closing parenthesis: [0] is field 3 (state).
@@ -786,6 +787,29 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
         return os.waitstatus_to_exitcode(st) if p == pid else None
 
     sent, dropped = 0, False
+    # Output frames wait up to HOLD before they are written, so that a program's last
+    # output leaves with its X frame in one write: one pass through the engine's
+    # stream instead of two, the second of which found its processes idle again.
+    # A frame waits no longer than HOLD while the program runs, and until the X frame
+    # while its exit is looked for (at most the watch's 20 ms); 64 KiB held is written
+    # at once. Tool calls (C) are not held, and go after what is.
+    held, held_size, flush_at = [], 0, None
+
+    def flush():
+        nonlocal held_size, flush_at
+        if held:
+            write_all(1, b"".join(held))
+            held.clear()
+        held_size, flush_at = 0, None
+
+    def out(data):
+        nonlocal held_size, flush_at
+        held.append(data)
+        held_size += len(data)
+        if held_size >= 65536:
+            flush()
+        elif flush_at is None:
+            flush_at = time.monotonic() + HOLD
 
     def relay(fd):
         nonlocal sent, dropped
@@ -796,6 +820,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
         if not data:
             return False
         if fd == call_r:  # tool calls: not output, bounded by the server
+            flush()
             write_all(1, frame(b"C", data))
             return True
         room = max_output + 1 - sent  # one byte past the cap tells the server it was hit
@@ -804,7 +829,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
             data = data[:max(room, 0)]
         if data:
             sent += len(data)
-            write_all(1, frame(kinds[fd], data))
+            out(frame(kinds[fd], data))
         return True
 
     open_fds = [out_r, err_r, ready_r, call_r]
@@ -820,6 +845,12 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
                 watch_until = None
             else:
                 wait = min(left, 0.0001)
+        if flush_at is not None and watch_until is None:
+            left = flush_at - time.monotonic()
+            if left <= 0:
+                flush()
+            else:
+                wait = left if wait is None else min(wait, left)
         readable, _, _ = select.select(watch, [], [], wait)
         for fd in readable:
             if fd == ready_r:
@@ -844,7 +875,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
             r, _, _ = select.select([fd], [], [], 0)
             if not r or not relay(fd):
                 break
-    send_files(outdir, max_file, max_files)
+    send_files(outdir, max_file, max_files, out)
     sig = -status if status < 0 else 0
     # Without an OOM counter (gVisor), a program killed by SIGKILL inside the sandbox
     # counts as OOM-killed: the launcher's own kills (timeout, cancel) end the whole
@@ -854,7 +885,8 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
     result = '{"exit": %d, "signal": %d, "oom": %s, "dropped": %s}' % (
         128 + sig if sig else status, sig, "true" if oom else "false",
         "true" if dropped else "false")
-    write_all(1, frame(b"X", result.encode()))
+    out(frame(b"X", result.encode()))
+    flush()
     # Read what the program left of its stdin (bounded): Podman's attach resets the
     # stream, dropping output not yet relayed, when the container ends with stdin
     # data still unread in its pipe.
@@ -869,7 +901,7 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
     os._exit(EXIT_OK)
 
 
-def send_files(outdir, max_file, max_total, max_count=64):
+def send_files(outdir, max_file, max_total, out=None, max_count=64):
     # Every regular file the program left under outdir, as D frames: u32 length of a
     # JSON header {"name", "size", "skipped"}, the header, then the bytes unless skipped.
     # Links are never followed; files past a cap are listed with the reason.
@@ -930,7 +962,11 @@ def send_files(outdir, max_file, max_total, max_count=64):
         if len(rel.encode("utf-8", "surrogateescape")) > 1024:
             rel, data, skipped = rel[:200] + "...", b"", "name longer than 1024 bytes"
         head = json.dumps({"name": rel, "size": size, "skipped": skipped}).encode()
-        write_all(1, frame(b"D", len(head).to_bytes(4, "big") + head + data))
+        d = frame(b"D", len(head).to_bytes(4, "big") + head + data)
+        if out is None:
+            write_all(1, d)
+        else:
+            out(d)
 
 
 # ---- Sessions (launcher/session.go) -------------------------------------------------

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -463,6 +464,25 @@ func TestDecoderIncompleteStream(t *testing.T) {
 // of OutputDir), and decodes what it writes to its stdout.
 func frameRunBootstrap(t *testing.T, o Options, code, stdin string) (*decoder, *capture, string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd, in, d, c, diag := frameBootstrapCommand(ctx, t, o, code)
+	cmd.Stdin = strings.NewReader(in + stdin)
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("running boot.py: %v (stderr %q)", err, diag.String())
+		}
+	}
+	return d, c, diag.String()
+}
+
+// frameBootstrapCommand is boot.py as a command on this machine, with the arguments
+// bootCommand gives it (files come back from a temporary directory instead of
+// OutputDir, which {outdir} in the code names) and its stdout decoded; in is the start
+// of its stdin as sandbox.deliver writes it (header, code, no input files).
+func frameBootstrapCommand(ctx context.Context, t *testing.T, o Options, code string) (cmd *exec.Cmd, in string, d *decoder, c *capture, diag *bytes.Buffer) {
+	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 on this machine")
@@ -477,24 +497,13 @@ func frameRunBootstrap(t *testing.T, o Options, code, stdin string) (*decoder, *
 	}
 	args[i] = outdir
 	code = strings.ReplaceAll(code, "{outdir}", outdir)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	// As sandbox.deliver writes it: header, code, input files (none), stdin.
-	cmd.Stdin = strings.NewReader("MCPEXEC2 " + strconv.Itoa(len(code)) + " 0\n" + code + stdin)
-	c := newCapture(o.MaxOutputBytes)
-	d := newDecoder(c, o.MaxFileBytes)
-	var diag bytes.Buffer
-	cmd.Stdout, cmd.Stderr = d, &diag
+	cmd = exec.CommandContext(ctx, args[0], args[1:]...)
+	c = newCapture(o.MaxOutputBytes)
+	d = newDecoder(c, o.MaxFileBytes)
+	diag = new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = d, diag
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("running boot.py: %v (stderr %q)", err, diag.String())
-		}
-	}
-	return d, c, diag.String()
+	return cmd, "MCPEXEC2 " + strconv.Itoa(len(code)) + " 0\n" + code, d, c, diag
 }
 
 // TestFrameBootstrapLocal runs boot.py on this machine and decodes what it writes:
@@ -598,6 +607,58 @@ func TestFrameBootstrapLongFileName(t *testing.T) {
 	}
 	if len(s.Files) != 1 {
 		t.Errorf("files: got %d, want 1 (returned or listed as skipped)", len(s.Files))
+	}
+}
+
+// TestFrameBootstrapStreamsOutput: the bootstrap holds output frames briefly so that a
+// program's last output leaves with its exit frame, but what a program writes while it
+// runs must still reach the server while it runs: here the program waits, after its
+// first line, for a line on stdin that the test sends only once that first line has
+// come. A hold until the end would leave both waiting until the deadline.
+func TestFrameBootstrapStreamsOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs python3")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := "import sys\nprint('first')\nsys.stderr.write('err\\n')\nsys.stdin.readline()\nprint('second')\n"
+	cmd, in, d, c, diag := frameBootstrapCommand(ctx, t, Options{}, code)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, in); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if o, e, _ := c.result(); o == "first\n" && e == "err\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			o, e, _ := c.result()
+			t.Fatalf("output while the program runs: got (%q, %q) after 10 s, want (%q, %q) before it ends", o, e, "first\n", "err\n")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if frameSnapshot(d).Done {
+		t.Fatal("the exit frame came while the program waits for its stdin")
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("boot.py: %v (stderr %q)", err, diag.String())
+	}
+	if s := frameSnapshot(d); !s.Done || s.Exit == nil || s.Exit.Exit != 0 || s.Exit.Signal != 0 {
+		t.Fatalf("got done %v, exit %+v, fatal %q, err %q, want exit 0", s.Done, s.Exit, s.Fatal, s.Err)
+	}
+	if o, _, _ := c.result(); o != "first\nsecond\n" {
+		t.Errorf("stdout: got %q, want %q", o, "first\nsecond\n")
 	}
 }
 
