@@ -901,9 +901,10 @@ def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
     os._exit(EXIT_OK)
 
 
-def send_files(outdir, max_file, max_total, out=None, max_count=64):
-    # Every regular file the program left under outdir, as D frames: u32 length of a
-    # JSON header {"name", "size", "skipped"}, the header, then the bytes unless skipped.
+def send_files(outdir, max_file, max_total, out, max_count=64):
+    # Every regular file the program left under outdir, as D frames given to out: u32
+    # length of a JSON header {"name", "size", "skipped"}, the header, then the bytes
+    # unless skipped.
     # Links are never followed; files past a cap are listed with the reason.
     found = []
 
@@ -962,11 +963,7 @@ def send_files(outdir, max_file, max_total, out=None, max_count=64):
         if len(rel.encode("utf-8", "surrogateescape")) > 1024:
             rel, data, skipped = rel[:200] + "...", b"", "name longer than 1024 bytes"
         head = json.dumps({"name": rel, "size": size, "skipped": skipped}).encode()
-        d = frame(b"D", len(head).to_bytes(4, "big") + head + data)
-        if out is None:
-            write_all(1, d)
-        else:
-            out(d)
+        out(frame(b"D", len(head).to_bytes(4, "big") + head + data))
 
 
 # ---- Sessions (launcher/session.go) -------------------------------------------------
@@ -1357,7 +1354,7 @@ def session(max_output, preload, outdir, max_file, max_files, seal_fd=None):
                 if not select.select([fd], [], [], 0)[0]:
                     break
                 relay(fd)
-        send_files(outdir, max_file, max_files)
+        send_files(outdir, max_file, max_files, lambda d: write_all(1, d))
         shutil.rmtree(outdir, ignore_errors=True)
         sig = -status if status < 0 else 0
         oom = oom_kills() > ooms if ooms is not None else sig == 9 and not killed

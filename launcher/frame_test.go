@@ -459,9 +459,8 @@ func TestDecoderIncompleteStream(t *testing.T) {
 	}
 }
 
-// frameRunBootstrap runs boot.py on this machine, without a container, with the
-// arguments bootCommand gives it (files come back from a temporary directory instead
-// of OutputDir), and decodes what it writes to its stdout.
+// frameRunBootstrap runs frameBootstrapCommand to its end, stdin after the code, and
+// returns what it decoded and what boot.py wrote to its stderr.
 func frameRunBootstrap(t *testing.T, o Options, code, stdin string) (*decoder, *capture, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
