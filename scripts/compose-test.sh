@@ -12,6 +12,8 @@
 # MCP_EXEC_PORT picks the host port (default 8080, or a free one when 8080 is taken).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 export PATH=$PATH:/usr/local/go/bin
 
 log() { echo "compose-test: $*" >&2; }
@@ -33,8 +35,8 @@ if [ -z "${COMPOSE:-}" ]; then
     COMPOSE="docker compose"
   else
     log "installing docker-compose"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
+    apt_get update -qq
+    apt_get install -y -qq docker-compose >/dev/null
     COMPOSE=docker-compose
   fi
 fi

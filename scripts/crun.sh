@@ -18,6 +18,8 @@ cd "$(dirname "$0")/.."
 runtime=crun
 # shellcheck source=scripts/lib/runtime.sh
 . scripts/lib/runtime.sh
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 
 name=${MCP_EXEC_CRUN_NAME:-crun}
 wrapper=/usr/local/libexec/mcp-exec/crun-hybrid
@@ -27,8 +29,8 @@ runtime_preflight crun
 if ! command -v crun >/dev/null 2>&1; then
   log "installing crun"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends crun >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends crun >/dev/null
 fi
 crun_bin=$(command -v crun)
 

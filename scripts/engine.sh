@@ -4,6 +4,8 @@
 # when nothing answers (removing a stale pid file first, which a killed dockerd leaves).
 # With DOCKER_HOST set to anything but the default socket, it only checks.
 set -euo pipefail
+# shellcheck source=scripts/lib/apt.sh
+. "$(dirname "$0")/lib/apt.sh"
 
 log() { echo "engine: $*" >&2; }
 
@@ -26,8 +28,8 @@ if ! command -v dockerd >/dev/null 2>&1; then
   fi
   log "installing docker.io"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq docker.io >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq docker.io >/dev/null
 fi
 if ! command -v docker >/dev/null 2>&1; then
   log "no docker CLI found"

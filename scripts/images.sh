@@ -20,6 +20,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 image=${MCP_EXEC_IMAGE:-$(cat images/python-sandbox/TAG)}
 base=debian:trixie-slim
 server_image=${MCP_EXEC_SERVER_IMAGE:-mcp-exec/server:latest}
@@ -52,8 +54,8 @@ ensure_base() {
   fi
   if ! command -v mmdebstrap >/dev/null 2>&1; then
     log "installing mmdebstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
+    apt_get update -qq
+    apt_get install -y -qq mmdebstrap >/dev/null
   fi
   log "building $base with mmdebstrap (about a minute)"
   mmdebstrap --quiet --variant=minbase trixie - | docker import - "$base" >/dev/null

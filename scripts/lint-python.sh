@@ -4,13 +4,15 @@
 # installs when missing. Fails on any syntax error or pyflakes warning.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 
 if ! command -v pyflakes3 >/dev/null 2>&1; then
   echo "lint-python: installing pyflakes3" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq --no-install-recommends pyflakes3 >/dev/null 2>&1 || {
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends pyflakes3 >/dev/null
+  apt_get install -y -qq --no-install-recommends pyflakes3 >/dev/null 2>&1 || {
+    apt_get update -qq
+    apt_get install -y -qq --no-install-recommends pyflakes3 >/dev/null
   }
 fi
 

@@ -32,6 +32,8 @@
 # docs/engines.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 
 log() { echo "podman: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -74,8 +76,8 @@ fi
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 # --- configuration ---------------------------------------------------------------------

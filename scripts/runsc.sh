@@ -34,6 +34,8 @@ cd "$(dirname "$0")/.."
 runtime=runsc
 # shellcheck source=scripts/lib/runtime.sh
 . scripts/lib/runtime.sh
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 
 name=${MCP_EXEC_RUNSC_NAME:-runsc}
 
@@ -48,9 +50,9 @@ if [ -z "$path" ]; then
   if ! command -v runsc >/dev/null 2>&1; then
     log "installing runsc"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends runsc >/dev/null 2>&1 || {
-      apt-get update -qq
-      apt-get install -y -qq --no-install-recommends runsc >/dev/null
+    apt_get install -y -qq --no-install-recommends runsc >/dev/null 2>&1 || {
+      apt_get update -qq
+      apt_get install -y -qq --no-install-recommends runsc >/dev/null
     }
   fi
   path=$(command -v runsc)

@@ -23,6 +23,8 @@ run=/run/mcp-exec-test-sshd
 log() { echo "ssh-engine: $*" >&2; }
 # shellcheck source=scripts/lib/dockerd.sh
 . "$(dirname "$0")/lib/dockerd.sh"
+# shellcheck source=scripts/lib/apt.sh
+. "$(dirname "$0")/lib/apt.sh"
 
 ourpid() { pid_named "$run/sshd.pid" sshd; }
 
@@ -43,8 +45,8 @@ install_sshd() {
   fi
   export DEBIAN_FRONTEND=noninteractive
   local rc=0
-  { apt-get install -y -qq openssh-server >/dev/null 2>&1 ||
-    { apt-get update -qq && apt-get install -y -qq openssh-server >/dev/null; }; } || rc=$?
+  { apt_get install -y -qq openssh-server >/dev/null 2>&1 ||
+    { apt_get update -qq && apt_get install -y -qq openssh-server >/dev/null; }; } || rc=$?
   [ -n "$guard" ] && rm -f /usr/sbin/policy-rc.d
   return $rc
 }

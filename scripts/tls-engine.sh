@@ -33,6 +33,8 @@ image=$(cat images/python-sandbox/TAG)
 log() { echo "tls-engine: $*" >&2; }
 # shellcheck source=scripts/lib/dockerd.sh
 . scripts/lib/dockerd.sh
+# shellcheck source=scripts/lib/apt.sh
+. scripts/lib/apt.sh
 
 # tlsdocker runs the docker CLI against this engine only, whatever DOCKER_* say.
 tlsdocker() {
@@ -69,7 +71,7 @@ start() {
   needs_root
   local docker0 pid
   docker0=$(has_docker0)
-  command -v openssl >/dev/null || { log "installing openssl"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null; }
+  command -v openssl >/dev/null || { log "installing openssl"; apt_get install -y -qq openssl >/dev/null; }
 
   if [ -n "$(dockerd_pid)" ] && answers; then
     log "engine already up on 127.0.0.1:$port"

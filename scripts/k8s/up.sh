@@ -41,6 +41,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=env.sh
 . "$here/env.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/apt.sh
+. "$here/../lib/apt.sh"
 IMAGES=${IMAGES:-mcp-exec/python-sandbox:v1}   # dockerd images imported into the cluster's containerd
 
 # node_ready: the node reports the condition Ready=True.
@@ -73,7 +75,7 @@ for p in containerd runc containernetworking-plugins openssl python3 curl; do
 done
 if [ "${#need[@]}" -gt 0 ]; then
   kts "installing ${need[*]}"
-  apt-get install -y "${need[@]}" >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y "${need[@]}" >/dev/null; }
+  apt_get install -y "${need[@]}" >/dev/null 2>&1 || { apt_get update >/dev/null && apt_get install -y "${need[@]}" >/dev/null; }
 fi
 
 bash "$here/build.sh"
