@@ -15,8 +15,55 @@ step() {
   step_name=$*; t_step=$SECONDS
   printf '\n== %s\n' "$*"
 }
-finish() { step_done; prefetch_end; printf -- '-- total: %d s\n' $((SECONDS - t_start)); }
+finish() { step_done; beside_stop; prefetch_end; printf -- '-- total: %d s\n' $((SECONDS - t_start)); }
 trap finish EXIT
+
+# Steps run beside the others: `beside NAME CMD...` starts CMD in a session of its own, its
+# output to a file; `join_beside NAME` (a step of its own: the wait is its time) waits for it,
+# prints its output, what it took and when, and fails the run when it failed. Two run so:
+# the images (the sandbox image, then the standalone one, whose server build is the longest
+# part of a fresh machine's image step), beside the linters, which need no image; and the
+# Kubernetes step (a cluster of its own, with its own containerd: nothing the other steps
+# use), beside the other engines' and runtimes' suites. Their apt-get calls wait for each
+# other (scripts/lib/apt.sh). If the run ends before a join (a failure), beside_stop stops
+# what is still running: TERM to its shell first (the Kubernetes step's trap then takes the
+# cluster down and checks the host), then to the rest of its session.
+declare -A beside_pid=() beside_log=() beside_t0=()
+beside() {
+  local name=$1; shift
+  beside_log[$name]=$(mktemp "${TMPDIR:-/tmp}/mcp-exec-beside.XXXXXX")
+  beside_t0[$name]=$SECONDS
+  setsid "$@" >"${beside_log[$name]}" 2>&1 &
+  beside_pid[$name]=$!
+  printf '\n== %s: started beside the next steps (output when it is joined)\n' "$name"
+}
+join_beside() {
+  local name=$1 rc=0
+  step "join: $name"
+  wait "${beside_pid[$name]}" || rc=$?
+  printf -- '-- beside: %s (output follows)\n' "$name"
+  cat "${beside_log[$name]}"
+  printf -- '-- %s: %d s beside the steps (exit %d)\n' "$name" $((SECONDS - beside_t0[$name])) "$rc"
+  rm -f "${beside_log[$name]}"
+  unset "beside_pid[$name]" "beside_log[$name]" "beside_t0[$name]"
+  if [ "$rc" != 0 ]; then echo "$name failed"; exit "$rc"; fi
+}
+beside_stop() {
+  local name pid
+  for name in "${!beside_pid[@]}"; do
+    pid=${beside_pid[$name]}
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "beside: stopping $name (the run ended first)"
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 120); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+      kill -TERM -- "-$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+    echo "beside: $name's last output:"
+    tail -n 40 "${beside_log[$name]}"
+    rm -f "${beside_log[$name]}"
+  done
+}
 
 # The prefetch: the two builds a fresh machine spends longest on, gVisor's runsc with the
 # containerd shim the test cluster's node needs (scripts/gvisor-build.sh) and the cluster's
@@ -61,16 +108,15 @@ gotest() { go test -json "$@" | python3 scripts/lib/gotest.py; }
 prefetch_start
 step "engine"
 bash scripts/engine.sh
-step "images"
-bash scripts/images.sh
-step "standalone image (the server added to the sandbox image, for --backend process)"
-# 41-303 s on 2 cores (measured) when the sources changed (the Go build of the server
-# image, whose binary it takes; modules and the sandbox layers are cached), a few
-# seconds when not. The go test step below then runs TestStandalone* in cmd/mcp-exec
-# against it: 50-85 s (each lock removed in turn, swap and the per-run seccomp filter,
-# the egress probe, leftovers, the server's protection, the selftest, the TypeScript
-# client over stdio and HTTP).
-bash scripts/images.sh --standalone
+# The images, then the standalone image (the server added to the sandbox image, for
+# --backend process): 41-303 s on 2 cores (measured) when the sources changed (the Go
+# build of the server image, whose binary it takes; modules and the sandbox layers are
+# cached), a few seconds when not; a fresh machine adds the base and sandbox images
+# (206 s measured) and a cold server build (395 s). The go test step below then runs
+# TestStandalone* in cmd/mcp-exec against it: 50-85 s (each lock removed in turn, swap
+# and the per-run seccomp filter, the egress probe, leftovers, the server's protection,
+# the selftest, the TypeScript client over stdio and HTTP).
+beside images bash -c 'bash scripts/images.sh && bash scripts/images.sh --standalone'
 
 step "gofmt"
 unformatted=$(gofmt -l . | grep -v '^vendor/' || true)
@@ -94,6 +140,8 @@ step "lint: staticcheck, shellcheck, govulncheck (scripts/lint.sh)"
 # run also installs staticcheck and govulncheck: +4 s measured with a warm Go build
 # cache (a cold one was not measured: it compiles both tools).
 bash scripts/lint.sh
+
+join_beside images
 
 step "go test -race"
 # CI=true turns a missing engine into a failure instead of a skip.
@@ -131,6 +179,19 @@ engine_free='^(TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestProgre
 # engine calls warm as cold, and the cold run has it on each engine; the Docker warm run
 # has all of it (TestInvariants on a pooled sandbox included).
 warm_tests='^(TestRunHello|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestKilledFromOutside|TestImageDeleted|TestNoCallerDataPersisted|TestFilesInAndOut|TestPoolClaimsRefill|TestStdinUnreadStress)$'
+
+# The Kubernetes step, beside the steps from here to its join: a one-node cluster of our own
+# (scripts/k8s), the manifests and the backend on it, down, host as it was.
+# Warm (binaries and image cached): 570 s measured alone (2026-12-04: up 6 s, launcher/kube
+# tests 214 s (manifests dry run, RBAC, backend as the ServiceAccount, gVisor, egress, sessions,
+# the node's disk searched for output), the two selftests, the TypeScript e2e, crash/reap and
+# sessions through the binary 203 s, down 12 s, host check). Cold adds ~11 min to build the cluster's binaries into
+# /var/cache/mcp-exec/k8s-v1.34.4 (once per machine), ~25 s to import the sandbox image and
+# ~3 min for the first -race build of client-go. Uses the shared dockerd only for `docker save`.
+# The egress tests (issue 23) add ~30 s to launcher/kube: the refusal under gVisor waits out the
+# start-up check (~21 s), the profile test ~5 s, the early closes ~3 s (395 s measured on
+# 2026-12-03 for the whole step, warm, on a busy machine).
+beside kubernetes bash scripts/k8s/ci.sh
 
 step "launcher suite again, with a warm pool"
 # ./launcher, whose sandboxes a pool changes (launchertest.New honours
@@ -269,17 +330,7 @@ go test ./launcher -run '^$' -fuzz '^FuzzDecoder$' -fuzztime "${FUZZTIME:-10s}"
 step "compose (server image, docker-compose up, the e2e client, down)"
 bash scripts/compose-test.sh
 
-step "kubernetes: a one-node cluster of our own (scripts/k8s), the manifests and the backend on it, down, host as it was"
-# Warm (binaries and image cached): 185 s measured (207 s on 2026-11-30 with the seal: launcher/kube
-# tests 58 s, e2e 80 s): up 6 s, launcher/kube tests 47 s (manifests dry run, RBAC, backend as the
-# ServiceAccount, the node's disk searched for output in ~1 s), selftest 35 s, TypeScript e2e + crash/reap 66 s,
-# down 13 s, host check. Cold adds ~11 min to build the cluster's binaries into
-# /var/cache/mcp-exec/k8s-v1.34.4 (once per machine), ~25 s to import the sandbox image and
-# ~3 min for the first -race build of client-go. Uses the shared dockerd only for `docker save`.
-# The egress tests (issue 23) add ~30 s to launcher/kube: the refusal under gVisor waits out the
-# start-up check (~21 s), the profile test ~5 s, the early closes ~3 s (395 s measured on
-# 2026-12-03 for the whole step, warm, on a busy machine).
-bash scripts/k8s/ci.sh
+join_beside kubernetes
 
 step "leftover containers"
 left=$(docker ps -aq --filter label=dev.mcp-exec.role=sandbox | wc -l)
