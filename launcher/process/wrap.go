@@ -59,13 +59,17 @@ func init() {
 	}
 	mode := os.Args[1]
 	lim, err := parseLimits(os.Args[2:7])
+	var run func() error
+	if err == nil && mode == "exec" {
+		run, err = prepareExec(os.Args[7:])
+	}
 	if err == nil {
 		err = confine(lim)
 	}
 	if err == nil {
 		switch mode {
 		case "exec":
-			err = execArgv(os.Args[7:])
+			err = run()
 		case "egress":
 			os.Exit(egressChild(os.Args[7:]))
 		case "seccomp":
@@ -101,7 +105,6 @@ func confine(l Limits) error {
 		v    int64
 		name string
 	}{
-		{unix.RLIMIT_DATA, l.Data, "RLIMIT_DATA"},
 		{unix.RLIMIT_CPU, l.CPUSeconds, "RLIMIT_CPU"},
 		{unix.RLIMIT_NPROC, l.Procs, "RLIMIT_NPROC"},
 		{unix.RLIMIT_FSIZE, l.FileSize, "RLIMIT_FSIZE"},
@@ -135,24 +138,48 @@ func confine(l Limits) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("becoming a child subreaper: %w", err)
 	}
+	// RLIMIT_DATA after the steps that allocate (the file above, the errors): under the
+	// race detector's heap the wrapper can be at that limit already, and an allocation
+	// after it fails the run ("runtime: cannot allocate memory"). It still comes before
+	// the filter and the exec, so the bootstrap and the caller's code start under it.
+	if err := set(unix.RLIMIT_DATA, l.Data, "RLIMIT_DATA"); err != nil {
+		return err
+	}
 	// Last: the run's own seccomp filter (seccomp.go), denying io_uring and the
 	// process-inspection calls whatever the container's profile allows.
 	return installFilter(filter)
 }
 
-func execArgv(argv []string) error {
+// prepareExec resolves argv's command and returns its exec, to be called once confine
+// has run. What the exec needs is allocated here, before confine sets RLIMIT_DATA: under
+// the race detector's heap the wrapper can be at that limit already, and syscall.Exec's
+// conversion of argv and the environment, made after it, has failed a run in CI
+// ("runtime: cannot allocate memory" from SlicePtrFromStrings). syscall.Exec converts
+// them again, so the same conversions are made here first: the second round then finds
+// room in the spans the first one took, instead of asking the kernel for more.
+func prepareExec(argv []string) (func() error, error) {
 	if len(argv) == 0 {
-		return fmt.Errorf("no command")
+		return nil, fmt.Errorf("no command")
 	}
 	path := argv[0]
 	if !strings.Contains(path, "/") {
 		p, err := lookPath(path, os.Getenv("PATH"))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		path = p
 	}
-	return syscall.Exec(path, argv, os.Environ())
+	env := os.Environ()
+	if _, err := syscall.BytePtrFromString(path); err != nil {
+		return nil, err
+	}
+	if _, err := syscall.SlicePtrFromStrings(argv); err != nil {
+		return nil, err
+	}
+	if _, err := syscall.SlicePtrFromStrings(env); err != nil {
+		return nil, err
+	}
+	return func() error { return syscall.Exec(path, argv, env) }, nil
 }
 
 // lookPath finds name in path without os/exec's refusal of relative entries.
