@@ -58,8 +58,9 @@ beside_stop() {
       for _ in $(seq 120); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
       kill -TERM -- "-$pid" 2>/dev/null || true
     fi
-    wait "$pid" 2>/dev/null || true
-    echo "beside: $name's last output:"
+    local rc=0
+    wait "$pid" 2>/dev/null || rc=$?
+    echo "beside: $name ended (exit $rc, after $((SECONDS - beside_t0[$name])) s); its last output:"
     tail -n 40 "${beside_log[$name]}"
     rm -f "${beside_log[$name]}"
   done
