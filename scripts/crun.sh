@@ -28,7 +28,6 @@ runtime_preflight crun
 
 if ! command -v crun >/dev/null 2>&1; then
   log "installing crun"
-  export DEBIAN_FRONTEND=noninteractive
   apt_get update -qq
   apt_get install -y -qq --no-install-recommends crun >/dev/null
 fi

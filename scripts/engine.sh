@@ -27,7 +27,6 @@ if ! command -v dockerd >/dev/null 2>&1; then
     exit 1
   fi
   log "installing docker.io"
-  export DEBIAN_FRONTEND=noninteractive
   apt_get update -qq
   apt_get install -y -qq docker.io >/dev/null
 fi

@@ -9,7 +9,6 @@ cd "$(dirname "$0")/.."
 
 if ! command -v pyflakes3 >/dev/null 2>&1; then
   echo "lint-python: installing pyflakes3" >&2
-  export DEBIAN_FRONTEND=noninteractive
   apt_get install -y -qq --no-install-recommends pyflakes3 >/dev/null 2>&1 || {
     apt_get update -qq
     apt_get install -y -qq --no-install-recommends pyflakes3 >/dev/null

@@ -75,7 +75,6 @@ if [ "$mode" = rootless ]; then
 fi
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
   apt_get update -qq
   apt_get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi

@@ -49,7 +49,6 @@ fi
 if [ -z "$path" ]; then
   if ! command -v runsc >/dev/null 2>&1; then
     log "installing runsc"
-    export DEBIAN_FRONTEND=noninteractive
     apt_get install -y -qq --no-install-recommends runsc >/dev/null 2>&1 || {
       apt_get update -qq
       apt_get install -y -qq --no-install-recommends runsc >/dev/null

@@ -43,7 +43,6 @@ install_sshd() {
     chmod +x /usr/sbin/policy-rc.d
     guard=1
   fi
-  export DEBIAN_FRONTEND=noninteractive
   local rc=0
   { apt_get install -y -qq openssh-server >/dev/null 2>&1 ||
     { apt_get update -qq && apt_get install -y -qq openssh-server >/dev/null; }; } || rc=$?
