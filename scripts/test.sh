@@ -20,7 +20,7 @@ trap finish EXIT
 
 # Steps run beside the others: `beside NAME CMD...` starts CMD in a session of its own, its
 # output to a file; `join_beside NAME` (a step of its own: the wait is its time) waits for it,
-# prints its output, what it took and when, and fails the run when it failed. Two run so:
+# prints its output and what it took, and fails the run when it failed. Two run so:
 # the images (the sandbox image, then the standalone one, whose server build is the longest
 # part of a fresh machine's image step), beside the linters, which need no image; and the
 # Kubernetes step (a cluster of its own, with its own containerd: nothing the other steps
