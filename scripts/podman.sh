@@ -22,7 +22,10 @@
 # --stop-service stops the rootful service this script started (its pid file) and waits
 # until it has exited, as a service manager's restart would; running the script again
 # starts it. The engine-restart test (scripts/test.sh) uses the pair; containers keep
-# running meanwhile (conmon holds them), only the API goes away.
+# running meanwhile (conmon holds them), only the API goes away. scripts/test.sh also
+# calls it when the Podman steps are done, and `--stop-service --rootless` after the
+# rootless one (which also ends the rootless user's other processes: podman's pause
+# process), so that no service of ours outlives the tests.
 #
 # --rootless does the same configuration and image steps (the configuration applies to
 # rootless podman too), and additionally creates the user $MCP_EXEC_ROOTLESS_USER (mcp-exec-rootless)
@@ -39,15 +42,20 @@ log() { echo "podman: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 mode=rootful
-case "${1:-}" in
-  "") ;;
-  --rootless) mode=rootless ;;
-  --stop-service) mode=stop ;;
-  *) die "usage: $0 [--rootless | --stop-service]" ;;
+case "${1:-} ${2:-}" in
+  " ") ;;
+  "--rootless ") mode=rootless ;;
+  "--stop-service ") mode=stop ;;
+  "--stop-service --rootless") mode=stop-rootless ;;
+  *) die "usage: $0 [--rootless | --stop-service [--rootless]]" ;;
 esac
+ruser=${MCP_EXEC_ROOTLESS_USER:-mcp-exec-rootless}
 
-if [ "$mode" = stop ]; then
-  pid=$(cat /run/podman/mcp-exec-service.pid 2>/dev/null || true)
+# stop_service PIDFILE: stops the service recorded there if it is still the one this script
+# started (not a reused pid) and waits until it has gone.
+stop_service() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null || true)
   if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'podman system service'; then
     kill -TERM "$pid"
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -56,13 +64,30 @@ if [ "$mode" = stop ]; then
     fi
     log "service $pid stopped"
   fi
+  rm -f "$1"
+}
+if [ "$mode" = stop ]; then
+  stop_service /run/podman/mcp-exec-service.pid
+  exit 0
+fi
+# --stop-service --rootless: the rootless service, then whatever else runs as the user this
+# script created for it (podman's pause process, which holds the user namespace): the user
+# is ours alone, so nothing of it outlives the tests.
+if [ "$mode" = stop-rootless ]; then
+  ruid=$(id -u "$ruser" 2>/dev/null) || exit 0
+  stop_service "/run/user/$ruid/mcp-exec-service.pid"
+  if pgrep -u "$ruid" >/dev/null; then
+    pkill -TERM -u "$ruid" || true
+    for _ in $(seq 1 50); do pgrep -u "$ruid" >/dev/null || break; sleep 0.1; done
+    pkill -KILL -u "$ruid" 2>/dev/null || true
+    log "$ruser's remaining processes stopped"
+  fi
   exit 0
 fi
 
 image=${MCP_EXEC_IMAGE:-$(cat images/python-sandbox/TAG)}
 conf=/etc/containers/containers.conf.d/50-mcp-exec.conf
 service_log=${MCP_EXEC_PODMAN_LOG:-/var/log/mcp-exec-podman.log}
-ruser=${MCP_EXEC_ROOTLESS_USER:-mcp-exec-rootless}
 
 [ "$(id -u)" = 0 ] || die "run as root (it installs packages, writes /etc/containers and starts the service)"
 

@@ -254,6 +254,9 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
   if [ "$left" != 0 ]; then
     echo "$left sandbox containers were left in podman:"; podman ps -a --filter label=dev.mcp-exec.role=sandbox; exit 1
   fi
+  # The service, started by scripts/podman.sh above, is not left running (the next run
+  # of the script starts it again).
+  bash scripts/podman.sh --stop-service
 
   if [ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ]; then
     step "podman (rootless, cgroup v1): sandboxes run, the dropped limits are reported, the server refuses"
@@ -269,6 +272,7 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
     if [ "$left" != 0 ]; then
       echo "$left sandbox containers were left in $ruser's podman"; exit 1
     fi
+    bash scripts/podman.sh --stop-service --rootless
   fi
 fi
 
