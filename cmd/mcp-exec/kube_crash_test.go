@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/kube"
@@ -23,7 +23,7 @@ import (
 // docs/deploy/kubernetes applied (the launcher/kube tests apply it).
 func TestKubeRestartReapsOrphans(t *testing.T) {
 	kc, rc := kubeTestCluster(t)
-	admin := kubernetes.NewForConfigOrDie(rc)
+	admin := corev1client.NewForConfigOrDie(rc)
 	const ns = kube.DefaultNamespace // docs/deploy/kubernetes' sandbox namespace
 	bin := e2eBuild(t)
 	instance := "test-crash-reap-kube"
@@ -53,7 +53,7 @@ func TestKubeRestartReapsOrphans(t *testing.T) {
 	if slices.Contains(list(), orphan) {
 		t.Errorf("after restart: the orphan %s is still there, want it deleted before serving", orphan)
 	}
-	if _, err := admin.CoreV1().Pods(ns).Get(t.Context(), other, metav1.GetOptions{}); err != nil {
+	if _, err := admin.Pods(ns).Get(t.Context(), other, metav1.GetOptions{}); err != nil {
 		t.Errorf("another instance's pod: %v, want it untouched", err)
 	}
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -185,9 +185,9 @@ func kubeToolCaller(t *testing.T, cs *mcp.ClientSession) func(name string, args 
 // kubeInstancePods lists the names of instance's sandbox pods, shared session pods
 // included (kube.Backend.List leaves those out: they are every replica's).
 func kubeInstancePods(t *testing.T, rc *rest.Config, instance string) func() []string {
-	cs := kubernetes.NewForConfigOrDie(rc)
+	cs := corev1client.NewForConfigOrDie(rc)
 	return func() []string {
-		pods, err := cs.CoreV1().Pods(kube.DefaultNamespace).List(t.Context(),
+		pods, err := cs.Pods(kube.DefaultNamespace).List(t.Context(),
 			metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + instance})
 		if err != nil {
 			t.Fatal(err)
@@ -207,7 +207,7 @@ func kubeInstancePods(t *testing.T, rc *rest.Config, instance string) func() []s
 // documented annotations (hashes, deadlines, its count, a claim).
 func kubeNoHandleOnPods(t *testing.T, rc *rest.Config, instance, handle string) {
 	t.Helper()
-	pods, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Pods(kube.DefaultNamespace).List(t.Context(),
+	pods, err := corev1client.NewForConfigOrDie(rc).Pods(kube.DefaultNamespace).List(t.Context(),
 		metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + instance})
 	if err != nil {
 		t.Fatal(err)

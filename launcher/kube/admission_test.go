@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
@@ -162,7 +161,7 @@ var dryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 // deleted namespace would stay Terminating).
 var policyTestNamespaces = []string{"mcp-exec-admission-test", "mcp-exec-admission-test-userns"}
 
-func bindPolicyToTestNamespaces(t *testing.T, admin kubernetes.Interface) {
+func bindPolicyToTestNamespaces(t *testing.T, admin clients) {
 	t.Helper()
 	cfg := adminConfig(t)
 	for i, name := range policyTestNamespaces {
@@ -209,8 +208,8 @@ func bindPolicyToTestNamespaces(t *testing.T, admin kubernetes.Interface) {
 func TestManifestsAdmission(t *testing.T) {
 	cfg := adminConfig(t)
 	applyBase(t, cfg)
-	admin := kubernetes.NewForConfigOrDie(cfg)
-	sa := kubernetes.NewForConfigOrDie(asServiceAccount(cfg))
+	admin := mustClients(cfg)
+	sa := mustClients(asServiceAccount(cfg))
 	bindPolicyToTestNamespaces(t, admin)
 	alone, userns := policyTestNamespaces[0], policyTestNamespaces[1]
 
@@ -312,8 +311,8 @@ func TestManifestsAdmission(t *testing.T) {
 func TestManifestsSecretUnreachable(t *testing.T) {
 	cfg := adminConfig(t)
 	applyBase(t, cfg)
-	admin := kubernetes.NewForConfigOrDie(cfg)
-	sa := kubernetes.NewForConfigOrDie(asServiceAccount(cfg))
+	admin := mustClients(cfg)
+	sa := mustClients(asServiceAccount(cfg))
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tokenSecret}, StringData: map[string]string{"token": "not-a-real-token"}}
 	if _, err := admin.CoreV1().Secrets(serverNamespace).Create(t.Context(), secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/klog/v2"
@@ -32,8 +32,12 @@ import (
 // (pods/attach, SPDY), and deletes it. It satisfies launcher.Backend. Its requests are exactly
 // those the Role in docs/deploy/kubernetes allows.
 type Backend struct {
-	cfg  *rest.Config
-	cs   kubernetes.Interface
+	cfg *rest.Config
+	// core is client-go's typed client of the core/v1 API group, the one group the backend
+	// calls (pods, their attach and portforward, and /version through its REST client): not
+	// the whole clientset, whose other groups would add about a hundred packages to every
+	// build of the server.
+	core corev1client.CoreV1Interface
 	opts Options
 	log  zerolog.Logger
 
@@ -51,11 +55,11 @@ func New(cfg *rest.Config, opts Options, log zerolog.Logger) (*Backend, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "mcp-exec"
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("making a Kubernetes client: %w", err)
 	}
-	return &Backend{cfg: cfg, cs: cs, opts: opts.withDefaults(), log: log}, nil
+	return &Backend{cfg: cfg, core: core, opts: opts.withDefaults(), log: log}, nil
 }
 
 // Namespace is where the sandbox pods are made.
@@ -82,7 +86,7 @@ func (b *Backend) classify(err error) error {
 
 // Ping checks that the API server answers.
 func (b *Backend) Ping(ctx context.Context) error {
-	_, err := b.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	_, err := b.core.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	return b.classify(err)
 }
 
@@ -95,7 +99,7 @@ func (b *Backend) ImageID(ctx context.Context, image string) (string, error) {
 
 // Name identifies the cluster, e.g. "Kubernetes v1.34.4 at https://127.0.0.1:16443, namespace mcp-exec-sandbox".
 func (b *Backend) Name(ctx context.Context) (string, error) {
-	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	raw, err := b.core.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
 		return "", b.classify(err)
 	}
@@ -122,7 +126,7 @@ func (b *Backend) Create(ctx context.Context, spec backend.Spec) (string, error)
 	// server shut down while its pool refilled). It is quick; the caller honours ctx after.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
-	pod, err := b.cs.CoreV1().Pods(b.opts.Namespace).Create(cctx, PodSpec(spec, b.opts), metav1.CreateOptions{})
+	pod, err := b.core.Pods(b.opts.Namespace).Create(cctx, PodSpec(spec, b.opts), metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("creating pod in namespace %s: %w", b.opts.Namespace, b.classify(err))
 	}
@@ -185,7 +189,7 @@ func (b *Backend) Reattach(ctx context.Context, id string, stdout, stderr io.Wri
 
 // attach attaches to the pod and writes prefix and a fresh seal key as its first line.
 func (b *Backend) attach(ctx context.Context, id string, stdout, stderr io.Writer, prefix string) (backend.Conn, error) {
-	req := b.cs.CoreV1().RESTClient().Post().Namespace(b.opts.Namespace).Resource("pods").Name(id).SubResource("attach").
+	req := b.core.RESTClient().Post().Namespace(b.opts.Namespace).Resource("pods").Name(id).SubResource("attach").
 		VersionedParams(&corev1.PodAttachOptions{Container: containerName, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	exec, err := remotecommand.NewSPDYExecutor(b.cfg, "POST", req.URL())
 	if err != nil {
@@ -254,7 +258,7 @@ func (c *conn) Done() <-chan struct{} { return c.done }
 func (b *Backend) waitRunning(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
-	pods := b.cs.CoreV1().Pods(b.opts.Namespace)
+	pods := b.core.Pods(b.opts.Namespace)
 	sel := fields.OneTermEqualSelector("metadata.name", id).String()
 	for {
 		list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: sel})
@@ -357,7 +361,7 @@ func (b *Backend) Kill(ctx context.Context, id string) error {
 // Inspect reports how the pod's container ended. A pod that is gone is backend.ErrNotFound
 // (it was deleted from outside, or evicted and removed).
 func (b *Backend) Inspect(ctx context.Context, id string) (backend.Exit, error) {
-	pod, err := b.cs.CoreV1().Pods(b.opts.Namespace).Get(ctx, id, metav1.GetOptions{})
+	pod, err := b.core.Pods(b.opts.Namespace).Get(ctx, id, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return backend.Exit{}, fmt.Errorf("pod %s is gone (deleted from outside, or evicted and removed): %w", id, b.classify(err))
 	}
@@ -387,7 +391,7 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 	b.takeEgress(id) // made, never started
 	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		err := b.classify(b.cs.CoreV1().Pods(b.opts.Namespace).Delete(ctx, id, opts))
+		err := b.classify(b.core.Pods(b.opts.Namespace).Delete(ctx, id, opts))
 		if err == nil || !errors.Is(err, backend.ErrEngineUnavailable) {
 			return err
 		}
@@ -404,7 +408,7 @@ func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
 	sel := labels.SelectorFromSet(labels.Set{backend.LabelRole: backend.RoleSandbox, backend.LabelInstance: instance})
 	// A shared session's pod belongs to every replica (backend.LabelSessionKey): "!key"
 	// selects the pods without that label.
-	list, err := b.cs.CoreV1().Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String() + ",!" + backend.LabelSessionKey})
+	list, err := b.core.Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String() + ",!" + backend.LabelSessionKey})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods in namespace %s: %w", b.opts.Namespace, b.classify(err))
 	}
@@ -429,7 +433,7 @@ func (b *Backend) LimitsHint() string {
 func (b *Backend) AwaitGone(ctx context.Context, id string) error {
 	sel := labels.SelectorFromSet(labels.Set{backend.LabelRole: backend.RoleSandbox}).String()
 	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		list, err := b.cs.CoreV1().Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		list, err := b.core.Pods(b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return fmt.Errorf("listing pods: %w", b.classify(err))
 		}

@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -32,11 +31,11 @@ func adminConfig(t testing.TB) *rest.Config {
 	if err != nil {
 		t.Fatalf("loading %s=%s: %v", envKubeconfig, path, err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := newClients(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.Discovery().ServerVersion(); err != nil {
+	if _, err := cs.CoreV1().RESTClient().Get().AbsPath("/version").DoRaw(t.Context()); err != nil {
 		t.Fatalf("the test cluster (%s=%s) does not answer: %v", envKubeconfig, path, err)
 	}
 	return cfg

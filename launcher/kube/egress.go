@@ -146,7 +146,7 @@ func (t *tunnels) dial() (httpstream.Connection, error) {
 	if err != nil {
 		return nil, fmt.Errorf("port-forward transport: %w", err)
 	}
-	req := t.b.cs.CoreV1().RESTClient().Post().Namespace(t.b.opts.Namespace).Resource("pods").Name(t.pod).SubResource("portforward")
+	req := t.b.core.RESTClient().Post().Namespace(t.b.opts.Namespace).Resource("pods").Name(t.pod).SubResource("portforward")
 	c, _, err := spdy.NewDialer(up, &http.Client{Transport: rt}, http.MethodPost, req.URL()).Dial(portforward.PortForwardProtocolV1Name)
 	if err != nil {
 		return nil, fmt.Errorf("port-forward to pod %s: %w", t.pod, err)

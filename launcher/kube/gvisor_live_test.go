@@ -11,7 +11,6 @@ import (
 
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 )
@@ -129,7 +128,7 @@ func TestLiveGVisor(t *testing.T) {
 // gVisor gives sandboxes gVisor's kernel while the server takes them for Linux's: the start-up
 // check refuses, naming the mismatch (no override), rather than assert the wrong kernel.
 func TestLiveGVisorMisnamed(t *testing.T) {
-	admin := kubernetes.NewForConfigOrDie(adminConfig(t))
+	admin := mustClients(adminConfig(t))
 	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "mcp-exec-test-sandboxed"}, Handler: "runsc"}
 	if _, err := admin.NodeV1().RuntimeClasses().Create(t.Context(), rc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating RuntimeClass %s: %v", rc.Name, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
@@ -28,13 +27,13 @@ func testInstance(t testing.TB) string {
 
 // testLauncher is a launcher on the Kubernetes backend of the test cluster, acting as the
 // server's ServiceAccount. At its end it is closed and no pod of its instance may be left.
-func testLauncher(t testing.TB, opts launcher.Options) (*launcher.Launcher, *Backend, kubernetes.Interface) {
+func testLauncher(t testing.TB, opts launcher.Options) (*launcher.Launcher, *Backend, clients) {
 	t.Helper()
 	return testLauncherWith(t, Options{}, opts)
 }
 
 // testLauncherWith is testLauncher with the backend's own options.
-func testLauncherWith(t testing.TB, kopts Options, opts launcher.Options) (*launcher.Launcher, *Backend, kubernetes.Interface) {
+func testLauncherWith(t testing.TB, kopts Options, opts launcher.Options) (*launcher.Launcher, *Backend, clients) {
 	t.Helper()
 	be, admin := liveBackend(t, kopts)
 	if opts.Image == "" {
@@ -68,7 +67,7 @@ func testLauncherWith(t testing.TB, kopts Options, opts launcher.Options) (*laun
 	return l, be, admin
 }
 
-func instancePods(t testing.TB, admin kubernetes.Interface, instance string) []string {
+func instancePods(t testing.TB, admin clients, instance string) []string {
 	t.Helper()
 	list, err := admin.CoreV1().Pods(sandboxNamespace).List(context.Background(),
 		metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + instance})
@@ -84,7 +83,7 @@ func instancePods(t testing.TB, admin kubernetes.Interface, instance string) []s
 
 // assertNoPods fails if a pod of instance is still in the API server a few seconds on (the
 // launcher removes pods in the background).
-func assertNoPods(t testing.TB, admin kubernetes.Interface, instance string) {
+func assertNoPods(t testing.TB, admin clients, instance string) {
 	t.Helper()
 	var left []string
 	for i := 0; i < 100; i++ {
@@ -241,7 +240,7 @@ func TestLauncherPodDeletedMidExec(t *testing.T) {
 
 // containerRunning reports whether the pod's container has started (a pod deleted
 // before that fails the start, not the run: "sandbox not found").
-func containerRunning(admin kubernetes.Interface, name string) bool {
+func containerRunning(admin clients, name string) bool {
 	p, err := admin.CoreV1().Pods(sandboxNamespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return false

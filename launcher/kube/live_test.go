@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
@@ -19,14 +19,14 @@ import (
 
 // liveBackend returns a Backend on the test cluster that acts as the server's ServiceAccount
 // (impersonated), so every request it makes must be allowed by docs/deploy/kubernetes' Role.
-func liveBackend(t testing.TB, opts Options) (*Backend, kubernetes.Interface) {
+func liveBackend(t testing.TB, opts Options) (*Backend, clients) {
 	t.Helper()
 	cfg := adminConfig(t)
 	applyBase(t, cfg)
 	return newLiveBackend(t, cfg, opts)
 }
 
-func newLiveBackend(t testing.TB, cfg *rest.Config, opts Options) (*Backend, kubernetes.Interface) {
+func newLiveBackend(t testing.TB, cfg *rest.Config, opts Options) (*Backend, clients) {
 	if opts.Namespace == "" {
 		opts.Namespace = sandboxNamespace
 	}
@@ -37,7 +37,7 @@ func newLiveBackend(t testing.TB, cfg *rest.Config, opts Options) (*Backend, kub
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, kubernetes.NewForConfigOrDie(cfg)
+	return b, mustClients(cfg)
 }
 
 // sealed prefixes a test program (which is not the bootstrap) with what the bootstrap does

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 )
@@ -118,7 +118,7 @@ func applyBase(t testing.TB, cfg *rest.Config) {
 			}
 		}
 	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	cs := mustClients(cfg)
 	for _, ns := range []string{serverNamespace, sandboxNamespace} {
 		ensureDefaultServiceAccount(t, cs, ns)
 	}
@@ -126,7 +126,7 @@ func applyBase(t testing.TB, cfg *rest.Config) {
 }
 
 // ensureDefaultServiceAccount creates the ServiceAccount default of ns, which pod admission needs.
-func ensureDefaultServiceAccount(t testing.TB, cs kubernetes.Interface, ns string) {
+func ensureDefaultServiceAccount(t testing.TB, cs clients, ns string) {
 	t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -145,7 +145,7 @@ func refusedByPolicy(err error) bool {
 
 // awaitPolicy waits until the API server enforces the admission policy in ns (it takes the policy
 // and its binding from its informers, a moment after they are made): an unlabelled pod is refused.
-func awaitPolicy(t testing.TB, cs kubernetes.Interface, ns string) {
+func awaitPolicy(t testing.TB, cs clients, ns string) {
 	t.Helper()
 	pod := PodSpec(testSpec(), Options{Namespace: ns})
 	pod.Labels = nil
@@ -188,7 +188,7 @@ func TestManifestsDryRun(t *testing.T) {
 func TestManifestsPodSecurity(t *testing.T) {
 	cfg := adminConfig(t)
 	applyBase(t, cfg)
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	cs := mustClients(cfg)
 	for _, ns := range []string{serverNamespace, sandboxNamespace} {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "not-restricted"},
@@ -216,7 +216,7 @@ func (a access) String() string {
 // can asks the API server whether the server's ServiceAccount may do a (a SubjectAccessReview,
 // what `kubectl auth can-i --as=system:serviceaccount:mcp-exec:mcp-exec` asks). The account is of
 // the server's namespace, whichever namespace it acts in.
-func can(t *testing.T, cs kubernetes.Interface, a access) bool {
+func can(t *testing.T, cs clients, a access) bool {
 	t.Helper()
 	group := ""
 	if a.resource == "deployments" {
@@ -244,7 +244,7 @@ func can(t *testing.T, cs kubernetes.Interface, a access) bool {
 func TestManifestsRBAC(t *testing.T) {
 	cfg := adminConfig(t)
 	applyBase(t, cfg)
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	cs := mustClients(cfg)
 	ns, own := sandboxNamespace, serverNamespace
 	for _, a := range []access{
 		{ns, "create", "pods", ""}, {ns, "get", "pods", ""}, {ns, "list", "pods", ""},
@@ -303,7 +303,7 @@ func TestManifestsRBAC(t *testing.T) {
 // (SelfSubjectRulesReview, made as the ServiceAccount).
 func rulesIn(t *testing.T, cfg *rest.Config, ns string) []string {
 	t.Helper()
-	sa := kubernetes.NewForConfigOrDie(asServiceAccount(cfg))
+	sa := mustClients(asServiceAccount(cfg))
 	rr, err := sa.AuthorizationV1().SelfSubjectRulesReviews().Create(t.Context(),
 		&authv1.SelfSubjectRulesReview{Spec: authv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
@@ -42,7 +41,7 @@ func wantLiveState(t *testing.T, res launcher.Result, state, stdout string) {
 }
 
 // sessionPods lists the instance's pods that carry the session expiry label.
-func sessionPods(t *testing.T, admin kubernetes.Interface, instance string) map[string]string {
+func sessionPods(t *testing.T, admin clients, instance string) map[string]string {
 	t.Helper()
 	list, err := admin.CoreV1().Pods(sandboxNamespace).List(context.Background(),
 		metav1.ListOptions{LabelSelector: backend.LabelInstance + "=" + instance + "," + launcher.LabelSessionExpires})
@@ -74,10 +73,10 @@ func TestLiveSession(t *testing.T) {
 // docs/sessions.md); this shows what the launcher does there.
 func TestLiveGVisorSession(t *testing.T) {
 	l := gvisorLauncher(t, gvisorRuntimeClass, launcher.Options{Pids: gvisorPids})
-	liveSession(t, l, kubernetes.NewForConfigOrDie(adminConfig(t)))
+	liveSession(t, l, mustClients(adminConfig(t)))
 }
 
-func liveSession(t *testing.T, l *launcher.Launcher, admin kubernetes.Interface) {
+func liveSession(t *testing.T, l *launcher.Launcher, admin clients) {
 	inst := l.Options().Instance
 	expires := time.Now().Add(time.Hour).Truncate(time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

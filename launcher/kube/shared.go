@@ -203,7 +203,7 @@ func sessionAnnotations(handle, owner string, idle time.Duration, idleUntil, exp
 // find returns handle's pod, checked against the stored hashes (constant time).
 // Another identity's session is ErrSessionGone, as is none.
 func (s *SharedSessions) find(ctx context.Context, handle, owner string) (*corev1.Pod, error) {
-	list, err := s.b.cs.CoreV1().Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{
+	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: backend.LabelSessionKey + "=" + SessionKey(handle)})
 	if err != nil {
 		return nil, fmt.Errorf("looking up the session: %w", s.b.classify(err))
@@ -276,7 +276,7 @@ func (s *SharedSessions) claim(ctx context.Context, handle, owner string, timeou
 		return "", "", SessionInfo{}, fmt.Errorf("making a claim token: %w", err)
 	}
 	token := hex.EncodeToString(tok)
-	pods := s.b.cs.CoreV1().Pods(s.b.opts.Namespace)
+	pods := s.b.core.Pods(s.b.opts.Namespace)
 	for try := 0; ; try++ {
 		p, err := s.find(ctx, handle, owner)
 		if err != nil {
@@ -312,7 +312,7 @@ func (s *SharedSessions) claim(ctx context.Context, handle, owner string, timeou
 
 // release ends the claim token on pod name and restarts the idle clock.
 func (s *SharedSessions) release(ctx context.Context, name, token string) (time.Time, error) {
-	pods := s.b.cs.CoreV1().Pods(s.b.opts.Namespace)
+	pods := s.b.core.Pods(s.b.opts.Namespace)
 	for try := 0; try <= claimTries; try++ {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -431,7 +431,7 @@ func (s *SharedSessions) Close(ctx context.Context, handle, owner string) (bool,
 // resourceVersion: a call that claimed it meanwhile wins).
 func (s *SharedSessions) deleteIf(ctx context.Context, p *corev1.Pod, why string) bool {
 	rv := p.ResourceVersion
-	err := s.b.cs.CoreV1().Pods(s.b.opts.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+	err := s.b.core.Pods(s.b.opts.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr(int64(0)),
 		Preconditions:      &metav1.Preconditions{UID: &p.UID, ResourceVersion: &rv},
 	})
@@ -452,7 +452,7 @@ func (s *SharedSessions) deleteIf(ctx context.Context, p *corev1.Pod, why string
 // past its maximum lifetime, idle past its idle deadline, claimed by a call whose claim
 // ran out (its replica went away), ended, or unreadable. It returns how many it deleted.
 func (s *SharedSessions) Sweep(ctx context.Context) (int, error) {
-	list, err := s.b.cs.CoreV1().Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
+	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
 	if err != nil {
 		return 0, fmt.Errorf("listing shared sessions: %w", s.b.classify(err))
 	}
@@ -497,7 +497,7 @@ func dueWhy(st state, now time.Time) string {
 // --max-sessions-per-identity, which on Kubernetes bound every replica's sessions
 // together.
 func (s *SharedSessions) Count(ctx context.Context, owner string) (all, owned int, err error) {
-	list, err := s.b.cs.CoreV1().Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
+	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
 	if err != nil {
 		return 0, 0, fmt.Errorf("counting shared sessions: %w", s.b.classify(err))
 	}

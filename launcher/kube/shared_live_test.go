@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
@@ -25,7 +24,7 @@ func testHandle() string {
 }
 
 // sharedPods lists the shared session pods of handle not being deleted.
-func sharedPods(t *testing.T, admin kubernetes.Interface, handle string) []string {
+func sharedPods(t *testing.T, admin clients, handle string) []string {
 	t.Helper()
 	list, err := admin.CoreV1().Pods(sandboxNamespace).List(context.Background(),
 		metav1.ListOptions{LabelSelector: backend.LabelSessionKey + "=" + SessionKey(handle)})

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
+
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -25,16 +25,16 @@ import (
 )
 
 // The store of shared sessions (shared.go) against an API whose updates and deletes honour
-// resourceVersion as the API server's do: the fake clientset's tracker does not, so a
+// resourceVersion as the API server's do: client-go's fake object tracker does not, so a
 // reactor adds it. The whole path, with pods, is TestLiveSharedSession on the test cluster.
 
 var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
-// casClient is a fake clientset whose pod updates are compare-and-swap on the
+// casClient is a fake core/v1 client whose pod updates are compare-and-swap on the
 // resourceVersion (a mismatch is a Conflict; each update moves it), as are deletes with a
 // resourceVersion precondition. bump, when set, is called before each update is decided.
-func casClient(t *testing.T, bump func(tr k8stesting.ObjectTracker)) *fake.Clientset {
-	cs := fake.NewClientset()
+func casClient(t *testing.T, bump func(tr k8stesting.ObjectTracker)) *fakeCore {
+	cs := newFakeCore()
 	tr := cs.Tracker()
 	var rv atomic.Int64
 	rv.Store(100)
@@ -74,12 +74,12 @@ func casClient(t *testing.T, bump func(tr k8stesting.ObjectTracker)) *fake.Clien
 
 type fakeReplicas struct {
 	t   *testing.T
-	cs  *fake.Clientset
+	cs  *fakeCore
 	now time.Time
 }
 
 func (f *fakeReplicas) replica() *SharedSessions {
-	b := &Backend{cfg: &rest.Config{Host: "https://fake"}, cs: f.cs, opts: Options{Namespace: "ns"}.withDefaults(), log: zerolog.Nop()}
+	b := &Backend{cfg: &rest.Config{Host: "https://fake"}, core: f.cs.CoreV1(), opts: Options{Namespace: "ns"}.withDefaults(), log: zerolog.Nop()}
 	return &SharedSessions{b: b, log: zerolog.Nop(), now: func() time.Time { return f.now }}
 }
 
@@ -259,7 +259,7 @@ func TestSharedSweep(t *testing.T) {
 // TestListLeavesOutSharedSessions: an instance's List (its reaper's, its shutdown's)
 // names its own pods, never a shared session's, which every replica serves.
 func TestListLeavesOutSharedSessions(t *testing.T) {
-	cs := fake.NewClientset()
+	cs := newFakeCore()
 	mk := func(name string, extra map[string]string) {
 		l := map[string]string{backend.LabelRole: backend.RoleSandbox, backend.LabelInstance: "a"}
 		maps.Copy(l, extra)
@@ -270,7 +270,7 @@ func TestListLeavesOutSharedSessions(t *testing.T) {
 	mk("one-shot", nil)
 	mk("shared", map[string]string{backend.LabelSessionKey: SessionKey(testHandle())})
 	mk("other", map[string]string{backend.LabelInstance: "b"})
-	b := &Backend{cfg: &rest.Config{Host: "https://fake"}, cs: cs, opts: Options{Namespace: "ns"}.withDefaults(), log: zerolog.Nop()}
+	b := &Backend{cfg: &rest.Config{Host: "https://fake"}, core: cs.CoreV1(), opts: Options{Namespace: "ns"}.withDefaults(), log: zerolog.Nop()}
 	got, err := b.List(t.Context(), "a")
 	if err != nil || !slices.Equal(got, []string{"one-shot"}) {
 		t.Fatalf("List(a): %v, %v; want [one-shot]", got, err)
