@@ -370,6 +370,11 @@ func TestVerifyLimits(t *testing.T) {
 	if bad := l.Unenforced(Limits{Memory: -1, Pids: -1, CPUQuota: -1, CPUPeriod: 100000}); len(bad) != 3 {
 		t.Errorf("unenforced limits: got %q, want all three", bad)
 	}
+	// Under gVisor, how the memory probe's child ended is in the report.
+	probe := "a child touching twice that got MemoryError after 296 MiB, and was not killed"
+	if bad := l.Unenforced(Limits{Memory: -1, MemoryProbe: probe, Pids: 64, CPUQuota: lim.CPUPeriod / 2, CPUPeriod: lim.CPUPeriod}); len(bad) != 1 || !strings.Contains(bad[0], "sees unlimited: "+probe) {
+		t.Errorf("unenforced limits with a memory probe: got %q, want memory alone, with the probe", bad)
+	}
 }
 
 // TestOpenFilesFlushedAtExit: files the program leaves open, with data still in their

@@ -43,6 +43,9 @@ type Limits struct {
 	// Runtime is "gvisor" when the sandbox's kernel is gVisor's: memory and pids were
 	// then also tried (limits.py), not only read.
 	Runtime string `json:"runtime"`
+	// MemoryProbe, under gVisor when the memory limit did not hold: how the child that
+	// touched twice the limit ended instead of being SIGKILLed (limits.py).
+	MemoryProbe string `json:"memory_probe,omitempty"`
 }
 
 // MeasureLimits runs a sandbox that reports the limits it actually runs under.
@@ -63,7 +66,11 @@ func (l *Launcher) Unenforced(lim Limits) []string {
 	o := l.opts
 	var bad []string
 	if lim.Memory < 0 || lim.Memory > o.Memory {
-		bad = append(bad, fmt.Sprintf("memory (configured %d bytes, sandbox sees %s)", o.Memory, limitText(lim.Memory)))
+		seen := limitText(lim.Memory)
+		if lim.MemoryProbe != "" {
+			seen += ": " + lim.MemoryProbe
+		}
+		bad = append(bad, fmt.Sprintf("memory (configured %d bytes, sandbox sees %s)", o.Memory, seen))
 	}
 	if lim.Pids < 0 || lim.Pids > o.Pids {
 		how := "sees"

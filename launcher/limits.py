@@ -10,7 +10,8 @@
 # Under gVisor the cgroup files are gVisor's own, showing what runsc was told, and the
 # process limit is RLIMIT_NPROC in gVisor's kernel; so the memory and process limits
 # are also tried: a child that touches twice the memory limit must be killed, and
-# threads must stop at the process limit. What was seen replaces the values read.
+# threads must stop at the process limit. What was seen replaces the values read, and
+# memory_probe says how the child ended when it was not killed.
 import json
 import os
 import sys
@@ -43,18 +44,36 @@ def gvisor():
 
 
 def memory_holds(limit):
-    """A child touching twice limit bytes is killed (SIGKILL)."""
+    """A child touching twice limit bytes is killed (SIGKILL). Returns None when it was,
+    else how the child ended, for the report (memory_probe)."""
+    r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(r)
+        got, code = 0, 3
         try:
-            chunks, got = [], 0
+            chunks = []
             while got < 2 * limit:
                 chunks.append(b"\1" * (8 << 20))
                 got += 8 << 20
+        except MemoryError:
+            code = 4
         finally:
-            os._exit(3)
+            try:
+                os.write(w, str(got >> 20).encode())
+            finally:
+                os._exit(code)
+    os.close(w)
     _, st = os.waitpid(pid, 0)
-    return os.WIFSIGNALED(st) and os.WTERMSIG(st) == 9
+    touched = os.read(r, 32).decode() or "?"
+    os.close(r)
+    if os.WIFSIGNALED(st) and os.WTERMSIG(st) == 9:
+        return None
+    if os.WIFSIGNALED(st):
+        return "a child touching twice that was ended by signal %d, not SIGKILL" % os.WTERMSIG(st)
+    if os.WEXITSTATUS(st) == 4:
+        return "a child touching twice that got MemoryError after %s MiB, and was not killed" % touched
+    return "a child touched twice that (%s MiB) and exited %d, not killed" % (touched, os.WEXITSTATUS(st))
 
 
 PIDS_PROBE_MAX = 4096
@@ -78,12 +97,14 @@ def threads_stop_at():
     return -1 if len(started) >= PIDS_PROBE_MAX else len(started)
 
 
-runtime, measured = "linux", False
+runtime, measured, probe = "linux", False, None
 if gvisor():
     import resource
     runtime = "gvisor"
-    if mem > 0 and not memory_holds(mem):
-        mem = -1
+    if mem > 0:
+        probe = memory_holds(mem)
+        if probe is not None:
+            mem = -1
     nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
     stop = threads_stop_at()
     # The bootstrap and this program count as two; threads stop one short of the rest.
@@ -92,6 +113,9 @@ elif pids < 0:
     # The bootstrap and this program count as two tasks besides the threads.
     stop = threads_stop_at()
     measured, pids = True, (-1 if stop < 0 else stop + 2)
-print(json.dumps({"memory": mem, "pids": pids, "pids_measured": measured,
-                  "cpu_quota": quota, "cpu_period": period, "runtime": runtime}))
+out = {"memory": mem, "pids": pids, "pids_measured": measured,
+       "cpu_quota": quota, "cpu_period": period, "runtime": runtime}
+if probe is not None:
+    out["memory_probe"] = probe
+print(json.dumps(out))
 sys.stdout.flush()

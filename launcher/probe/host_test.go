@@ -1,7 +1,9 @@
 package probe
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,24 +132,43 @@ func TestHostEvidenceNoHostView(t *testing.T) {
 }
 
 func TestHostCPU(t *testing.T) {
-	defer func(w time.Duration) { cpuWindow = w }(cpuWindow)
-	cpuWindow = 500 * time.Millisecond
+	defer func(w time.Duration, n int, wait func(context.Context) error) {
+		cpuWindow, cpuWindows, cpuWait = w, n, wait
+	}(cpuWindow, cpuWindows, cpuWait)
+	cpuWindow, cpuWindows = 200*time.Millisecond, 3
 	id := strings.Repeat("ab", 32)
-	p := Params{Memory: 256 << 20, Pids: 128, CPUs: 0.5}
+	p := Params{Memory: 256 << 20, Pids: 128, CPUs: 0.5} // allowed 0.17 CPU-s a window
+	// step is what one window adds: the cgroup's CPU time and throttles, and the host's
+	// idle time in USER_HZ ticks (2 CPUs for 0.2 s are 40 ticks; from 4 on, an
+	// unthrottled window of 0.2 s proves a missing cap, from 8 one of 0.4 s: a slow
+	// machine's windows run long).
+	type step struct{ usedNs, throttled, idleTicks int64 }
+	quota := map[string]string{"cpu.cfs_quota_us": "50000", "cpu.cfs_period_us": "100000"}
 	for _, tt := range []struct {
-		name                 string
-		usedNs, throttledAdd int64 // added during the window
-		want                 string
+		name     string
+		steps    []step
+		limits   map[string]string
+		want     string // "" holds; else a word of the failure
+		measured int    // windows measured
 	}{
-		{"within the quota, throttled", 250_000_000, 4, ""},
-		{"no burn", 0, 0, "did not run"},
-		{"over the quota", 900_000_000, 4, "want at most"},
-		{"the quota's worth, never throttled", 240_000_000, 0, "never throttled"},
+		{"within the quota, throttled", []step{{100_000_000, 2, 20}}, quota, "", 1},
+		{"no burn", []step{{0, 0, 40}}, quota, "did not run", 1},
+		{"over the quota", []step{{600_000_000, 2, 0}}, quota, "want at most", 1},
+		{"never throttled with CPUs idle", []step{{100_000_000, 0, 20}}, quota, "never throttled", 1},
+		{"never throttled, a little idle", []step{{100_000_000, 0, 8}}, quota, "never throttled", 1},
+		// Others took the CPUs (CI, beside a Kubernetes step): measured again.
+		{"saturated, then throttled", []step{{90_000_000, 0, 1}, {100_000_000, 3, 15}}, quota, "", 2},
+		{"saturated, then over the quota", []step{{90_000_000, 0, 0}, {600_000_000, 0, 0}}, quota, "want at most", 2},
+		{"saturated, then idle unthrottled", []step{{90_000_000, 0, 0}, {100_000_000, 0, 30}}, quota, "never throttled", 2},
+		{"saturated throughout, the quota set", []step{{90_000_000, 0, 0}, {80_000_000, 0, 3}, {85_000_000, 0, 1}}, quota, "", 3},
+		{"saturated throughout, no quota", []step{{90_000_000, 0, 0}, {80_000_000, 0, 3}, {85_000_000, 0, 1}},
+			map[string]string{"cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000"}, "cpu quota", 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := fakeHost(t, id, map[string]map[string]string{"10": {"Seccomp": "2", "_userns": "user:[1]"}}, nil)
+			h := fakeHost(t, id, map[string]map[string]string{"10": {"Seccomp": "2", "_userns": "user:[1]"}}, tt.limits)
 			usage := filepath.Join(h.Cgroup, "cpuacct", "docker", id, "cpuacct.usage")
 			stat := filepath.Join(h.Cgroup, "cpu", "docker", id, "cpu.stat")
+			hostStat := filepath.Join(h.Proc, "stat")
 			write := func(path, data string) {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Error(err)
@@ -156,14 +177,28 @@ func TestHostCPU(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			write(usage, "1000000000\n")
-			write(stat, "nr_periods 10\nnr_throttled 3\nthrottled_time 5\n")
-			go func() {
-				time.Sleep(cpuWindow / 2)
-				write(usage, strconv.FormatInt(1_000_000_000+tt.usedNs, 10)+"\n")
-				write(stat, "nr_periods 20\nnr_throttled "+strconv.FormatInt(3+tt.throttledAdd, 10)+"\nthrottled_time 9\n")
-			}()
+			used, throttled, idle := int64(1_000_000_000), int64(3), int64(5000)
+			set := func() {
+				write(usage, strconv.FormatInt(used, 10)+"\n")
+				write(stat, "nr_periods 10\nnr_throttled "+strconv.FormatInt(throttled, 10)+"\nthrottled_time 5\n")
+				write(hostStat, fmt.Sprintf("cpu  100 0 50 %d 7 0 0 0 0 0\ncpu0 50 0 25 %d 3 0 0 0 0 0\ncpu1 50 0 25 %d 4 0 0 0 0 0\nintr 1\n", idle, idle/2, idle/2))
+			}
+			set()
+			measured := 0
+			cpuWait = func(ctx context.Context) error {
+				time.Sleep(cpuWindow)
+				if measured < len(tt.steps) {
+					s := tt.steps[measured]
+					used, throttled, idle = used+s.usedNs, throttled+s.throttled, idle+s.idleTicks
+				}
+				measured++
+				set()
+				return ctx.Err()
+			}
 			ev, err := HostCPU(t.Context(), h, p, Sandbox{ID: id, Pid: 10})
+			if measured != tt.measured {
+				t.Errorf("measured %d windows, want %d (%s)", measured, tt.measured, ev)
+			}
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("got %v, want it to hold (%s)", err, ev)

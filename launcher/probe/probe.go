@@ -173,7 +173,7 @@ func All(o Params) []Probe {
 		pyHold, nil)
 	host.Outside = func(_ context.Context, sb Sandbox) (string, error) { return HostEvidence(LocalHost, o, sb) }
 	cpuHost := mk("cpu_quota_host",
-		"seen from the engine's host, busy processes in the sandbox get no more CPU time than CPUs*wall (+20%), by the cgroup's own accounting (the only measure under gVisor)",
+		"seen from the engine's host, busy processes in the sandbox get no more CPU time than CPUs*wall (+20%), by the cgroup's own accounting (the only measure under gVisor), and the quota is seen at work: throttled, or the host saturated by others and the cgroup's limit as configured",
 		pyBurn, nil)
 	cpuHost.Outside = func(ctx context.Context, sb Sandbox) (string, error) { return HostCPU(ctx, LocalHost, o, sb) }
 	cpuHost.Exclusive = true
