@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
 
@@ -307,4 +308,51 @@ func reverse(s string) string {
 		b[i], b[j] = b[j], b[i]
 	}
 	return string(b)
+}
+
+// laggingInspect reports a sandbox as running for lag after its first inspection, as a
+// kubelet does until its next relist.
+type laggingInspect struct {
+	Backend
+	lag   time.Duration
+	mu    sync.Mutex
+	first time.Time
+}
+
+func (b *laggingInspect) Inspect(ctx context.Context, id string) (backend.Exit, error) {
+	b.mu.Lock()
+	if b.first.IsZero() {
+		b.first = time.Now()
+	}
+	early := time.Since(b.first) < b.lag
+	b.mu.Unlock()
+	if early {
+		return backend.Exit{Running: true}, nil
+	}
+	return b.Backend.Inspect(ctx, id)
+}
+
+// TestKilledFromOutsideLateRecord: an engine that records a sandbox's end after its
+// stream ended (a kubelet between relists) gives the killed program's result, not an
+// engine error for a sandbox that "still runs".
+func TestKilledFromOutsideLateRecord(t *testing.T) {
+	base := testLauncher(t, Options{PoolSize: -1})
+	cli := testClient(t)
+	l, err := New(&laggingInspect{Backend: base.be, lag: 1500 * time.Millisecond}, base.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	go func() {
+		id := waitForSandbox(t, cli, l.opts.Instance)
+		time.Sleep(2 * time.Second)
+		_, _ = cli.ContainerKill(context.Background(), id, client.ContainerKillOptions{Signal: "KILL"})
+	}()
+	res, err := l.Run(t.Context(), Job{Code: "import time\nprint('started', flush=True)\ntime.sleep(60)"})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.ExitCode != 137 || !strings.Contains(res.Stderr, "sandbox was stopped before the program reported its exit") {
+		t.Errorf("got exit %d, stderr %q; want 137 and the note", res.ExitCode, res.Stderr)
+	}
 }

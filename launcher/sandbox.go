@@ -255,6 +255,10 @@ func (sb *sandbox) timedOut(ctx context.Context, d time.Duration) (Result, error
 	}, nil
 }
 
+// settleWait bounds how long vanished waits for the engine to see the end of a sandbox
+// whose stream ended, before it takes the sandbox for one that still runs.
+const settleWait = 5 * time.Second
+
 // vanished handles a stream that ended without an exit frame: the container was
 // killed from outside, the bootstrap died (for example OOM-killed itself), or the
 // engine went away. The engine's record of the container says which.
@@ -262,6 +266,15 @@ func (sb *sandbox) vanished(ctx context.Context, d time.Duration) (Result, error
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	state, err := sb.l.be.Inspect(ictx, sb.id)
+	// The stream can end before the engine records the end: the kubelet reports a
+	// container's exit up to a relist later (about 1 s, more on a loaded node).
+	for settle := time.Now().Add(settleWait); err == nil && state.Running && time.Now().Before(settle); {
+		select {
+		case <-ictx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+		state, err = sb.l.be.Inspect(ictx, sb.id)
+	}
 	if err != nil {
 		return Result{}, sb.l.backendErr(fmt.Sprintf("sandbox %s ended without a result; inspecting it", shortID(sb.id)), err)
 	}
