@@ -251,7 +251,7 @@ func cfgTable(c *Config) []cfgField {
 			}},
 		{"python", "MCP_EXEC_PYTHON", "python3", "Python interpreter inside the image",
 			(*cfgString)(&c.Python), func() string { return cfgUnless(c.Python != "", "must not be empty") }},
-		{"upstreams", "MCP_EXEC_UPSTREAMS", "", "code mode: JSON file of upstream MCP servers (mcpServers) whose allowed tools programs may call; empty: off",
+		{"upstreams", "MCP_EXEC_UPSTREAMS", "", "code mode: JSON file of upstream MCP servers (mcpServers) whose allowed tools programs may call (docker and kubernetes backends; refused with process); empty: off",
 			(*cfgString)(&c.Upstreams), func() string {
 				if _, err := upstream.Load(c.Upstreams); c.Upstreams != "" && err != nil {
 					return err.Error()
@@ -550,14 +550,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %s", cfgName(f.flag), msg))
 		}
 	}
-	// With the process backend every program runs as the server's user, and the
-	// container's environment reaches every process started in it besides the
-	// server (the image's healthcheck, docker exec, kubectl exec), dumpable ones
-	// among them: a token there is the programs' (issue 20).
-	if c.Backend == "process" && c.AuthToken.Set() && c.AuthTokenFile == "" {
-		errs = append(errs, fmt.Errorf("%s is refused with the process backend (standalone mode): programs run as the server's user and can read the container's environment in any process that inherits it (the healthcheck, docker exec, kubectl exec); set %s to the token's SHA-256 instead (the server never holds the token), or pass the token in a file the server can remove, %s",
-			cfgAuthTokenEnv, cfgName("auth-token-sha256"), cfgName("auth-token-file")))
-	}
+	errs = append(errs, cfgStandalone(c)...)
 	// The token: its value never goes into a message.
 	if strings.ContainsFunc(c.AuthToken.Reveal(), func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
