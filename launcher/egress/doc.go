@@ -74,8 +74,9 @@
 // *.github.io are refused. Names under a TLD that is not in the public suffix list
 // (localhost, local, internal, lan, ...) and the special-use names of RFC 6761 and
 // after (arpa, test, invalid, example, onion, alt) are refused. ports defaults to [443]
-// when absent; an empty list is an error. max_connections (connections opened per
-// call) and max_bytes (bytes both ways per call) are optional; absent or 0 means the
-// profile sets no cap. Unknown fields, duplicate profile names and trailing data are
+// when absent; an empty list is an error. max_connections (connections per call, each
+// counted once its name and port pass the profile, before its lookup, so that the cap
+// bounds the lookups too) and max_bytes (bytes both ways per call) are optional;
+// absent or 0 means the profile sets no cap. Unknown fields, duplicate profile names and trailing data are
 // errors, and every error names the profile and the field.
 package egress

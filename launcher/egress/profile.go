@@ -74,17 +74,36 @@ func (p *Profile) allow(host string, port int) (string, *Denial) {
 }
 
 func (p *Profile) matches(name string) bool {
+	return p.entry(name) != ""
+}
+
+// entry returns the profile's hosts entry that admits the canonical name: the name
+// itself, or the "*.suffix" it falls under; "" when none does.
+func (p *Profile) entry(name string) string {
 	if _, ok := p.exact[name]; ok {
-		return true
+		return name
 	}
 	for _, s := range p.suffixes {
 		// s starts with a dot and name has no empty label, so this is one or more
 		// whole labels before the suffix, never the suffix itself.
 		if strings.HasSuffix(name, s) {
-			return true
+			return "*" + s
 		}
 	}
-	return false
+	return ""
+}
+
+// Entry returns the profile's hosts entry that admits host, whatever the port, and
+// host's canonical name: for an exact entry the two are equal; under a wildcard the
+// entry is "*.suffix" and the name's leftmost labels are the program's choice. ok is
+// false when no entry admits host.
+func (p *Profile) Entry(host string) (entry, name string, ok bool) {
+	name, d := canonicalName(host)
+	if d != nil {
+		return "", "", false
+	}
+	entry = p.entry(name)
+	return entry, name, entry != ""
 }
 
 // Profiles is the operator's set of profiles, by name.

@@ -16,13 +16,18 @@
 //     the body, so a program (and its HTTP library's exception) can print why.
 //   - Each Channel counts its connections and bytes against the profile's caps
 //     (egress.Counter), from its opening or its last ResetCaps (a session's call),
-//     and holds at most maxActive connections at once.
+//     and holds at most maxActive connections at once. A connection counts once its
+//     name and port pass the profile, before the lookup: past max_connections a
+//     program makes the proxy look up nothing more.
 //   - The request head is read with a size and time limit; after it, bytes are only
 //     relayed (CONNECT) or the request is forwarded once (plain HTTP) and the
 //     connection closed.
 //   - Logs carry the profile, host, port, decision, reason and byte counts only: never
 //     a request path, a header or a body; and the host only when the profile names it
-//     (any other name is the program's text, which could carry data).
+//     exactly (any other name is the program's text, which could carry data). A name
+//     under a wildcard is logged as the wildcard and a short hash of the name, keyed
+//     with a secret of the Server's that is never logged, so that the log tells names
+//     apart without a way to recover one by guessing.
 //   - Plain HTTP goes out with the checked name as its Host header. (Inside a CONNECT
 //     tunnel the program chooses SNI and Host; a CDN serving an allowed name may serve
 //     other sites by them: domain fronting, which only TLS interception could stop.)
@@ -35,6 +40,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -76,6 +82,9 @@ type Server struct {
 	own      []netip.Prefix
 	log      zerolog.Logger
 	dial     func(ctx context.Context, a netip.AddrPort) (net.Conn, error) // tests replace it
+
+	// hashKey is nameHash's key: random, per Server, never logged.
+	hashKey []byte
 }
 
 // New returns a Server whose Channels live in directories under dir, which it creates
@@ -91,6 +100,8 @@ type Server struct {
 // connection to, which it opened for that sandbox alone.
 func New(profiles *egress.Profiles, dir, instance string, log zerolog.Logger) (*Server, error) {
 	s := &Server{profiles: profiles, dir: dir, prefix: DirPrefix(instance), resolver: net.DefaultResolver, log: log, dial: dialAddr}
+	s.hashKey = make([]byte, 32)
+	_, _ = rand.Read(s.hashKey)
 	if dir != "" {
 		if err := s.makeDir(); err != nil {
 			return nil, err
@@ -421,14 +432,21 @@ func (c *Channel) logRecord(r *record) {
 		decision = "failed"
 		lvl = c.s.log.Warn()
 	}
-	// The host is logged only when the profile names it: then it is the operator's
-	// text. Any other name is the program's, and a program could spell data in it.
-	host := ""
-	if r.host != "" && c.p.AllowName(r.host, c.p.Ports()[0]) == nil {
-		host = r.host
+	// The host is logged only when the profile names it exactly: then it is the
+	// operator's text. Any other name is the program's, and a program could spell
+	// data in it; under a wildcard the log has the wildcard and a keyed hash.
+	host, hash := "", ""
+	if entry, name, ok := c.p.Entry(r.host); ok {
+		host = entry
+		if entry != name {
+			hash = c.s.nameHash(name)
+		}
 	}
-	lvl.Str("profile", c.p.Name()).Str("method", r.method).Str("host", host).
-		Bool("host_redacted", host == "" && r.host != "").Int("port", r.port).
+	ev := lvl.Str("profile", c.p.Name()).Str("method", r.method).Str("host", host)
+	if hash != "" {
+		ev = ev.Str("host_hash", hash)
+	}
+	ev.Bool("host_redacted", r.host != "" && (host == "" || hash != "")).Int("port", r.port).
 		Str("decision", decision).Str("reason", r.reason).
 		Int64("bytes_up", r.up).Int64("bytes_down", r.down).
 		Int64("duration_ms", time.Since(r.began).Milliseconds()).Msg("egress")
@@ -480,12 +498,19 @@ func (c *Channel) serve(conn net.Conn) {
 		c.deny(conn, r, denial)
 		return
 	}
-	addrs, err := c.p.Resolve(c.ctx, c.s.resolver, host, port, c.s.own)
-	if err != nil {
+	// Counted before the lookup, which is work the program chooses (any name under
+	// a wildcard): past the cap it gets none. A name the profile refuses is neither
+	// looked up nor counted.
+	if err := c.p.AllowName(host, port); err != nil {
 		c.deny(conn, r, err)
 		return
 	}
 	if err := c.counter.Connect(); err != nil {
+		c.deny(conn, r, err)
+		return
+	}
+	addrs, err := c.p.Resolve(c.ctx, c.s.resolver, host, port, c.s.own)
+	if err != nil {
 		c.deny(conn, r, err)
 		return
 	}
@@ -630,6 +655,14 @@ func writeStatus(conn net.Conn, code int, text string) {
 	_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
 		code, line, len(line)+1, line)
+}
+
+// nameHash is a short keyed hash of a canonical name, for the log: equal names get
+// equal hashes within one Server's life, and without the key a guess cannot be checked.
+func (s *Server) nameHash(name string) string {
+	m := hmac.New(sha256.New, s.hashKey)
+	m.Write([]byte(name))
+	return hex.EncodeToString(m.Sum(nil)[:6])
 }
 
 // dialVetted connects to the first vetted address that answers. The addresses come

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -379,5 +381,92 @@ func TestStaleChannelsRemoved(t *testing.T) {
 	}
 	if status, _ := ask(t, live, "CONNECT localhost:443 HTTP/1.1\r\n\r\n", ""); !strings.HasPrefix(status, "403 egress denied (special_name)") {
 		t.Errorf("the other instance's live channel: %q", status)
+	}
+}
+
+// TestProxyCapBeforeLookup: past max_connections, names a program chooses under a
+// wildcard are refused without a lookup (and those the profile refuses are neither
+// looked up nor counted).
+func TestProxyCapBeforeLookup(t *testing.T) {
+	ts := newTestServer(t, `{"profiles": {"w": {"hosts": ["*.wild.example.org"], "max_connections": 2}}}`, echoUpstream(t))
+	ch, err := ts.OpenChannel("w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if status, _ := ask(t, ch, "CONNECT other.example.net:443 HTTP/1.1\r\n\r\n", ""); !strings.HasPrefix(status, "403 egress denied (host_not_allowed)") {
+		t.Errorf("refused name: %q", status)
+	}
+	for i := range 2 { // the two the cap allows (they resolve to nothing)
+		ask(t, ch, fmt.Sprintf("CONNECT n%d.wild.example.org:443 HTTP/1.1\r\n\r\n", i), "")
+	}
+	if got := len(ts.res.lookups()); got != 2 {
+		t.Fatalf("%d lookups under the cap, want 2: %q", got, ts.res.lookups())
+	}
+	for i := range 20 {
+		status, _ := ask(t, ch, fmt.Sprintf("CONNECT past%d.wild.example.org:443 HTTP/1.1\r\n\r\n", i), "")
+		if !strings.HasPrefix(status, "403 egress denied (connection_limit)") {
+			t.Errorf("past the cap: %q", status)
+		}
+	}
+	if got := ts.res.lookups(); len(got) != 2 {
+		t.Errorf("%d lookups past the cap, want none: %q", len(got)-2, got[2:])
+	}
+}
+
+// TestProxyLogsWildcardAsHash: a name under a wildcard is the program's text: the log
+// has the wildcard and a hash of the name, never the name; an exact entry is logged.
+func TestProxyLogsWildcardAsHash(t *testing.T) {
+	ts := newTestServer(t, unitProfiles, echoUpstream(t))
+	ts.res.answers["secret-data-4711.wild.example.org."] = []netip.Addr{netip.MustParseAddr("93.184.215.14")}
+	ch, err := ts.OpenChannel("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	for _, head := range []string{
+		"CONNECT secret-data-4711.wild.example.org:443 HTTP/1.1\r\n\r\n",  // allowed
+		"CONNECT SECRET-data-4711.wild.example.org.:443 HTTP/1.1\r\n\r\n", // same name, spelt otherwise
+		"CONNECT secret-data-4712.wild.example.org:443 HTTP/1.1\r\n\r\n",  // no address
+		"CONNECT secret-data-4713.wild.example.org:22 HTTP/1.1\r\n\r\n",   // port refused
+		"CONNECT pub.example.org:443 HTTP/1.1\r\n\r\n",
+	} {
+		ask(t, ch, head, "")
+	}
+	ch.Close() // the log lines are written as the connections end
+	logs := ts.log()
+	if strings.Contains(strings.ToLower(logs), "secret-data") {
+		t.Errorf("the log holds a name the program chose: %s", logs)
+	}
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d log lines, want 5: %s", len(lines), logs)
+	}
+	hashes, exact := map[string]int{}, 0
+	for _, line := range lines { // in the order the connections ended
+		var rec struct {
+			Host     string `json:"host"`
+			Hash     string `json:"host_hash"`
+			Redacted bool   `json:"host_redacted"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Host == "pub.example.org" && rec.Hash == "" && !rec.Redacted {
+			exact++
+			continue
+		}
+		if rec.Host != "*.wild.example.org" || len(rec.Hash) != 12 || !rec.Redacted {
+			t.Errorf("host %q, host_hash %q, host_redacted %v; want the wildcard, 12 hex digits, true", rec.Host, rec.Hash, rec.Redacted)
+		}
+		hashes[rec.Hash]++
+	}
+	if exact != 1 || len(hashes) != 3 {
+		t.Errorf("%d lines of the exact entry, hashes %v; want 1, and 3 hashes (one per canonical name): %s", exact, hashes, logs)
+	}
+	// The hash is keyed: another Server hashes the same name otherwise.
+	other := newTestServer(t, unitProfiles, echoUpstream(t))
+	if a, b := ts.nameHash("secret-data-4711.wild.example.org"), other.nameHash("secret-data-4711.wild.example.org"); a == b {
+		t.Errorf("two servers hash a name alike (%s): the hash is not keyed", a)
 	}
 }
