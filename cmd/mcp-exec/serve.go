@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/kube"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
+	"github.com/mcp-exec/mcp-exec/mcpserver/httpauth"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
@@ -66,15 +67,17 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 }
 
 // serveMetrics gives /metrics, /healthz and /readyz a listener of their own, for
-// stdio deployments or to keep them off the MCP port.
-func serveMetrics(ctx context.Context, addr string, m *metrics, ready http.Handler, log zerolog.Logger) error {
+// stdio deployments or to keep them off the MCP port. It has no authentication: who
+// reaches it is for the operator's network to decide (Prometheus's habit), and so
+// its /readyz says no more than a status and a fixed word.
+func serveMetrics(ctx context.Context, addr string, m *metrics, ready *readyCache, log zerolog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s (--metrics-addr, MCP_EXEC_METRICS_ADDR): %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.handler())
-	addHealth(mux, ready)
+	addHealth(mux, ready, nil)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	context.AfterFunc(ctx, func() { hs.Close() })
@@ -82,9 +85,14 @@ func serveMetrics(ctx context.Context, addr string, m *metrics, ready http.Handl
 	return nil
 }
 
-func addHealth(mux *http.ServeMux, ready http.Handler) {
+// addHealth mounts /healthz and /readyz, which answer everyone: probes carry no
+// credential. /readyz says why it is not ready, and how the upstreams are, only to a
+// request that detail admits (the MCP endpoint's own check); everyone else, sandboxes
+// that share the server's network included (standalone mode), gets the status code
+// and a fixed word. nil detail admits no one.
+func addHealth(mux *http.ServeMux, ready *readyCache, detail func(*http.Request) bool) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("/readyz", ready)
+	mux.Handle("/readyz", readyz{ready, detail})
 }
 
 // upstreams is code mode's manager, for /readyz; nil without --upstreams.
@@ -127,39 +135,19 @@ func drain(cfg Config, l *launcher.Launcher, log zerolog.Logger) {
 	}
 }
 
-func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, ready http.Handler, log zerolog.Logger) error {
+func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, ready *readyCache, log zerolog.Logger) error {
 	guard, err := newGuard(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	getServer := func(*http.Request) *mcp.Server { return srv }
 	lim := newHTTPLimits(cfg)
 	bodyLimit := lim.max
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit(bodyLimit))
 	}
-	// Authentication first, so that a request without credentials is refused before
-	// its body is read or its size looked at; then the body limit.
-	door := func(h http.Handler) http.Handler { return guard.Wrap(limitBody(lim, h)) }
-	mux := http.NewServeMux()
-	var path string
-	switch cfg.Transport {
-	case "http":
-		path = "/mcp"
-		mux.Handle(path, door(streamableHandler(getServer, bodyLimit, cfg.Stateless)))
-	case "sse":
-		path = "/sse"
-		mux.Handle(path, door(mcp.NewSSEHandler(getServer,
-			&mcp.SSEOptions{MaxRequestBodyBytes: bodyLimit})))
-	default:
-		return fmt.Errorf("unknown transport %q", cfg.Transport)
-	}
-	for _, p := range guard.MetadataPaths() {
-		mux.Handle(p, guard.MetadataHandler())
-	}
-	addHealth(mux, ready)
-	if cfg.MetricsAddr == "" {
-		mux.Handle("/metrics", m.handler())
+	mux, path, err := httpMux(cfg, srv, guard, lim, m, ready)
+	if err != nil {
+		return err
 	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -200,6 +188,40 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	return nil
 }
 
+// httpMux routes the MCP endpoint (behind guard, then the body limit) at the path it
+// returns, the OAuth metadata, /healthz, /readyz and, unless it has a listener of its
+// own (--metrics-addr), /metrics behind guard.
+func httpMux(cfg Config, srv *mcp.Server, guard *httpauth.Guard, lim httpLimits, m *metrics, ready *readyCache) (*http.ServeMux, string, error) {
+	getServer := func(*http.Request) *mcp.Server { return srv }
+	bodyLimit := lim.max
+	// Authentication first, so that a request without credentials is refused before
+	// its body is read or its size looked at; then the body limit.
+	door := func(h http.Handler) http.Handler { return guard.Wrap(limitBody(lim, h)) }
+	mux := http.NewServeMux()
+	var path string
+	switch cfg.Transport {
+	case "http":
+		path = "/mcp"
+		mux.Handle(path, door(streamableHandler(getServer, bodyLimit, cfg.Stateless)))
+	case "sse":
+		path = "/sse"
+		mux.Handle(path, door(mcp.NewSSEHandler(getServer,
+			&mcp.SSEOptions{MaxRequestBodyBytes: bodyLimit})))
+	default:
+		return nil, "", fmt.Errorf("unknown transport %q", cfg.Transport)
+	}
+	for _, p := range guard.MetadataPaths() {
+		mux.Handle(p, guard.MetadataHandler())
+	}
+	addHealth(mux, ready, guard.Admits)
+	if cfg.MetricsAddr == "" {
+		// Behind the MCP endpoint's own door: this port is reachable by whoever may
+		// try the MCP endpoint (in standalone mode, by the programs themselves).
+		mux.Handle("/metrics", guard.Wrap(m.handler()))
+	}
+	return mux, path, nil
+}
+
 // readiness is what /readyz asks (a *launcher.Launcher).
 type readiness interface {
 	Check(ctx context.Context) error
@@ -212,7 +234,7 @@ const readyTTL = time.Second
 
 // readyHandler answers 200 when the engine answers, the image is present and the warm
 // pool (if any) has a sandbox ready; 503 otherwise, with a reason that reveals nothing
-// about the deployment. It asks at most once per readyTTL; hits that arrive while it
+// about the deployment (readyz gives it to authenticated requests only). It asks at most once per readyTTL; hits that arrive while it
 // asks wait for that answer.
 func readyHandler(l readiness) *readyCache {
 	return &readyCache{check: func(ctx context.Context) string { return notReady(ctx, l) }, now: time.Now}
@@ -229,12 +251,26 @@ type readyCache struct {
 	flight chan struct{} // closed when the check under way ends; nil: none
 }
 
+// ServeHTTP answers with the reason and the upstreams' state: for a request that
+// passed authentication (readyz).
 func (c *readyCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if reason := c.get(r.Context()); reason != "" {
+	c.serve(w, r, true)
+}
+
+func (c *readyCache) serve(w http.ResponseWriter, r *http.Request, detail bool) {
+	reason := c.get(r.Context())
+	switch {
+	case reason != "" && detail:
 		http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+		return
+	case reason != "":
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ready")
+	if !detail {
+		return
+	}
 	// Upstreams are reported, never failing readiness: the sandbox works without them.
 	if upstreams != nil {
 		for _, st := range upstreams.Status() {
@@ -245,6 +281,17 @@ func (c *readyCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "upstream %s: %s, %d tools\n", st.Name, state, st.Tools)
 		}
 	}
+}
+
+// readyz is /readyz: the cache's answer, in full for a request detail admits, else
+// its status code and a fixed word ("ready", "not ready").
+type readyz struct {
+	c      *readyCache
+	detail func(*http.Request) bool
+}
+
+func (h readyz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.c.serve(w, r, h.detail != nil && h.detail(r))
 }
 
 func (c *readyCache) get(ctx context.Context) string {

@@ -133,6 +133,17 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 
 type tokenInfoKey struct{}
 
+// Admits reports whether r carries a credential Wrap would let in, for a handler
+// that answers everyone but tells more to whom it would admit (/readyz). A nil
+// Guard admits every request, as it wraps nothing.
+func (g *Guard) Admits(r *http.Request) bool {
+	if g == nil {
+		return true
+	}
+	_, status, _ := g.admit(r)
+	return status == 0
+}
+
 // challengeFor is the WWW-Authenticate value of a 401: bare when the request
 // carried no credential (RFC 6750 §3.1), error="invalid_token" when it did.
 func (g *Guard) challengeFor(r *http.Request) string {
