@@ -333,8 +333,8 @@ func cfgTable(c *Config) []cfgField {
 		// Sessions (docs/sessions.md).
 		{"max-sessions", "MCP_EXEC_MAX_SESSIONS", "4", "sessions (session_create) open at once; 0 removes the session tools (docker and kubernetes backends only)",
 			(*cfgInt)(&c.MaxSessions), func() string { return cfgIntRange(c.MaxSessions, 0, cfgMaxSessions) }},
-		{"max-sessions-per-identity", "MCP_EXEC_MAX_SESSIONS_PER_IDENTITY", "0", "sessions open at once for one identity (an OAuth subject; with the static token or stdio every client is one identity); 0: no bound but --max-sessions",
-			(*cfgInt)(&c.MaxSessionsPerIdentity), func() string { return cfgIntRange(c.MaxSessionsPerIdentity, 0, cfgMaxSessions) }},
+		{"max-sessions-per-identity", "MCP_EXEC_MAX_SESSIONS_PER_IDENTITY", "-1", "sessions open at once for one identity (an OAuth subject; with the static token or stdio every client is one identity); -1: a fair share, half of --max-sessions (at least 1) with --oauth-issuer, else no bound but --max-sessions; 0: no bound but --max-sessions",
+			(*cfgInt)(&c.MaxSessionsPerIdentity), func() string { return cfgIntRange(c.MaxSessionsPerIdentity, -1, cfgMaxSessions) }},
 		{"session-idle-timeout-s", "MCP_EXEC_SESSION_IDLE_TIMEOUT_S", "600", "seconds without a call after which a session ends (each call restarts the clock)",
 			(*cfgSeconds)(&c.SessionIdleTimeout),
 			func() string {
@@ -507,6 +507,8 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		}
 	}
 
+	c.MaxSessionsPerIdentity = c.sessionsPerIdentity()
+
 	if c.AuthTokenFile != "" {
 		if c.AuthToken.Set() {
 			errs = append(errs, fmt.Errorf("%s and %s are both set; use one", cfgAuthTokenEnv, cfgName("auth-token-file")))
@@ -559,6 +561,20 @@ func (c Config) Validate() error {
 			cfgAuthTokenEnv, cfgName("auth-token-file")))
 	}
 	return errors.Join(errs...)
+}
+
+// sessionsPerIdentity resolves --max-sessions-per-identity's -1: under OAuth, where
+// callers are identities of their own, half of --max-sessions (at least 1), so that
+// one cannot hold every session; otherwise every client is one identity, and a share
+// would only shrink --max-sessions. Any other value is the operator's and stays.
+func (c Config) sessionsPerIdentity() int {
+	switch {
+	case c.MaxSessionsPerIdentity != -1:
+		return c.MaxSessionsPerIdentity
+	case c.OAuthIssuer == "" || c.MaxSessions == 0:
+		return 0
+	}
+	return max(c.MaxSessions/2, 1)
 }
 
 // TokenSet reports whether an auth token is configured.

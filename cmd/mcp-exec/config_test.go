@@ -319,7 +319,7 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"image", func(c *Config) { c.Image = "" }, "--image (MCP_EXEC_IMAGE)"},
 		{"memory", func(c *Config) { c.Memory = 8 << 20 }, "--memory (MCP_EXEC_MEMORY) must be at least 16m, got 8m"},
 		{"sessions", func(c *Config) { c.MaxSessions = -1 }, "--max-sessions (MCP_EXEC_MAX_SESSIONS) must be from 0 to 256, got -1"},
-		{"sessions per identity", func(c *Config) { c.MaxSessionsPerIdentity = 257 }, "--max-sessions-per-identity (MCP_EXEC_MAX_SESSIONS_PER_IDENTITY) must be from 0 to 256, got 257"},
+		{"sessions per identity", func(c *Config) { c.MaxSessionsPerIdentity = 257 }, "--max-sessions-per-identity (MCP_EXEC_MAX_SESSIONS_PER_IDENTITY) must be from -1 to 256, got 257"},
 		{"session idle", func(c *Config) { c.SessionIdleTimeout = 0 }, "--session-idle-timeout-s (MCP_EXEC_SESSION_IDLE_TIMEOUT_S) must be at least 1, got 0"},
 		{"session lifetime", func(c *Config) { c.SessionMaxLifetime = 8 * 24 * time.Hour }, "--session-max-lifetime-s (MCP_EXEC_SESSION_MAX_LIFETIME_S) must be from 0 to 604800"},
 		{"session memory", func(c *Config) { c.SessionMemory = 8 << 20 }, "--session-memory (MCP_EXEC_SESSION_MEMORY) must be at least 16m, got 8m"},
@@ -898,5 +898,54 @@ func TestActiveDeadlineCoversSessions(t *testing.T) {
 	c.SessionMaxLifetime = time.Minute
 	if got, want := activeDeadline(c), 65*time.Minute; got != want {
 		t.Errorf("sessions on, a minute's lifetime: got %v, want %v", got, want)
+	}
+}
+
+// TestMaxSessionsPerIdentityDefault: under OAuth one identity may hold half of
+// --max-sessions (at least 1) unless told otherwise; without OAuth every client is one
+// identity and the default leaves it --max-sessions; an explicit value, 0 included,
+// wins.
+func TestMaxSessionsPerIdentityDefault(t *testing.T) {
+	cfgStubHostname(t)
+	oauth := map[string]string{"MCP_EXEC_OAUTH_ISSUER": "https://issuer.example.com", "MCP_EXEC_OAUTH_RESOURCE": "https://mcp.example.com/mcp"}
+	with := func(m map[string]string, kv ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"oauth, default --max-sessions 4", nil, oauth, 2},
+		{"oauth, --max-sessions 9", []string{"--max-sessions", "9"}, oauth, 4},
+		{"oauth, --max-sessions 1", []string{"--max-sessions", "1"}, oauth, 1},
+		{"oauth, sessions off", []string{"--max-sessions", "0"}, oauth, 0},
+		{"oauth, explicit 3", []string{"--max-sessions-per-identity", "3"}, oauth, 3},
+		{"oauth, explicit 0: no bound", nil, with(oauth, "MCP_EXEC_MAX_SESSIONS_PER_IDENTITY", "0"), 0},
+		{"oauth, -1 spelt out", []string{"--max-sessions-per-identity", "-1"}, oauth, 2},
+		{"static token: one identity", nil, map[string]string{"MCP_EXEC_AUTH_TOKEN": "t"}, 0},
+		{"stdio", nil, nil, 0},
+		{"token, explicit 1", []string{"--max-sessions-per-identity", "1"}, map[string]string{"MCP_EXEC_AUTH_TOKEN": "t"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := cfgLoad(tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MaxSessionsPerIdentity != tc.want {
+				t.Errorf("got %d sessions per identity, want %d", c.MaxSessionsPerIdentity, tc.want)
+			}
+		})
+	}
+	if _, err := cfgLoad([]string{"--max-sessions-per-identity", "-2"}, nil); err == nil || !strings.Contains(err.Error(), "must be from -1 to 256, got -2") {
+		t.Errorf("-2: got %v, want a range error", err)
 	}
 }
