@@ -61,6 +61,7 @@ type Config struct {
 	OAuthAudience         string        // --oauth-audience MCP_EXEC_OAUTH_AUDIENCE: "" = OAuthResource
 	OAuthScopes           string        // --oauth-scopes MCP_EXEC_OAUTH_SCOPES: required scopes, comma- or space-separated
 	OAuthJWKSURL          string        // --oauth-jwks-url MCP_EXEC_OAUTH_JWKS_URL: "" = from the issuer's metadata
+	InsecureNoAuth        bool          // --insecure-no-auth MCP_EXEC_INSECURE_NO_AUTH: serve http/sse beyond loopback without authentication
 	Image                 string        // --image MCP_EXEC_IMAGE
 	Memory                int64         // --memory MCP_EXEC_MEMORY, bytes
 	Pids                  int64         // --pids MCP_EXEC_PIDS
@@ -220,6 +221,8 @@ func cfgTable(c *Config) []cfgField {
 			(*cfgString)(&c.OAuthScopes), func() string { return cfgNeedsIssuer(*c, c.OAuthScopes) }},
 		{"oauth-jwks-url", "MCP_EXEC_OAUTH_JWKS_URL", "", "OAuth: the issuer's key set; empty: the jwks_uri of its metadata",
 			(*cfgString)(&c.OAuthJWKSURL), func() string { return cfgNeedsIssuer(*c, c.OAuthJWKSURL) }},
+		{"insecure-no-auth", "MCP_EXEC_INSECURE_NO_AUTH", "false", "serve http/sse beyond loopback without a token or OAuth, so that anyone who reaches the port can run code (UNSAFE; refused otherwise; logged loudly)",
+			(*cfgBool)(&c.InsecureNoAuth), nil},
 		{"default-timeout-s", "MCP_EXEC_DEFAULT_TIMEOUT_S", "30", "wall-clock limit in seconds when a call names none",
 			(*cfgSeconds)(&c.DefaultTimeout),
 			func() string {

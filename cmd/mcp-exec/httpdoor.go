@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -30,6 +33,38 @@ func newGuard(ctx context.Context, cfg Config, log zerolog.Logger) (*httpauth.Gu
 		return nil, fmt.Errorf("%s: %w", cfgName("oauth-issuer"), err)
 	}
 	return g, nil
+}
+
+// checkOpenDoor refuses to serve http/sse without authentication beyond loopback:
+// exec is the most privileged tool an agent can hold, and such a server gives it to
+// whoever reaches the port. --insecure-no-auth lets it through, logged as an error.
+// stdio has no door, and a token or OAuth closes it.
+func checkOpenDoor(cfg Config, log zerolog.Logger) error {
+	if cfg.Transport == "stdio" || cfg.AuthOn() || loopbackAddr(cfg.Addr) {
+		return nil
+	}
+	if cfg.InsecureNoAuth {
+		log.Error().Str("addr", cfg.Addr).Msgf("UNSAFE: serving beyond loopback WITHOUT authentication (%s): anyone who reaches this port can run code", cfgName("insecure-no-auth"))
+		return nil
+	}
+	return fmt.Errorf("refusing to serve %s on %s without authentication: that is beyond loopback, and anyone who reaches it could run code; "+
+		"set a token (%s, %s or %s) or OAuth (%s), or listen on loopback (127.0.0.1:PORT); to serve it open anyway, at your own risk, set %s",
+		cfg.Transport, cfg.Addr, cfgAuthTokenEnv, cfgName("auth-token-file"), cfgName("auth-token-sha256"), cfgName("oauth-issuer"), cfgName("insecure-no-auth"))
+}
+
+// loopbackAddr reports whether a listen address (host:port) binds loopback only: a
+// loopback IP (127.0.0.0/8, ::1) or localhost. An empty host (":8080") is every
+// interface, and another name may resolve to any of them.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // statelessRevision is the first MCP revision without sessions (SEP-2575):

@@ -195,6 +195,11 @@ func seccompProfileCmd(e *cmdEnv) int {
 }
 
 func serveCmd(e *cmdEnv) int {
+	if err := checkOpenDoor(e.cfg, e.log); err != nil {
+		e.log.Error().Err(err).Msg("starting")
+		fmt.Fprintf(e.stderr, "mcp-exec: %v\n", err)
+		return 1
+	}
 	m := newMetrics()
 	l, cleanup, err := newLauncher(e.ctx, e.cfg, e.log, m, true)
 	if err != nil {

@@ -154,9 +154,11 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	if err != nil {
 		return fmt.Errorf("listening on %s (--addr, MCP_EXEC_ADDR): %w", cfg.Addr, err)
 	}
-	if !cfg.AuthOn() && !isLoopback(ln.Addr()) {
-		log.Warn().Str("addr", ln.Addr().String()).
-			Msg("serving beyond loopback WITHOUT authentication: anyone who reaches this port can run code; set MCP_EXEC_AUTH_TOKEN")
+	// checkOpenDoor judged the address as written; this is where it bound ("localhost"
+	// resolved).
+	if !cfg.AuthOn() && !cfg.InsecureNoAuth && !isLoopback(ln.Addr()) {
+		ln.Close()
+		return fmt.Errorf("refusing to serve on %s (%s) without authentication: it is beyond loopback (%s)", ln.Addr(), cfg.Addr, cfgName("insecure-no-auth"))
 	}
 	hs := &http.Server{
 		Handler:           mux,

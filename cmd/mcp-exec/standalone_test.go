@@ -135,7 +135,7 @@ func TestStandaloneRefusesWithoutEachLock(t *testing.T) {
 		{"tmpfs", without(saLocked, "--tmpfs", true), nil, `"/tmp a size-limited tmpfs" missing: /tmp is not a tmpfs`},
 		{"tmpfs unsized", replaced(saLocked, "--tmpfs", "/tmp:rw,noexec,nosuid"), nil, `"/tmp a size-limited tmpfs" missing: /tmp is a tmpfs of`},
 		{"network", replaced(saLocked, "--network", "bridge"), nil, `"network namespace holds only loopback" missing: interfaces eth0 besides loopback`},
-		{"http without the egress statement", replaced(saLocked, "--network", "bridge"), []string{"MCP_EXEC_TRANSPORT=http"}, `"egress denied" missing: serving HTTP/SSE needs a network`},
+		{"http without the egress statement", replaced(saLocked, "--network", "bridge"), []string{"MCP_EXEC_TRANSPORT=http", "MCP_EXEC_AUTH_TOKEN_SHA256=" + tokenSHA256(e2eRandom())}, `"egress denied" missing: serving HTTP/SSE needs a network`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr, err := saRun(t, img, tc.flags, tc.env)
@@ -178,7 +178,7 @@ func TestStandaloneEgressProbe(t *testing.T) {
 		name := saName(t)
 		args := append([]string{"run", "--rm", "--name", name}, flags...)
 		args = append(args, "-e", "MCP_EXEC_TRANSPORT=http", "-e", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true",
-			"-e", "MCP_EXEC_STANDALONE_EGRESS_PROBES="+probes, img)
+			"-e", "MCP_EXEC_AUTH_TOKEN_SHA256="+tokenSHA256(e2eRandom()), "-e", "MCP_EXEC_STANDALONE_EGRESS_PROBES="+probes, img)
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "docker", args...)
