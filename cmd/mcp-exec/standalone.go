@@ -199,8 +199,8 @@ func checkAlone(cfg Config) error {
 }
 
 // cfgStandalone is what Validate refuses with the process backend (standalone mode)
-// beyond the locks: whatever would put a secret or an upstream within the programs'
-// reach. Programs run as the server's user, and the container's environment reaches
+// beyond the locks: whatever would put a secret, an upstream or an unauthenticated
+// listener within the programs' reach. Programs run as the server's user, and the container's environment reaches
 // every process started in it besides the server (the image's healthcheck, docker
 // exec, kubectl exec), dumpable ones among them: a program scanning /proc/*/environ
 // finds a secret there in the healthcheck's processes, caught before their
@@ -216,6 +216,12 @@ func cfgStandalone(c Config) []error {
 	if c.AuthToken.Set() && c.AuthTokenFile == "" {
 		errs = append(errs, fmt.Errorf("%s is refused with the process backend (standalone mode): programs run as the server's user and can read the container's environment in any process that inherits it (the healthcheck, docker exec, kubectl exec); set %s to the token's SHA-256 instead (the server never holds the token), or pass the token in a file the server can remove, %s",
 			cfgAuthTokenEnv, cfgName("auth-token-sha256"), cfgName("auth-token-file")))
+	}
+	// Programs share the server's network namespace here: a listener without
+	// authentication is theirs to ask.
+	if c.MetricsAddr != "" && c.MetricsAddr != "off" {
+		errs = append(errs, fmt.Errorf("%s %q is refused with the process backend (standalone mode): programs share the server's network, so a listener without authentication answers them too; leave it empty (/metrics on the MCP listener, behind its authentication) or off",
+			cfgName("metrics-addr"), c.MetricsAddr))
 	}
 	if c.Upstreams == "" {
 		return errs

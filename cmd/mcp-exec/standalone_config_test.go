@@ -73,6 +73,24 @@ func TestProcessBackendRefusesUpstreams(t *testing.T) {
 	}
 }
 
+// TestProcessBackendRefusesMetricsListener: programs share the standalone server's
+// network, so a metrics listener without authentication is refused there.
+func TestProcessBackendRefusesMetricsListener(t *testing.T) {
+	cfgStubHostname(t)
+	_, err := cfgLoad([]string{"--backend", "process", "--metrics-addr", "127.0.0.1:9090"}, nil)
+	if err == nil || !strings.Contains(err.Error(), `--metrics-addr (MCP_EXEC_METRICS_ADDR) "127.0.0.1:9090" is refused with the process backend`) {
+		t.Errorf("process backend with a metrics listener: got %v, want the refusal", err)
+	}
+	for _, addr := range []string{"", "off"} {
+		if _, err := cfgLoad([]string{"--backend", "process", "--metrics-addr", addr}, nil); err != nil {
+			t.Errorf("process backend, --metrics-addr %q: %v", addr, err)
+		}
+	}
+	if _, err := cfgLoad([]string{"--metrics-addr", "127.0.0.1:9090"}, nil); err != nil {
+		t.Errorf("docker backend with a metrics listener: %v", err)
+	}
+}
+
 // TestUpstreamEnvRefs: the variables an upstreams file resolves from the environment
 // (env and headers values), found without reading them or the ${file:} files.
 func TestUpstreamEnvRefs(t *testing.T) {
