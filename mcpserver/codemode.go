@@ -77,6 +77,8 @@ func (h *handler) addCodeMode(s *mcp.Server, opts Options) {
 // and the result its record of calls.
 func (h *handler) execTools(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execToolsOutput, error) {
 	x := h.opts.Upstreams.NewExec(elicitApproval(req.Session))
+	// The program's calls go on the caller's own upstream sessions.
+	ctx = upstream.WithIdentity(ctx, identity(req))
 	res, out, err := h.run(ctx, req, in, func(j *launcher.Job) { j.Tools = x.Tools() })
 	calls := x.Calls()
 	h.logCalls(calls)

@@ -53,6 +53,8 @@ type Config struct {
 	MaxFilesBytes         int64         // --max-files-bytes MCP_EXEC_MAX_FILES_BYTES: all files of a call, in or out
 	Python                string        // --python MCP_EXEC_PYTHON: interpreter inside the image
 	Upstreams             string        // --upstreams MCP_EXEC_UPSTREAMS: code mode's upstreams file; "" = off
+	UpstreamMaxSessions   int           // --upstream-max-sessions MCP_EXEC_UPSTREAM_MAX_SESSIONS: callers' sessions per upstream at once
+	UpstreamIdleTimeout   time.Duration // --upstream-idle-timeout-s MCP_EXEC_UPSTREAM_IDLE_TIMEOUT_S: a caller's upstream session closes after it
 	AuthToken             Secret        // MCP_EXEC_AUTH_TOKEN only (or read from AuthTokenFile); never printed
 	AuthTokenFile         string        // --auth-token-file MCP_EXEC_AUTH_TOKEN_FILE
 	AuthTokenSHA256       string        // --auth-token-sha256 MCP_EXEC_AUTH_TOKEN_SHA256: hex SHA-256 of the token
@@ -260,6 +262,13 @@ func cfgTable(c *Config) []cfgField {
 					return err.Error()
 				}
 				return ""
+			}},
+		{"upstream-max-sessions", "MCP_EXEC_UPSTREAM_MAX_SESSIONS", "16", "code mode: sessions one upstream server (not \"shared\") has open at once, one per calling identity; a further identity's calls fail as unavailable",
+			(*cfgInt)(&c.UpstreamMaxSessions), func() string { return cfgIntRange(c.UpstreamMaxSessions, 1, 1024) }},
+		{"upstream-idle-timeout-s", "MCP_EXEC_UPSTREAM_IDLE_TIMEOUT_S", "300", "code mode: seconds without a call after which an identity's upstream session closes (and what the upstream kept in it is gone)",
+			(*cfgSeconds)(&c.UpstreamIdleTimeout),
+			func() string {
+				return cmp.Or(cfgAtLeastOneSecond(c.UpstreamIdleTimeout), cfgSecondsUpTo(c.UpstreamIdleTimeout, 24*time.Hour))
 			}},
 		{"memory", "MCP_EXEC_MEMORY", "256m", "memory limit per sandbox (e.g. 256m, 1g, or bytes)",
 			(*cfgSize)(&c.Memory), func() string { return cfgSizeRange(c.Memory, cfgMinMemory, math.MaxInt64) }},

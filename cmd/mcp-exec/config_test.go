@@ -77,6 +77,7 @@ func cfgWantDefaults() Config {
 	c.HTTPMaxRequests, c.HTTPBodyTimeout = 256, 60*time.Second
 	c.MaxSessions, c.SessionIdleTimeout, c.SessionMaxLifetime, c.SessionMemory = 4, 10*time.Minute, time.Hour, 512<<20
 	c.SessionPoolSize = 1
+	c.UpstreamMaxSessions, c.UpstreamIdleTimeout = 16, 5*time.Minute
 	return c
 }
 
@@ -168,6 +169,8 @@ func TestLoadEnv(t *testing.T) {
 	want.MaxSessions, want.SessionIdleTimeout, want.SessionMaxLifetime, want.SessionMemory = 0, 5*time.Second, time.Minute, 1<<30
 	env["MCP_EXEC_MAX_SESSIONS_PER_IDENTITY"], want.MaxSessionsPerIdentity = "2", 2
 	env["MCP_EXEC_SESSION_POOL_SIZE"], want.SessionPoolSize = "0", 0
+	env["MCP_EXEC_UPSTREAM_MAX_SESSIONS"], want.UpstreamMaxSessions = "3", 3
+	env["MCP_EXEC_UPSTREAM_IDLE_TIMEOUT_S"], want.UpstreamIdleTimeout = "7", 7*time.Second
 	got, err := cfgLoad(nil, env)
 	if err != nil {
 		t.Fatalf("Load: got error %v, want nil", err)

@@ -29,6 +29,7 @@ func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, lo
 		if err != nil {
 			return fmt.Errorf("--upstreams (MCP_EXEC_UPSTREAMS): %w", err)
 		}
+		ucfg.MaxSessions, ucfg.IdleTimeout = cfg.UpstreamMaxSessions, cfg.UpstreamIdleTimeout
 		um := upstream.New(ucfg, version, log)
 		um.Start(ctx, 10*time.Second) // the tool description lists the tools of those up by then
 		ups, upstreams = um, um

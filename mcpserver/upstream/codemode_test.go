@@ -29,8 +29,8 @@ const canary = "CANARY-7f3a9c"
 // TestMain serves the test upstream over stdio when the test binary is re-executed as
 // an upstream (MCP_EXEC_TEST_UPSTREAM=stdio).
 func TestMain(m *testing.M) {
-	if os.Getenv("MCP_EXEC_TEST_UPSTREAM") == "stdio" {
-		err := testUpstream(nil).Run(context.Background(), &mcp.StdioTransport{})
+	if up := map[string]func() *mcp.Server{"stdio": func() *mcp.Server { return testUpstream(nil) }, "stateful": statefulUpstream}[os.Getenv("MCP_EXEC_TEST_UPSTREAM")]; up != nil {
+		err := up().Run(context.Background(), &mcp.StdioTransport{})
 		if err != nil {
 			os.Exit(1)
 		}
@@ -354,8 +354,8 @@ func TestCodeModeConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// TestCodeModeUpstreamDies: an upstream that dies mid-call gives ToolUnavailable, and
-// the server reconnects.
+// TestCodeModeUpstreamDies: an upstream that dies mid-call gives ToolUnavailable
+// saying why, and the server reconnects.
 func TestCodeModeUpstreamDies(t *testing.T) {
 	h := newHarness(t, "")
 	out := h.exec(t, `import mcptools
@@ -365,7 +365,7 @@ try:
 except mcptools.ToolUnavailable as e:
     print("unavailable:", e)
 `, 60)
-	if !strings.Contains(out.Stdout, `unavailable: upstream "local" is unavailable`) {
+	if !strings.Contains(out.Stdout, `unavailable: upstream "local" is unavailable: `) || strings.Contains(out.Stdout, "<nil>") {
 		t.Fatalf("stdout %q, stderr %q", out.Stdout, out.Stderr)
 	}
 	deadline := time.Now().Add(20 * time.Second)

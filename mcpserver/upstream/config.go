@@ -20,6 +20,13 @@ import (
 type Config struct {
 	Servers []Server // in name order
 	Limits  Limits
+
+	// Callers' sessions: a server that is not Shared gets a session of its own for
+	// each identity that calls it, at most MaxSessions per server at once, each
+	// closed after IdleTimeout without a call. They come from flags, not from the
+	// file; 0 is 16 and 5 minutes.
+	MaxSessions int
+	IdleTimeout time.Duration
 }
 
 // Server is one upstream MCP server: a command run as a child of ours (stdio) or a
@@ -34,6 +41,9 @@ type Server struct {
 	Headers map[string]string
 	Tools   []string // allowlist: names or path.Match globs
 	Approve []string // allowed tools whose calls a human approves first: names or globs
+	// Shared: one session serves every caller, whoever calls (the file's
+	// "shared": true). Without it each identity gets its own (Manager).
+	Shared bool
 }
 
 // Limits bound what one exec may do through the bridge. Zero values take the defaults
@@ -82,6 +92,7 @@ type serverJSON struct {
 	Headers map[string]string `json:"headers"`
 	Tools   []string          `json:"tools"`
 	Approve []string          `json:"approve"`
+	Shared  bool              `json:"shared"`
 }
 
 // Resolver reads secret references: ${env:NAME} from the environment, ${file:/path}
@@ -152,7 +163,7 @@ func parseServer(name string, raw json.RawMessage, r Resolver) (Server, error) {
 	if err := dec.Decode(&j); err != nil {
 		return Server{}, bad("entry", "%v", err)
 	}
-	s := Server{Name: name, Module: strings.ReplaceAll(name, "-", "_"), Command: j.Command, Args: j.Args, URL: j.URL}
+	s := Server{Name: name, Module: strings.ReplaceAll(name, "-", "_"), Command: j.Command, Args: j.Args, URL: j.URL, Shared: j.Shared}
 	switch {
 	case j.Command != "" && j.URL != "":
 		return Server{}, bad("command", `set "command" (stdio) or "url" (HTTP), not both`)

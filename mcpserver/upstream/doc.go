@@ -1,6 +1,6 @@
-// Package upstream is code mode's server side: the upstreams file (Load, Parse), one
-// go-sdk client session per upstream MCP server (Manager), and the bridge of one exec
-// (Exec), whose Tools the launcher carries to the sandbox's mcptools module.
+// Package upstream is code mode's server side: the upstreams file (Load, Parse), the
+// go-sdk client sessions with the upstream MCP servers (Manager), and the bridge of one
+// exec (Exec), whose Tools the launcher carries to the sandbox's mcptools module.
 //
 // Invariants:
 //
@@ -16,6 +16,9 @@
 //   - Secrets (env and header values, resolved from ${env:NAME} or ${file:/path}) stay
 //     in the server: never in the sandbox, the logs, an error or a status. Stdio
 //     upstreams run as children with PATH and their own env only.
+//   - One identity's calls never go on another identity's session with an upstream,
+//     unless the file says the server is shared; such sessions are bounded in number
+//     and closed when idle.
 //   - An upstream that is down does not stop the server: its calls fail as
 //     unavailable while the Manager reconnects with backoff.
 //   - CallRecord, the logs and Status carry metadata only, never arguments or results.

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,15 +15,26 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Manager keeps one client session per upstream server: it connects at Start, lists
-// the allowed tools (every page), lists them again on tools/list_changed, and
-// reconnects with backoff when a session ends. A server that is down does not stop
-// the others: calls to its tools fail with ErrUnavailable.
+// Manager keeps a client session per upstream server, its main session: it connects
+// at Start, lists the allowed tools (every page), lists them again on
+// tools/list_changed, and reconnects with backoff when the session ends. A server
+// that is down does not stop the others: calls to its tools fail with ErrUnavailable.
+//
+// Calls go on the main session for a shared server and for the identity ""
+// (stdio, the static token, no auth: every caller is that one identity). Otherwise
+// each identity gets a session of its own, opened at its first call, so that what one
+// caller leaves in a stateful upstream another cannot read: at most
+// Config.MaxSessions per server at once (a further identity's calls fail as
+// unavailable, naming the flag), each closed after Config.IdleTimeout without a call.
 type Manager struct {
 	cfg     *Config
 	log     zerolog.Logger
 	version string
 	conns   []*conn // in cfg.Servers' order
+	ctx     context.Context
+
+	maxSessions int
+	idle        time.Duration
 
 	// Backoff between connection attempts: from minBackoff, doubling, at most
 	// maxBackoff. Tests shorten them.
@@ -32,24 +44,63 @@ type Manager struct {
 // ErrUnavailable: the upstream server is not connected.
 var ErrUnavailable = errors.New("upstream server unavailable")
 
+// unavailableError is ErrUnavailable with its cause, which errors.Unwrap returns.
+type unavailableError struct{ cause error }
+
+func (e *unavailableError) Error() string        { return ErrUnavailable.Error() + ": " + e.cause.Error() }
+func (e *unavailableError) Unwrap() error        { return e.cause }
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
+
 type conn struct {
 	srv Server
 
 	mu       sync.Mutex
-	session  *mcp.ClientSession
-	tools    []*mcp.Tool // allowed and listed, in name order
-	lastErr  string      // why the last attempt or session failed; metadata only
+	session  *mcp.ClientSession // the main session
+	tools    []*mcp.Tool        // allowed and listed, in name order
+	lastErr  string             // why the last attempt or session failed; metadata only
 	tried    chan struct{}
 	triedOne sync.Once
+	owned    map[string]*owned // the identities' own sessions, by identity
 }
+
+// owned is one identity's session with a server that is not shared.
+type owned struct {
+	ready    chan struct{} // closed when the attempt to connect ended
+	cs       *mcp.ClientSession
+	err      error
+	inFlight int
+	lastUsed time.Time
+}
+
+// Defaults of Config.MaxSessions and Config.IdleTimeout.
+const (
+	DefaultMaxSessions = 16
+	DefaultIdleTimeout = 5 * time.Minute
+)
 
 // New returns a Manager for cfg; nothing connects before Start.
 func New(cfg *Config, version string, log zerolog.Logger) *Manager {
-	m := &Manager{cfg: cfg, log: log, version: version, minBackoff: time.Second, maxBackoff: 30 * time.Second}
+	m := &Manager{cfg: cfg, log: log, version: version, ctx: context.Background(),
+		maxSessions: cmp.Or(cfg.MaxSessions, DefaultMaxSessions), idle: cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		minBackoff: time.Second, maxBackoff: 30 * time.Second}
 	for _, s := range cfg.Servers {
-		m.conns = append(m.conns, &conn{srv: s, tried: make(chan struct{})})
+		m.conns = append(m.conns, &conn{srv: s, tried: make(chan struct{}), owned: map[string]*owned{}})
 	}
 	return m
+}
+
+type identityKey struct{}
+
+// WithIdentity is ctx for the calls of one caller, identity as mcpserver has it (an
+// OAuth issuer and subject, or ""): an exec's calls under it go on that identity's
+// session.
+func WithIdentity(ctx context.Context, identity string) context.Context {
+	return context.WithValue(ctx, identityKey{}, identity)
+}
+
+func identityOf(ctx context.Context) string {
+	id, _ := ctx.Value(identityKey{}).(string)
+	return id
 }
 
 // Limits are the per-exec limits of the configuration.
@@ -59,6 +110,8 @@ func (m *Manager) Limits() Limits { return m.cfg.Limits }
 // wait for each to have been tried once (connected or failed), so that the first
 // catalog and the tool description see the servers that are up.
 func (m *Manager) Start(ctx context.Context, wait time.Duration) {
+	m.ctx = ctx
+	go m.sweep(ctx)
 	for _, c := range m.conns {
 		go m.run(ctx, c)
 	}
@@ -79,7 +132,7 @@ func (m *Manager) run(ctx context.Context, c *conn) {
 	backoff := m.minBackoff
 	for ctx.Err() == nil {
 		began := time.Now()
-		cs, err := m.connect(ctx, c)
+		cs, err := m.connect(ctx, c, true)
 		if err == nil {
 			err = m.list(ctx, c, cs)
 			if err == nil {
@@ -114,9 +167,10 @@ func (m *Manager) run(ctx context.Context, c *conn) {
 	}
 }
 
-// connect opens a session. A stdio server runs as our child with a minimal
-// environment: PATH and the server's own env, nothing of ours.
-func (m *Manager) connect(ctx context.Context, c *conn) (*mcp.ClientSession, error) {
+// connect opens a session: the main one (which lists the tools) or an identity's. A
+// stdio server runs as our child with a minimal environment: PATH and the server's
+// own env, nothing of ours.
+func (m *Manager) connect(ctx context.Context, c *conn, main bool) (*mcp.ClientSession, error) {
 	var t mcp.Transport
 	if c.srv.Command != "" {
 		cmd := exec.CommandContext(ctx, c.srv.Command, c.srv.Args...)
@@ -129,9 +183,9 @@ func (m *Manager) connect(ctx context.Context, c *conn) (*mcp.ClientSession, err
 		t = &mcp.StreamableClientTransport{Endpoint: c.srv.URL,
 			HTTPClient: &http.Client{Transport: headers{c.srv.Headers, http.DefaultTransport}}}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcp-exec", Version: m.version}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{},
-		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+	if main {
+		opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
 			go func() {
 				lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				defer cancel()
@@ -139,8 +193,9 @@ func (m *Manager) connect(ctx context.Context, c *conn) (*mcp.ClientSession, err
 					m.log.Warn().Str("upstream", c.srv.Name).Err(err).Msg("listing tools after list_changed")
 				}
 			}()
-		},
-	})
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcp-exec", Version: m.version}, opts)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, nil)
@@ -186,8 +241,9 @@ func (m *Manager) conn(server string) *conn {
 // Status is one server's state, for /readyz: metadata only.
 type Status struct {
 	Name      string
-	Connected bool
+	Connected bool // the main session
 	Tools     int
+	Sessions  int // identities' own sessions, open or opening
 	Error     string
 }
 
@@ -196,25 +252,131 @@ func (m *Manager) Status() []Status {
 	var out []Status
 	for _, c := range m.conns {
 		c.mu.Lock()
-		out = append(out, Status{Name: c.srv.Name, Connected: c.session != nil, Tools: len(c.tools), Error: c.lastErr})
+		out = append(out, Status{Name: c.srv.Name, Connected: c.session != nil, Tools: len(c.tools), Sessions: len(c.owned), Error: c.lastErr})
 		c.mu.Unlock()
 	}
 	return out
 }
 
-// call runs one allowed tool on its server's session.
+// call runs one allowed tool on the session of ctx's identity (WithIdentity).
 func (m *Manager) call(ctx context.Context, c *conn, tool string, args any) (*mcp.CallToolResult, error) {
-	c.mu.Lock()
-	cs := c.session
-	c.mu.Unlock()
-	if cs == nil {
-		return nil, ErrUnavailable
+	cs, release, err := m.session(ctx, c, identityOf(ctx))
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil && ctx.Err() == nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, &unavailableError{err}
 	}
 	return res, err
+}
+
+// session is the session a call of identity's goes on, and what to call when the call
+// has ended.
+func (m *Manager) session(ctx context.Context, c *conn, identity string) (*mcp.ClientSession, func(), error) {
+	c.mu.Lock()
+	main, why := c.session, c.lastErr
+	if main == nil { // down: the main session's backoff paces the attempts
+		c.mu.Unlock()
+		return nil, nil, &unavailableError{errors.New(cmp.Or(why, "not connected yet"))}
+	}
+	if c.srv.Shared || identity == "" {
+		c.mu.Unlock()
+		return main, func() {}, nil
+	}
+	o := c.owned[identity]
+	if o == nil {
+		if len(c.owned) >= m.maxSessions {
+			c.mu.Unlock()
+			m.log.Warn().Str("upstream", c.srv.Name).Int("sessions", m.maxSessions).Msg("upstream call refused: every session is taken")
+			return nil, nil, &unavailableError{fmt.Errorf("it has a session open for each of %d other identities, the most it may have (--upstream-max-sessions, MCP_EXEC_UPSTREAM_MAX_SESSIONS); one closes after %s without a call (--upstream-idle-timeout-s)", m.maxSessions, m.idle)}
+		}
+		o = &owned{ready: make(chan struct{})}
+		c.owned[identity] = o
+		go m.open(c, identity, o)
+	}
+	o.inFlight++
+	c.mu.Unlock()
+	release := func() {
+		c.mu.Lock()
+		o.inFlight--
+		o.lastUsed = time.Now()
+		c.mu.Unlock()
+	}
+	select {
+	case <-o.ready:
+	case <-ctx.Done():
+		release()
+		return nil, nil, ctx.Err()
+	}
+	if o.err != nil {
+		release()
+		return nil, nil, &unavailableError{o.err}
+	}
+	return o.cs, release, nil
+}
+
+// open connects identity's session o, and forgets it when it ends.
+func (m *Manager) open(c *conn, identity string, o *owned) {
+	cs, err := m.connect(m.ctx, c, false)
+	c.mu.Lock()
+	o.cs, o.err, o.lastUsed = cs, err, time.Now()
+	if err != nil {
+		c.forget(identity, o) // the next call tries again
+	}
+	n := len(c.owned)
+	c.mu.Unlock()
+	close(o.ready)
+	if err != nil {
+		m.log.Warn().Str("upstream", c.srv.Name).Err(err).Msg("opening a caller's upstream session")
+		return
+	}
+	m.log.Info().Str("upstream", c.srv.Name).Int("sessions", n).Msg("upstream session opened for a caller")
+	stop := context.AfterFunc(m.ctx, func() { cs.Close() })
+	go func() {
+		cs.Wait()
+		stop()
+		c.mu.Lock()
+		c.forget(identity, o)
+		n := len(c.owned)
+		c.mu.Unlock()
+		m.log.Info().Str("upstream", c.srv.Name).Int("sessions", n).Msg("upstream session for a caller closed")
+	}()
+}
+
+// forget drops identity's session if it is still o; called with c.mu held.
+func (c *conn) forget(identity string, o *owned) {
+	if c.owned[identity] == o {
+		delete(c.owned, identity)
+	}
+}
+
+// sweep closes the identities' sessions idle for m.idle, until ctx ends.
+func (m *Manager) sweep(ctx context.Context) {
+	t := time.NewTicker(min(max(m.idle/4, 10*time.Millisecond), 30*time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			var idle []*mcp.ClientSession
+			for _, c := range m.conns {
+				c.mu.Lock()
+				for id, o := range c.owned {
+					if o.cs != nil && o.inFlight == 0 && now.Sub(o.lastUsed) >= m.idle {
+						delete(c.owned, id)
+						idle = append(idle, o.cs)
+					}
+				}
+				c.mu.Unlock()
+			}
+			for _, cs := range idle {
+				cs.Close()
+			}
+		}
+	}
 }
 
 // headers adds the configured headers to every request to an HTTP upstream.
