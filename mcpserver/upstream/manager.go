@@ -180,8 +180,7 @@ func (m *Manager) connect(ctx context.Context, c *conn, main bool) (*mcp.ClientS
 		}
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
-		t = &mcp.StreamableClientTransport{Endpoint: c.srv.URL,
-			HTTPClient: &http.Client{Transport: headers{c.srv.Headers, http.DefaultTransport}}}
+		t = &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: httpClient(c.srv, http.DefaultTransport)}
 	}
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if main {
@@ -377,20 +376,4 @@ func (m *Manager) sweep(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// headers adds the configured headers to every request to an HTTP upstream.
-type headers struct {
-	h    map[string]string
-	base http.RoundTripper
-}
-
-func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.h) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range h.h {
-			r.Header.Set(k, v)
-		}
-	}
-	return h.base.RoundTrip(r)
 }
