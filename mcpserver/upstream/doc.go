@@ -19,6 +19,8 @@
 //   - One identity's calls never go on another identity's session with an upstream,
 //     unless the file says the server is shared; such sessions are bounded in number
 //     and closed when idle.
+//   - What is read of one message from an upstream is bounded before it is decoded
+//     (limit.go); an answer over the bound fails its call only, not the session.
 //   - An HTTP upstream's headers go to its URL's origin only; a redirect elsewhere is
 //     refused.
 //   - An upstream that is down does not stop the server: its calls fail as

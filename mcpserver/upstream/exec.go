@@ -169,6 +169,8 @@ func (e *Exec) handle(ctx context.Context, body []byte, size int, rec *CallRecor
 	res, err := e.m.call(cctx, c, req.Tool, args)
 	switch {
 	case err == nil:
+	case errors.As(err, new(*ResultTooLargeError)):
+		return fail("too_large", "%s.%s: %v", req.Server, req.Tool, err)
 	case errors.Is(err, ErrUnavailable):
 		return fail("unavailable", "upstream %q is unavailable: %v", req.Server, errors.Unwrap(err))
 	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):

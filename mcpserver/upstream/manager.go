@@ -3,6 +3,7 @@ package upstream
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 )
@@ -31,6 +33,7 @@ type Manager struct {
 	log     zerolog.Logger
 	version string
 	conns   []*conn // in cfg.Servers' order
+	limit   int     // bytes of one message from an upstream (messageLimit)
 	ctx     context.Context
 
 	maxSessions int
@@ -80,7 +83,7 @@ const (
 
 // New returns a Manager for cfg; nothing connects before Start.
 func New(cfg *Config, version string, log zerolog.Logger) *Manager {
-	m := &Manager{cfg: cfg, log: log, version: version, ctx: context.Background(),
+	m := &Manager{cfg: cfg, log: log, version: version, limit: messageLimit(cfg.Limits), ctx: context.Background(),
 		maxSessions: cmp.Or(cfg.MaxSessions, DefaultMaxSessions), idle: cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		minBackoff: time.Second, maxBackoff: 30 * time.Second}
 	for _, s := range cfg.Servers {
@@ -178,9 +181,9 @@ func (m *Manager) connect(ctx context.Context, c *conn, main bool) (*mcp.ClientS
 		for k, v := range c.srv.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		t = &stdioTransport{cmd: cmd, limit: m.limit}
 	} else {
-		t = &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: httpClient(c.srv, http.DefaultTransport)}
+		t = &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: httpClient(c.srv, m.limit, http.DefaultTransport)}
 	}
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if main {
@@ -265,7 +268,16 @@ func (m *Manager) call(ctx context.Context, c *conn, tool string, args any) (*mc
 	}
 	defer release()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil && ctx.Err() == nil {
+	var werr *jsonrpc.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &werr) && werr.Code == codeTooLarge:
+		var d tooLargeData
+		if json.Unmarshal(werr.Data, &d) != nil {
+			d.Bytes = -1
+		}
+		return nil, &ResultTooLargeError{Server: c.srv.Name, Bytes: d.Bytes, Limit: m.limit}
+	case ctx.Err() == nil:
 		return nil, &unavailableError{err}
 	}
 	return res, err

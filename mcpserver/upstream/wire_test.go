@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -29,10 +30,14 @@ type putIn struct {
 type getIn struct {
 	Key string `json:"key" jsonschema:"the key"`
 }
+type hugeIn struct {
+	Bytes int `json:"bytes" jsonschema:"how many bytes"`
+}
 
 // statefulUpstream is an MCP server that keeps values per session, as a stateful
 // upstream does (a shopping cart, a patient's record opened by an earlier call): put
-// stores, get reads what this session stored; sleep waits.
+// stores, get reads what this session stored. huge returns that many bytes; sleep
+// waits.
 func statefulUpstream() *mcp.Server {
 	var mu sync.Mutex
 	kept := map[*mcp.ServerSession]map[string]string{}
@@ -54,6 +59,9 @@ func statefulUpstream() *mcp.Server {
 			return text("(nothing)"), nil, nil
 		}
 		return text(v), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "huge", Description: "Return that many bytes."}, func(ctx context.Context, req *mcp.CallToolRequest, in hugeIn) (*mcp.CallToolResult, any, error) {
+		return text(strings.Repeat("x", in.Bytes)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep ms milliseconds."}, func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
 		select {
@@ -212,6 +220,52 @@ func TestUpstreamSessionsBounded(t *testing.T) {
 		if got := textOf(callAs(t, m, bob, server, "get", map[string]string{"key": "k"})); got != "(nothing)" {
 			t.Errorf("%s: bob's call after alice's session closed: got %q", server, got)
 		}
+	}
+}
+
+// TestUpstreamResultTooLarge: a 40 MB answer, over stdio, HTTP with an SSE stream
+// and HTTP with a JSON body, is discarded as it is read: the caller gets too_large
+// naming the server, the limit and its key; a call of another caller in flight on
+// the same session and the next one succeed, the session never reconnected. Over
+// stdio the server allocates a small part of the answer (the upstream is another
+// process, so all it allocates is the server's own).
+func TestUpstreamResultTooLarge(t *testing.T) {
+	m, logs := startWire(t, true, `, "limits": {"max_result_bytes": 1048576, "call_timeout_s": 120}`, nil)
+	const huge = 20 << 20
+	for _, server := range []string{"local", "remote", "remote_json"} {
+		t.Run(server, func(t *testing.T) {
+			slept := make(chan string, 1)
+			go func() {
+				time.Sleep(100 * time.Millisecond) // after alice's call, in flight while the upstream writes its answer
+				slept <- textOf(callAs(t, m, "oauth bob", server, "sleep", map[string]int{"ms": 2000}))
+			}()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			got := textOf(callAs(t, m, "oauth alice", server, "huge", map[string]int{"bytes": huge}))
+			runtime.ReadMemStats(&after)
+			for _, want := range []string{"too_large: " + server + ".huge: upstream \"" + server + "\" answered with ", "more than the 1114112 one answer may have (limits.max_result_bytes in the upstreams file"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("alice's huge call: got %q, want it to contain %q", got, want)
+				}
+			}
+			if server == "local" {
+				if !strings.Contains(got, fmt.Sprintf("with %d bytes", huge+67)) && !strings.Contains(got, "bytes, more than") {
+					t.Errorf("alice's huge call: got %q, want the answer's size", got)
+				}
+				if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+					t.Errorf("the server allocated %d bytes while reading a %d-byte answer, want under 16 MiB", n, huge)
+				}
+			}
+			if s := <-slept; s != "slept" {
+				t.Errorf("bob's call in flight: got %q, want slept", s)
+			}
+			if got := textOf(callAs(t, m, "oauth carol", server, "get", map[string]string{"key": "x"})); got != "(nothing)" {
+				t.Errorf("carol's next call: got %q", got)
+			}
+		})
+	}
+	if n := strings.Count(logs.String(), "upstream connected"); n != 3 {
+		t.Errorf("%d connections, want 3 (none again):\n%s", n, logs.String())
 	}
 }
 
