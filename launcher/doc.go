@@ -38,10 +38,14 @@
 //     result, error, timeout, cancellation, Close. Removal runs on a context of its
 //     own; one that fails is retried every 10 s while the launcher runs, and Reap
 //     removes at start what a killed server left.
+//   - A launcher removes only its own sandboxes and those of servers proven gone:
+//     servers sharing an engine may share an instance name, so with Options.Owner
+//     every sandbox names its server process, and another's is removed only when
+//     /proc proves that process gone or the sandbox has long ended (owners.go).
 //   - Every sandbox is tracked from the answer to its create until its removal is
-//     confirmed. A sandbox of the instance that is not tracked (a create whose answer
+//     confirmed. A sandbox of its own that is not tracked (a create whose answer
 //     was lost) is removed once seen for longer than a create may take (orphans.go),
-//     and Close removes whatever of the instance the engine still holds.
+//     and Close removes whatever of its own the engine still holds.
 //   - An engine that goes away (ErrEngineUnavailable, or a broken sandbox while the
 //     engine does not answer) does not fail a call at once: it waits for the engine,
 //     within Options.EngineWait and its own timeout, and runs in a new sandbox with

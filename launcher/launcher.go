@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
 // Options configure a Launcher. Zero values take the defaults named on each field.
@@ -27,10 +28,17 @@ type Options struct {
 	MaxFilesBytes  int           // cap on all returned files together; 0 is 16 MiB
 	DefaultTimeout time.Duration // when Job.Timeout is 0; 0 is 30 s
 	Instance       string        // label value naming this server's containers; "" is "default"
-	Preload        []string      // modules the bootstrap imports before the code arrives
-	MaxConcurrent  int           // sandboxes running at once; 0 is 2
-	MaxQueue       int           // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
-	PoolSize       int           // sandboxes kept started ahead of demand; 0 is cold mode
+	// Owner names the server process making the sandboxes (launcher/owner): they are
+	// labelled with it, and the reaper and the sweeps remove another owner's only once
+	// it is proven gone (owners.go). It needs a backend that is an OwnerLister. The
+	// zero value: the instance alone owns its sandboxes, and a start removes all of
+	// them (for backends where an instance is one server's by construction: a
+	// Kubernetes replica's is its pod's name, the process backend's runs die with it).
+	Owner         owner.ID
+	Preload       []string // modules the bootstrap imports before the code arrives
+	MaxConcurrent int      // sandboxes running at once; 0 is 2
+	MaxQueue      int      // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
+	PoolSize      int      // sandboxes kept started ahead of demand; 0 is cold mode
 	// SessionPool keeps session sandboxes started ahead of OpenSession
 	// (sessionpool.go); the zero value keeps none.
 	SessionPool SessionPoolOptions
@@ -116,6 +124,7 @@ type Launcher struct {
 	// Removals that failed (the engine was away longer than cleanupTimeout) are tried
 	// again by the janitor until they succeed or the launcher closes.
 	orph *orphans // sandboxes the engine holds that the launcher does not track
+	proc owner.Proc
 
 	pendMu       sync.Mutex
 	pending      map[string]struct{}
@@ -131,6 +140,9 @@ const janitorInterval = 10 * time.Second
 // engine: call Check for that.
 func New(be Backend, opts Options) (*Launcher, error) {
 	o := opts.withDefaults()
+	if _, ok := be.(OwnerLister); !ok && !o.Owner.IsZero() {
+		return nil, errors.New("launcher: Options.Owner needs a backend that lists sandboxes with their owners (OwnerLister)")
+	}
 	stop, cancel := context.WithCancel(context.Background())
 	closing, stopPool := context.WithCancel(stop)
 	l := &Launcher{

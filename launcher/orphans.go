@@ -15,8 +15,10 @@ import (
 // does not track once it has seen them for orphanGrace, which is longer than a
 // backend's create may take (Docker's gives up after 30 s), so that a create still in
 // flight is never touched;
-// Close sweeps once more and removes whatever is left. One instance name per server,
-// as for Reap: a second server with the same name would lose its sandboxes.
+// Close sweeps once more and removes whatever is left. With Options.Owner, "the
+// instance's" means those labelled with this server's owner, and each sweep also
+// removes what servers proven gone left (owners.go); a peer sharing the instance name
+// loses nothing.
 type orphans struct {
 	mu      sync.Mutex
 	tracked map[string]struct{}
@@ -83,10 +85,16 @@ func (l *Launcher) orphanLoop() {
 func (l *Launcher) sweepOrphans(parent context.Context, final bool) {
 	ctx, cancel := context.WithTimeout(parent, 10*time.Second)
 	defer cancel()
-	ids, err := l.listSandboxes(ctx)
+	ids, others, err := l.census(ctx, false)
 	if err != nil {
 		l.log.Debug().Err(err).Msg("listing sandboxes for the orphan sweep")
 		return
+	}
+	if !final {
+		_, errs := l.removeLeftovers(ctx, others)
+		for _, err := range errs {
+			l.log.Warn().Err(err).Msg("removing a sandbox another server left")
+		}
 	}
 	now := time.Now()
 	var doomed []string
@@ -132,7 +140,9 @@ func (l *Launcher) sweepOrphans(parent context.Context, final bool) {
 	}
 }
 
-// listSandboxes lists the ids of this instance's sandboxes, running or not.
+// listSandboxes lists the ids of this launcher's sandboxes, running or not: its
+// owner's, or without one, the instance's.
 func (l *Launcher) listSandboxes(ctx context.Context) ([]string, error) {
-	return l.be.List(ctx, l.opts.Instance)
+	own, _, err := l.census(ctx, false)
+	return own, err
 }

@@ -52,7 +52,7 @@ func (l *Launcher) AwaitRemoved(ctx context.Context, id string) error {
 		return ga.AwaitGone(ctx, id)
 	}
 	for deadline := time.Now().Add(45 * time.Second); ; {
-		ids, err := l.be.List(ctx, l.opts.Instance)
+		ids, err := l.listSandboxes(ctx)
 		switch {
 		case err != nil:
 			return l.backendErr("listing sandboxes", err)

@@ -44,7 +44,8 @@ type Backend interface {
 	// busy or away.
 	Remove(ctx context.Context, id string) error
 	// List returns the ids of every sandbox, running or not, labelled with
-	// instance (backend.LabelInstance): for reaping what an earlier run left.
+	// instance (backend.LabelInstance): for reaping what an earlier run left (see
+	// OwnerLister for servers that share an instance).
 	List(ctx context.Context, instance string) ([]string, error)
 }
 
@@ -72,29 +73,34 @@ func (l *Launcher) backendErr(doing string, err error) error {
 	return fmt.Errorf("%s: %w", doing, err)
 }
 
-// Reap removes the sandboxes a previous run of this instance left behind (after a
-// crash or SIGKILL), found by label; other instances' sandboxes are never touched.
+// Reap removes the sandboxes that servers now gone left of this instance (after a
+// crash or SIGKILL), found by label: without Options.Owner every sandbox of the
+// instance; with it, those whose owner is proven gone (owners.go), never a live
+// server's. Other instances' sandboxes are never touched.
 func (l *Launcher) Reap(ctx context.Context) (int, error) {
-	ids, err := l.be.List(ctx, l.opts.Instance)
+	own, others, err := l.census(ctx, true)
 	if err != nil {
 		return 0, l.backendErr("listing leftover sandboxes", err)
 	}
 	var errs []error
 	n := 0
-	for _, id := range ids {
-		if err := l.remove(ctx, id); err != nil {
-			errs = append(errs, err)
-			continue
+	if l.opts.Owner.IsZero() {
+		for _, id := range own {
+			if err := l.remove(ctx, id); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
 		}
-		n++
 	}
-	return n, errors.Join(errs...)
+	m, more := l.removeLeftovers(ctx, others)
+	return n + m, errors.Join(append(errs, more...)...)
 }
 
-// Sandboxes lists the ids of this instance's sandboxes that the engine still holds,
+// Sandboxes lists the ids of this launcher's sandboxes that the engine still holds,
 // running or not: none once Close has returned.
 func (l *Launcher) Sandboxes(ctx context.Context) ([]string, error) {
-	return l.be.List(ctx, l.opts.Instance)
+	return l.listSandboxes(ctx)
 }
 
 // remove removes a sandbox; one already gone counts as removed.

@@ -47,7 +47,7 @@ func SandboxEnv() []string { return slices.Clone(sandboxEnv) }
 // turns it into its own hardened form (docker.ContainerSpec for containers).
 func SpecOf(o Options) backend.Spec {
 	o = o.withDefaults()
-	return backend.Spec{
+	s := backend.Spec{
 		Image:    o.Image,
 		Command:  bootCommand(o),
 		Env:      slices.Clone(sandboxEnv),
@@ -65,6 +65,10 @@ func SpecOf(o Options) backend.Spec {
 		TmpfsSize: o.TmpfsSize,
 		Runtime:   o.Runtime,
 	}
+	if !o.Owner.IsZero() {
+		s.Labels[backend.LabelOwner] = o.Owner.String()
+	}
+	return s
 }
 
 // bootCommand runs the bootstrap as PID 1. It is fixed text, the same for every

@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/nodump"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
 func main() {
@@ -244,6 +245,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	opts.Runtime = cfg.Runtime
 	opts.EngineWait = cfg.EngineWait
 	opts.SessionPool = sessionPool(cfg)
+	opts.Owner = serverOwner(cfg, log)
 	if eg, err := newEgress(cfg, be.host, log); err != nil {
 		be.close()
 		return nil, nil, err
@@ -330,6 +332,25 @@ func launcherOptions(cfg Config, image string, m *metrics, log zerolog.Logger) l
 		Metrics:        m,
 		Logger:         log,
 	}
+}
+
+// serverOwner is this process's owner.ID on the docker backend, whose sandboxes it
+// labels with it so that servers sharing the engine and an instance name never remove
+// each other's (launcher/owners.go). On Kubernetes an instance is one replica's (its
+// pod's name) and the zero value keeps that rule; so it does where /proc cannot be
+// read, with a warning, since a second server of the same instance would then lose
+// its sandboxes to this one's start.
+func serverOwner(cfg Config, log zerolog.Logger) owner.ID {
+	if cfg.Backend != "docker" {
+		return owner.ID{}
+	}
+	host, _ := os.Hostname()
+	o, err := owner.Proc{}.Self(host)
+	if err != nil {
+		log.Warn().Err(err).Msg("this server cannot name itself as its sandboxes' owner: its start will remove every sandbox of its instance, a live server's too; give each server its own " + cfgName("instance"))
+		return owner.ID{}
+	}
+	return o
 }
 
 // sessionPool is the launcher's session pool: on the docker backend only (Kubernetes

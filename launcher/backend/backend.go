@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 )
 
 // Labels on every sandbox. They carry ownership metadata only, never caller data, so
@@ -19,7 +20,20 @@ const (
 	// List leaves it out, so no replica's reaper, orphan sweep or shutdown removes it;
 	// the session's own expiry does (every replica's sweeper).
 	LabelSessionKey = "dev.mcp-exec.session-key"
+	// LabelOwner names the server process that made the sandbox (launcher/owner's
+	// ID), so that another server on the same engine can tell whether it is gone:
+	// servers that share an instance name (two stdio servers on one workstation both
+	// take the host's name) must not remove each other's sandboxes.
+	LabelOwner = "dev.mcp-exec.owner"
 )
+
+// Listed is one sandbox as a backend lists it with its owner (launcher.OwnerLister).
+type Listed struct {
+	ID      string
+	Owner   string    // its LabelOwner; "" for none
+	Running bool      // created and not yet ended, or the backend cannot tell
+	Ended   time.Time // when it stopped (or was created, if never started); zero if unknown
+}
 
 // Spec is one sandbox, as every backend must make it. It is pure data, the same for
 // every sandbox of a launcher, and holds nothing of any job: code, stdin and files

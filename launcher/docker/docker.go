@@ -219,6 +219,39 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 // List returns the ids of every container, running or not, labelled as a sandbox of
 // instance.
 func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
+	items, err := b.list(ctx, instance)
+	var ids []string
+	for _, c := range items {
+		ids = append(ids, c.ID)
+	}
+	return ids, err
+}
+
+// ListOwners (launcher.OwnerLister) is List with each sandbox's owner and state. A
+// sandbox not running is inspected for when it ended.
+func (b *Backend) ListOwners(ctx context.Context, instance string) ([]backend.Listed, error) {
+	items, err := b.list(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backend.Listed, 0, len(items))
+	for _, c := range items {
+		l := backend.Listed{ID: c.ID, Owner: c.Labels[backend.LabelOwner], Running: true}
+		switch c.State {
+		case container.StateCreated:
+			l.Running, l.Ended = false, time.Unix(c.Created, 0)
+		case container.StateExited, container.StateDead:
+			l.Running = false
+			if info, err := b.cli.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil {
+				l.Ended, _ = time.Parse(time.RFC3339Nano, info.Container.State.FinishedAt)
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (b *Backend) list(ctx context.Context, instance string) ([]container.Summary, error) {
 	f := make(client.Filters).
 		Add("label", backend.LabelRole+"="+backend.RoleSandbox).
 		Add("label", backend.LabelInstance+"="+instance)
@@ -228,13 +261,13 @@ func (b *Backend) List(ctx context.Context, instance string) ([]string, error) {
 	if err != nil {
 		return nil, b.classify(err)
 	}
-	var ids []string
+	var items []container.Summary
 	for _, c := range list.Items {
 		if c.Labels[backend.LabelInstance] == instance { // filters are the engine's business; check anyway
-			ids = append(ids, c.ID)
+			items = append(items, c)
 		}
 	}
-	return ids, nil
+	return items, nil
 }
 
 // classify marks a failure to reach the engine as backend.ErrEngineUnavailable,
