@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
+	"github.com/mcp-exec/mcp-exec/launcher/owner"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
 
@@ -51,7 +52,8 @@ var inContainer = func() bool {
 // The sockets' directory is bind-mounted by the engine, which reads the path on its
 // own host: so the engine must be local (a unix socket), and a server in a container
 // must be told a directory that is the same path in the container and on the host.
-func newEgress(cfg Config, engineHost string, log zerolog.Logger) (*proxy.Server, error) {
+// self (launcher.Options.Owner) keeps a live server of the same instance's channels.
+func newEgress(cfg Config, engineHost string, self owner.ID, log zerolog.Logger) (*proxy.Server, error) {
 	if cfg.EgressProfiles == "" {
 		return nil, nil
 	}
@@ -62,7 +64,7 @@ func newEgress(cfg Config, engineHost string, log zerolog.Logger) (*proxy.Server
 	if cfg.Backend == "kubernetes" {
 		// No socket: the backend carries each pod's connections over port-forward
 		// streams to its channel (launcher/kube, egress.go).
-		srv, err := proxy.New(ps, "", cfg.Instance, log.With().Str("component", "egress").Logger())
+		srv, err := proxy.New(ps, "", cfg.Instance, self, log.With().Str("component", "egress").Logger())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cfgName("egress-profiles"), err)
 		}
@@ -79,7 +81,7 @@ func newEgress(cfg Config, engineHost string, log zerolog.Logger) (*proxy.Server
 		}
 		dir = filepath.Join(os.TempDir(), "mcp-exec-egress-"+cfg.Instance)
 	}
-	srv, err := proxy.New(ps, dir, cfg.Instance, log.With().Str("component", "egress").Logger())
+	srv, err := proxy.New(ps, dir, cfg.Instance, self, log.With().Str("component", "egress").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgName("egress-dir"), err)
 	}

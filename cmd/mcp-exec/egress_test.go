@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
 func writeProfiles(t *testing.T, body string) string {
@@ -68,14 +70,14 @@ func TestEgressConfig(t *testing.T) {
 func TestNewEgress(t *testing.T) {
 	good := writeProfiles(t, `{"profiles": {"deb": {"hosts": ["deb.debian.org"]}, "org": {"hosts": ["example.org"], "ports": [443, 8443]}}}`)
 	c := cfgWantDefaults()
-	if srv, err := newEgress(c, "unix:///var/run/docker.sock", zerolog.Nop()); srv != nil || err != nil {
+	if srv, err := newEgress(c, "unix:///var/run/docker.sock", owner.ID{}, zerolog.Nop()); srv != nil || err != nil {
 		t.Fatalf("no profiles: got %v, %v", srv, err)
 	}
 	c.EgressProfiles, c.EgressDir = good, filepath.Join(t.TempDir(), "sockets")
-	if _, err := newEgress(c, "ssh://user@host", zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "egress profiles need a local engine") {
+	if _, err := newEgress(c, "ssh://user@host", owner.ID{}, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "egress profiles need a local engine") {
 		t.Errorf("remote engine: got %v", err)
 	}
-	srv, err := newEgress(c, "unix:///var/run/docker.sock", zerolog.Nop())
+	srv, err := newEgress(c, "unix:///var/run/docker.sock", owner.ID{}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func TestNewEgress(t *testing.T) {
 	inContainer = func() bool { return true }
 	defer func() { inContainer = was }()
 	c.EgressDir = ""
-	if _, err := newEgress(c, "unix:///var/run/docker.sock", zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "set --egress-dir (MCP_EXEC_EGRESS_DIR)") {
+	if _, err := newEgress(c, "unix:///var/run/docker.sock", owner.ID{}, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "set --egress-dir (MCP_EXEC_EGRESS_DIR)") {
 		t.Errorf("in a container without --egress-dir: got %v", err)
 	}
 }

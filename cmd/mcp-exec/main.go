@@ -246,7 +246,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	opts.EngineWait = cfg.EngineWait
 	opts.SessionPool = sessionPool(cfg)
 	opts.Owner = serverOwner(cfg, log)
-	if eg, err := newEgress(cfg, be.host, log); err != nil {
+	if eg, err := newEgress(cfg, be.host, opts.Owner, log); err != nil {
 		be.close()
 		return nil, nil, err
 	} else if eg != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/egress/egresstest"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
+	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
 const egressCanary = "CANARY-5b1d0c-caller-data"
@@ -40,7 +41,7 @@ func egressProxy(t testing.TB, logs io.Writer) *proxy.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(ps, "", "kube-live", zerolog.New(logs))
+	srv, err := proxy.New(ps, "", "kube-live", owner.ID{}, zerolog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestLiveEgressEarlyClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(ps, "", "kube-live", zerolog.Nop())
+	srv, err := proxy.New(ps, "", "kube-live", owner.ID{}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

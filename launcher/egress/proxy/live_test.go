@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/egress/egresstest"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
+	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
 // The public host of the live tests: one the CI machine reaches (Debian's mirrors, on
@@ -62,7 +63,7 @@ func liveLauncher(t testing.TB) (l *launcher.Launcher, rec *recorder, logs *laun
 		t.Fatal(err)
 	}
 	logs = &launchertest.Buffer{}
-	srv, err := proxy.New(ps, t.TempDir(), "live", zerolog.New(logs))
+	srv, err := proxy.New(ps, t.TempDir(), "live", owner.ID{}, zerolog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}

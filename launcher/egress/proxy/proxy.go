@@ -33,8 +33,11 @@
 //     other sites by them: domain fronting, which only TLS interception could stop.)
 //   - Close ends every connection of the Channel and removes its socket directory.
 //   - A Channel's directory is named after the server's instance (sb-<tag>-*, tag a
-//     hash of the instance name); New removes the ones of its own instance that an
-//     earlier run left (after a crash or SIGKILL), never another instance's.
+//     hash of the instance name), with its server process's owner.ID in a file beside
+//     it (<dir>.owner, outside what the sandbox mounts); New removes the ones of its
+//     own instance that a server now gone left (after a crash or SIGKILL: its owner is
+//     proven gone, or it has no owner file), never a live server's of the same name,
+//     nor another instance's.
 package proxy
 
 import (
@@ -61,6 +64,7 @@ import (
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
+	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
 // SocketName is the name of a Channel's socket in its directory.
@@ -78,6 +82,8 @@ type Server struct {
 	profiles *egress.Profiles
 	dir      string
 	prefix   string // of this instance's Channel directories: "sb-" + tag + "-"
+	self     owner.ID
+	proc     owner.Proc
 	resolver egress.Resolver
 	own      []netip.Prefix
 	log      zerolog.Logger
@@ -91,15 +97,16 @@ type Server struct {
 // (mode 0700: only the server's user and root can reach a socket through it). The
 // server's own interface addresses are refused on top of what egress.Vet refuses.
 // Channel directories that an earlier run of the same instance left in dir (its
-// process was killed before it could remove them) are removed; those of other
-// instances sharing dir are not touched.
+// process was killed before it could remove them) are removed, once their owner is
+// proven gone when self names this process (servers may share an instance name);
+// those of live servers and of other instances sharing dir are not touched.
 //
 // With dir "", Channels have no socket: the backend carries each sandbox's
 // connections to its Channel's ServeEgress (the Kubernetes backend's port-forward
 // streams), and which profile applies is decided by the Channel the backend hands a
 // connection to, which it opened for that sandbox alone.
-func New(profiles *egress.Profiles, dir, instance string, log zerolog.Logger) (*Server, error) {
-	s := &Server{profiles: profiles, dir: dir, prefix: DirPrefix(instance), resolver: net.DefaultResolver, log: log, dial: dialAddr}
+func New(profiles *egress.Profiles, dir, instance string, self owner.ID, log zerolog.Logger) (*Server, error) {
+	s := &Server{profiles: profiles, dir: dir, prefix: DirPrefix(instance), self: self, resolver: net.DefaultResolver, log: log, dial: dialAddr}
 	s.hashKey = make([]byte, 32)
 	_, _ = rand.Read(s.hashKey)
 	if dir != "" {
@@ -147,10 +154,9 @@ func DirPrefix(instance string) string {
 	return "sb-" + hex.EncodeToString(h[:4]) + "-"
 }
 
-// removeStale removes the directories of s.prefix in s.dir: at New, none of them can
-// belong to a Channel of this process, and a live server of the same instance would
-// be a misconfiguration the launcher's Reap does not survive either (it removes that
-// instance's sandboxes).
+// removeStale removes the directories of s.prefix in s.dir that no live server holds:
+// at New, none of them belongs to a Channel of this process, but one may be another
+// live server's of the same instance name.
 func (s *Server) removeStale() (int, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -159,16 +165,39 @@ func (s *Server) removeStale() (int, error) {
 	n := 0
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), s.prefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), s.prefix) || !s.stale(e.Name()) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		_ = os.Remove(filepath.Join(s.dir, e.Name()+ownerSuffix))
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// ownerSuffix names the file beside a Channel directory that holds its server's
+// owner.ID.
+const ownerSuffix = ".owner"
+
+// stale says whether the Channel directory name is a server's now gone: its owner file
+// names a process proven gone, or there is none (a server before owner files, or one
+// killed between the directory and the file). Without a self, every one is.
+func (s *Server) stale(name string) bool {
+	if s.self.IsZero() {
+		return true
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, name+ownerSuffix))
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	o, err := owner.Parse(strings.TrimSpace(string(b)))
+	return err == nil && s.proc.Judge(s.self, o) == owner.Gone
 }
 
 // Profiles returns the profiles the Server serves.
@@ -221,25 +250,40 @@ func (s *Server) listen() (string, *net.UnixListener, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if !s.self.IsZero() {
+		if err := os.WriteFile(dir+ownerSuffix, []byte(s.self.String()), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+	}
 	// The sandbox's user needs to search the directory, not to list it.
 	if err := os.Chmod(dir, 0o711); err != nil {
-		os.RemoveAll(dir)
+		removeChannelDir(dir)
 		return "", nil, err
 	}
 	path := filepath.Join(dir, SocketName)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		os.RemoveAll(dir)
+		removeChannelDir(dir)
 		return "", nil, err
 	}
 	ln.SetUnlinkOnClose(true)
 	// The sandbox runs as another user than the server: it must be able to connect.
 	if err := os.Chmod(path, 0o666); err != nil {
 		ln.Close()
-		os.RemoveAll(dir)
+		removeChannelDir(dir)
 		return "", nil, err
 	}
 	return dir, ln, nil
+}
+
+// removeChannelDir removes a Channel's directory and its owner file.
+func removeChannelDir(dir string) error {
+	err := os.RemoveAll(dir)
+	if rmErr := os.Remove(dir + ownerSuffix); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
+		err = rmErr
+	}
+	return err
 }
 
 // OpenCheck starts a channel that serves no profile, for the launcher's start-up check
@@ -298,7 +342,7 @@ func (c *checkChannel) Close() error {
 		}
 		err = c.ln.Close()
 		c.wg.Wait()
-		if rmErr := os.RemoveAll(c.dir); rmErr != nil && err == nil {
+		if rmErr := removeChannelDir(c.dir); rmErr != nil && err == nil {
 			err = rmErr
 		}
 	})
@@ -351,7 +395,7 @@ func (c *Channel) Close() error {
 		if c.dir == "" {
 			return
 		}
-		if rmErr := os.RemoveAll(c.dir); rmErr != nil && err == nil {
+		if rmErr := removeChannelDir(c.dir); rmErr != nil && err == nil {
 			err = rmErr
 		}
 	})

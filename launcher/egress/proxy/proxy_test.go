@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
+	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
 // fakeResolver answers from a table and records every lookup.
@@ -76,7 +78,7 @@ func newTestServer(t *testing.T, profiles string, upstream string) *testServer {
 		"meta.example.org.":   {netip.MustParseAddr("169.254.169.254")},
 		"mapped.example.org.": {netip.MustParseAddr("::ffff:10.0.0.1")},
 	}}}
-	srv, err := New(ps, filepath.Join(t.TempDir(), "s"), "unit", zerolog.New(ts))
+	srv, err := New(ps, filepath.Join(t.TempDir(), "s"), "unit", owner.ID{}, zerolog.New(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +335,7 @@ func TestStaleChannelsRemoved(t *testing.T) {
 	}
 	dir := t.TempDir()
 	// The other instance is live: its channel must keep working.
-	other, err := New(ps, dir, "other", zerolog.Nop())
+	other, err := New(ps, dir, "other", owner.ID{}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +365,7 @@ func TestStaleChannelsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &strings.Builder{}
-	if _, err := New(ps, dir, "mine", zerolog.New(logs)); err != nil {
+	if _, err := New(ps, dir, "mine", owner.ID{}, zerolog.New(logs)); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range stale {
@@ -468,5 +470,80 @@ func TestProxyLogsWildcardAsHash(t *testing.T) {
 	other := newTestServer(t, unitProfiles, echoUpstream(t))
 	if a, b := ts.nameHash("secret-data-4711.wild.example.org"), other.nameHash("secret-data-4711.wild.example.org"); a == b {
 		t.Errorf("two servers hash a name alike (%s): the hash is not keyed", a)
+	}
+}
+
+// TestStaleChannelsOfLivePeerKept: servers sharing an instance name and a socket
+// directory (two servers with the defaults on one host) do not remove each other's
+// channels: a starting server removes only those whose owner is proven gone (or that
+// name none), and a peer's channel keeps serving.
+func TestStaleChannelsOfLivePeerKept(t *testing.T) {
+	ps, err := egress.ParseProfiles([]byte(unitProfiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, err := owner.Proc{}.Self("h")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	// The peer: a live process of this host that is not this one (the test's parent).
+	peer, dead := me, me
+	peer.Pid = os.Getppid()
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", peer.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	if peer.Start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+		t.Fatal(err)
+	}
+	dead.Start++ // this pid, another start time: a server gone
+	dir := t.TempDir()
+	live, err := New(ps, dir, "same", peer, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := live.OpenChannel("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if b, err := os.ReadFile(ch.Dir() + ".owner"); err != nil || string(b) != peer.String() {
+		t.Fatalf("the channel's owner file: got %q, %v, want %q", b, err, peer)
+	}
+	gone, err := New(ps, dir, "same", dead, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadCh, err := gone.OpenChannel("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deadCh.Close()
+	deadDir := deadCh.Dir()
+	deadCh.ln.SetUnlinkOnClose(false) // as a killed server leaves it
+	deadCh.ln.Close()
+	bare, err := os.MkdirTemp(dir, DirPrefix("same")) // from a server before owner files
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := New(ps, dir, "same", me, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{deadDir, deadDir + ".owner", bare} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s of a server gone: %v, want it removed", d, err)
+		}
+	}
+	if _, err := os.Stat(ch.Dir()); err != nil {
+		t.Errorf("the live peer's channel directory: %v, want it kept", err)
+	}
+	if status, _ := ask(t, ch, "CONNECT localhost:443 HTTP/1.1\r\n\r\n", ""); !strings.HasPrefix(status, "403 egress denied (special_name)") {
+		t.Errorf("the live peer's channel after another server's start: %q, want it serving", status)
+	}
+	ch.Close()
+	if _, err := os.Stat(ch.Dir() + ".owner"); !os.IsNotExist(err) {
+		t.Errorf("owner file after Close: %v, want it removed", err)
 	}
 }
