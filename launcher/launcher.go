@@ -34,11 +34,15 @@ type Options struct {
 	// zero value: the instance alone owns its sandboxes, and a start removes all of
 	// them (for backends where an instance is one server's by construction: a
 	// Kubernetes replica's is its pod's name, the process backend's runs die with it).
-	Owner         owner.ID
-	Preload       []string // modules the bootstrap imports before the code arrives
-	MaxConcurrent int      // sandboxes running at once; 0 is 2
-	MaxQueue      int      // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
-	PoolSize      int      // sandboxes kept started ahead of demand; 0 is cold mode
+	Owner owner.ID
+	// OwnerContainer is the engine's id of the container the server runs in, if any
+	// (owner.Proc.Container): a peer that cannot judge Owner asks the engine whether
+	// that container stopped or restarted since (owners.go).
+	OwnerContainer string
+	Preload        []string // modules the bootstrap imports before the code arrives
+	MaxConcurrent  int      // sandboxes running at once; 0 is 2
+	MaxQueue       int      // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
+	PoolSize       int      // sandboxes kept started ahead of demand; 0 is cold mode
 	// SessionPool keeps session sandboxes started ahead of OpenSession
 	// (sessionpool.go); the zero value keeps none.
 	SessionPool SessionPoolOptions

@@ -18,7 +18,10 @@ import (
 //   - owner.Proc.Judge says Gone: same host, same boot and PID namespace, and the pid
 //     is absent or started at another time; or this host has rebooted since;
 //   - or the owner cannot be judged (another PID namespace: a server in a container;
-//     another machine) and the sandbox has ended at least orphanGrace ago. A sandbox
+//     another machine), but it runs in a container of this engine
+//     (LabelOwnerContainer) that has stopped, or started again after the sandbox was
+//     made (a restart ends every process of a container);
+//   - or the owner cannot be judged and the sandbox has ended at least orphanGrace ago. A sandbox
 //     whose server died ends by itself once idle: the engine closes its stdin with the
 //     server's attach connection and the bootstrap exits (a warm one at once, a
 //     running program when it ends). A live server removes its ended sandboxes as
@@ -27,6 +30,15 @@ import (
 // A sandbox of the instance without an owner label (made by a server from before the
 // label) is removed at start, as every sandbox of the instance was. A sandbox of a live
 // owner, or of one it cannot judge that still runs, is left alone.
+
+// ContainerStarter is implemented by backends that can say whether one of their
+// engine's containers runs and when it last started (launcher/docker): for a server
+// in a container, which its peers in other containers cannot see.
+type ContainerStarter interface {
+	// ContainerStarted reports when container id last started and whether it runs;
+	// one the engine does not hold is backend.ErrNotFound.
+	ContainerStarted(ctx context.Context, id string) (started time.Time, running bool, err error)
+}
 
 // OwnerLister is implemented by backends that keep LabelOwner and can list a
 // sandbox's state (launcher/docker); Options.Owner needs one.
@@ -50,20 +62,29 @@ func (l *Launcher) census(ctx context.Context, atStart bool) (own []string, othe
 	}
 	me, now := l.opts.Owner.String(), time.Now()
 	others = map[string]string{}
+	containers := map[string]containerState{}
 	for _, s := range all {
 		if s.Owner == me {
 			own = append(own, s.ID)
 			continue
 		}
-		if why := l.removable(s, now, atStart); why != "" {
+		if why := l.removable(ctx, s, now, atStart, containers); why != "" {
 			others[s.ID] = why
 		}
 	}
 	return own, others, nil
 }
 
+// containerState is what the engine said of an owner's container.
+type containerState struct {
+	started time.Time
+	running bool
+	err     error
+}
+
 // removable says why another owner's sandbox s may be removed, or "" when it may not.
-func (l *Launcher) removable(s backend.Listed, now time.Time, atStart bool) string {
+// containers caches the owners' containers over one census.
+func (l *Launcher) removable(ctx context.Context, s backend.Listed, now time.Time, atStart bool, containers map[string]containerState) string {
 	if s.Owner == "" {
 		if atStart {
 			return "no owner label"
@@ -77,10 +98,35 @@ func (l *Launcher) removable(s backend.Listed, now time.Time, atStart bool) stri
 	switch {
 	case v == owner.Gone:
 		return "its server is gone"
-	case v == owner.Unknown && !s.Running && !s.Ended.IsZero() && now.Sub(s.Ended) >= l.orph.grace:
+	case v != owner.Unknown:
+		return ""
+	case !s.Running && !s.Ended.IsZero() && now.Sub(s.Ended) >= l.orph.grace:
 		return "it ended and its server cannot be judged"
+	case l.ownerContainerGone(ctx, s, containers):
+		return "its server's container stopped or restarted since"
 	}
 	return ""
+}
+
+// ownerContainerGone reports whether s's owner's container (LabelOwnerContainer) is
+// on this engine and stopped, or started again after s was made. A container the
+// engine does not hold proves nothing: it may be another engine's. Created may be
+// truncated to the second, hence the second of margin: a live server's sandbox made
+// within a second of its container's start is never taken for a restarted one's.
+func (l *Launcher) ownerContainerGone(ctx context.Context, s backend.Listed, containers map[string]containerState) bool {
+	cs, ok := l.be.(ContainerStarter)
+	if !ok || s.OwnerContainer == "" || s.Created.IsZero() {
+		return false
+	}
+	st, seen := containers[s.OwnerContainer]
+	if !seen {
+		st.started, st.running, st.err = cs.ContainerStarted(ctx, s.OwnerContainer)
+		containers[s.OwnerContainer] = st
+	}
+	if st.err != nil {
+		return false
+	}
+	return !st.running || st.started.After(s.Created.Add(time.Second))
 }
 
 // removeLeftovers removes the others' sandboxes census found removable, and returns

@@ -50,12 +50,10 @@ func TestReapByOwner(t *testing.T) {
 	foreign := peer
 	foreign.PidNS++ // a server in another PID namespace
 
-	mk := func(label string, running bool) string {
+	// run starts a container with labels (a sandbox) or without (a server's own), and
+	// waits for its end unless running.
+	run := func(labels map[string]string, running bool) string {
 		t.Helper()
-		labels := map[string]string{LabelRole: "sandbox", LabelInstance: instance}
-		if label != "" {
-			labels[backend.LabelOwner] = label
-		}
 		cmd := []string{"python3", "-c", "import time; time.sleep(300)"}
 		if !running {
 			cmd = []string{"python3", "-c", "pass"}
@@ -83,14 +81,32 @@ func TestReapByOwner(t *testing.T) {
 		}
 		return c.ID
 	}
+	mkIn := func(label, serverContainer string, running bool) string {
+		t.Helper()
+		labels := map[string]string{LabelRole: "sandbox", LabelInstance: instance}
+		if label != "" {
+			labels[backend.LabelOwner] = label
+		}
+		if serverContainer != "" {
+			labels[backend.LabelOwnerContainer] = serverContainer
+		}
+		return run(labels, running)
+	}
+	mk := func(label string, running bool) string { return mkIn(label, "", running) }
+	// Servers in containers of this engine (another PID namespace: Judge cannot tell):
+	// one running since before its sandbox was made, one stopped, one restarted after.
+	up, down, again := run(nil, true), run(nil, false), run(nil, true)
 	ids := map[string]string{
-		"live peer, running":           mk(peer.String(), true),
-		"live peer, ended":             mk(peer.String(), false),
-		"dead owner, running":          mk(dead.String(), true),
-		"foreign owner, running":       mk(foreign.String(), true),
-		"foreign owner, ended":         mk(foreign.String(), false),
-		"unlabelled, running":          mk("", true),
-		"garbled owner label, running": mk("x.y", true),
+		"foreign owner in a running container":   mkIn(foreign.String(), up, true),
+		"foreign owner in a stopped container":   mkIn(foreign.String(), down, true),
+		"foreign owner in a restarted container": mkIn(foreign.String(), again, true),
+		"live peer, running":                     mk(peer.String(), true),
+		"live peer, ended":                       mk(peer.String(), false),
+		"dead owner, running":                    mk(dead.String(), true),
+		"foreign owner, running":                 mk(foreign.String(), true),
+		"foreign owner, ended":                   mk(foreign.String(), false),
+		"unlabelled, running":                    mk("", true),
+		"garbled owner label, running":           mk("x.y", true),
 	}
 	exists := func() map[string]bool {
 		t.Helper()
@@ -103,6 +119,10 @@ func TestReapByOwner(t *testing.T) {
 			m[name] = slices.Contains(all, id)
 		}
 		return m
+	}
+	time.Sleep(2 * time.Second) // beyond the second of margin on Created
+	if _, err := cli.ContainerRestart(ctx, again, client.ContainerRestartOptions{Timeout: new(0)}); err != nil {
+		t.Fatal(err)
 	}
 	check := func(when string, want map[string]bool) {
 		t.Helper()
@@ -117,7 +137,8 @@ func TestReapByOwner(t *testing.T) {
 	// The sweep while running: the dead owner's; not the unlabelled one (only a start
 	// removes those); the foreign ended one not before its grace.
 	l.sweepOrphans(ctx, false)
-	check("first sweep", map[string]bool{"live peer, running": true, "live peer, ended": true, "dead owner, running": false,
+	check("first sweep", map[string]bool{"foreign owner in a running container": true, "foreign owner in a stopped container": false,
+		"foreign owner in a restarted container": false, "live peer, running": true, "live peer, ended": true, "dead owner, running": false,
 		"foreign owner, running": true, "foreign owner, ended": true, "unlabelled, running": true, "garbled owner label, running": true})
 
 	l.orph.grace = time.Second // past for the ended one
@@ -133,7 +154,7 @@ func TestReapByOwner(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check("after Close", map[string]bool{"live peer, running": true, "live peer, ended": true, "foreign owner, running": true})
+	check("after Close", map[string]bool{"foreign owner in a running container": true, "live peer, running": true, "live peer, ended": true, "foreign owner, running": true})
 }
 
 // startOf is pid's start time, field 22 of its stat.

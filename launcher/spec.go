@@ -67,6 +67,9 @@ func SpecOf(o Options) backend.Spec {
 	}
 	if !o.Owner.IsZero() {
 		s.Labels[backend.LabelOwner] = o.Owner.String()
+		if o.OwnerContainer != "" {
+			s.Labels[backend.LabelOwnerContainer] = o.OwnerContainer
+		}
 	}
 	return s
 }

@@ -246,6 +246,9 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 	opts.EngineWait = cfg.EngineWait
 	opts.SessionPool = sessionPool(cfg)
 	opts.Owner = serverOwner(cfg, log)
+	if !opts.Owner.IsZero() {
+		opts.OwnerContainer = owner.Proc{}.Container()
+	}
 	if eg, err := newEgress(cfg, be.host, opts.Owner, log); err != nil {
 		be.close()
 		return nil, nil, err

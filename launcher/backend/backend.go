@@ -25,14 +25,20 @@ const (
 	// servers that share an instance name (two stdio servers on one workstation both
 	// take the host's name) must not remove each other's sandboxes.
 	LabelOwner = "dev.mcp-exec.owner"
+	// LabelOwnerContainer is the engine's id of the container the owner runs in, if
+	// any: a peer in another PID namespace cannot see the owner's process, but can ask
+	// the engine whether that container stopped or restarted since the sandbox was made.
+	LabelOwnerContainer = "dev.mcp-exec.owner-container"
 )
 
 // Listed is one sandbox as a backend lists it with its owner (launcher.OwnerLister).
 type Listed struct {
-	ID      string
-	Owner   string    // its LabelOwner; "" for none
-	Running bool      // created and not yet ended, or the backend cannot tell
-	Ended   time.Time // when it stopped (or was created, if never started); zero if unknown
+	ID             string
+	Owner          string    // its LabelOwner; "" for none
+	OwnerContainer string    // its LabelOwnerContainer; "" for none
+	Created        time.Time // when it was created (to the second at least)
+	Running        bool      // created and not yet ended, or the backend cannot tell
+	Ended          time.Time // when it stopped (or was created, if never started); zero if unknown
 }
 
 // Spec is one sandbox, as every backend must make it. It is pure data, the same for

@@ -236,7 +236,8 @@ func (b *Backend) ListOwners(ctx context.Context, instance string) ([]backend.Li
 	}
 	out := make([]backend.Listed, 0, len(items))
 	for _, c := range items {
-		l := backend.Listed{ID: c.ID, Owner: c.Labels[backend.LabelOwner], Running: true}
+		l := backend.Listed{ID: c.ID, Owner: c.Labels[backend.LabelOwner], OwnerContainer: c.Labels[backend.LabelOwnerContainer],
+			Created: time.Unix(c.Created, 0), Running: true}
 		switch c.State {
 		case container.StateCreated:
 			l.Running, l.Ended = false, time.Unix(c.Created, 0)
@@ -249,6 +250,22 @@ func (b *Backend) ListOwners(ctx context.Context, instance string) ([]backend.Li
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// ContainerStarted (launcher.ContainerStarter) says whether container id runs and
+// when it last started; one the engine does not hold is backend.ErrNotFound.
+func (b *Backend) ContainerStarted(ctx context.Context, id string) (time.Time, bool, error) {
+	info, err := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	switch {
+	case IsGone(err):
+		return time.Time{}, false, fmt.Errorf("%w: %w", backend.ErrNotFound, err)
+	case err != nil:
+		return time.Time{}, false, b.classify(err)
+	case info.Container.State == nil:
+		return time.Time{}, false, fmt.Errorf("container %.12s: no state", id)
+	}
+	started, err := time.Parse(time.RFC3339Nano, info.Container.State.StartedAt)
+	return started, info.Container.State.Running, err
 }
 
 func (b *Backend) list(ctx context.Context, instance string) ([]container.Summary, error) {

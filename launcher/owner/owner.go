@@ -147,6 +147,30 @@ func (p Proc) start(pid int) (uint64, error) {
 	return v, nil
 }
 
+// Container returns the engine's id of the container the reader of p runs in, as
+// its /etc/hostname mount shows it (Docker: /var/lib/docker/containers/ID/hostname;
+// Podman: .../overlay-containers/ID/userdata/hostname), or "" outside a container or
+// when the mount does not show one. A peer that cannot see this process (another PID
+// namespace) may ask the engine whether that container has stopped or restarted since.
+func (p Proc) Container() string {
+	b, err := os.ReadFile(p.path("self", "mountinfo"))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[4] != "/etc/hostname" {
+			continue
+		}
+		for _, c := range strings.Split(f[3], "/") {
+			if len(c) == 64 && isHex(c) {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
 // Verdict is what a server can tell about another ID's process.
 type Verdict int
 

@@ -120,3 +120,30 @@ func TestParseRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestContainer(t *testing.T) {
+	const id = "63c06307348c77d6df27712c3636e8aae87e67fc57dc5860529abce89c14d81a"
+	for _, tc := range []struct{ name, mountinfo, want string }{
+		{"docker", "209 192 254:0 /var/lib/docker/containers/" + id + "/resolv.conf /etc/resolv.conf rw - ext4 /dev/vda rw\n" +
+			"210 192 254:0 /var/lib/docker/containers/" + id + "/hostname /etc/hostname rw,relatime - ext4 /dev/vda rw\n", id},
+		{"podman", "512 500 0:45 /containers/storage/overlay-containers/" + id + "/userdata/hostname /etc/hostname rw - tmpfs tmpfs rw\n", id},
+		{"the host", "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n", ""},
+		{"a hostname mount naming no container", "210 192 254:0 /srv/hostname /etc/hostname rw - ext4 /dev/vda rw\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(root, "1"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "1", "mountinfo"), []byte(tc.mountinfo), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("1", filepath.Join(root, "self")); err != nil {
+				t.Fatal(err)
+			}
+			if got := (Proc{Root: root}).Container(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
