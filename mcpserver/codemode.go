@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,12 +28,12 @@ type execToolsOutput struct {
 	// ToolCalls and ToolCallsMore are never nil, so that they are always arrays on
 	// the wire.
 	ToolCalls     []upstream.CallRecord `json:"tool_calls" jsonschema:"The program's calls to upstream tools, in the order they ended (the first 20): server, tool, duration_ms, status, arg_bytes, result_bytes (never their arguments or results)."`
-	ToolCallsMore []upstream.CallGroup  `json:"tool_calls_more" jsonschema:"The calls after the first 20, counted by server, tool and status: count, and duration_ms, arg_bytes and result_bytes summed. Empty when the program made at most 20 calls."`
+	ToolCallsMore []upstream.CallGroup  `json:"tool_calls_more" jsonschema:"The calls after the first 20, counted by server, tool and status: count, and duration_ms, arg_bytes and result_bytes summed; last, the calls refused past the budget (server and tool unknown, status budget). Empty when the program made at most 20 calls, all within the budget."`
 }
 
 // maxListedCalls bounds the calls tool_calls lists one by one; the rest are counted
 // in tool_calls_more, so that what reaches the client does not grow with the number
-// of calls of the same tools (the log still has a line per call).
+// of calls of the same tools (the log has a line per call the budget counted).
 const maxListedCalls = 20
 
 func toolsOutputSchema() *jsonschema.Schema {
@@ -80,17 +79,28 @@ func (h *handler) execTools(ctx context.Context, req *mcp.CallToolRequest, in ex
 	// The program's calls go on the caller's own upstream sessions.
 	ctx = upstream.WithIdentity(ctx, identity(req))
 	res, out, err := h.run(ctx, req, in, func(j *launcher.Job) { j.Tools = x.Tools() })
-	calls := x.Calls()
-	h.logCalls(calls)
+	calls, refused := x.Calls(), x.Refused()
+	h.logCalls(calls, refused)
 	listed := calls[:min(len(calls), maxListedCalls)]
-	return res, execToolsOutput{execOutput: out, ToolCalls: listed, ToolCallsMore: upstream.Group(calls[len(listed):])}, err
+	more := upstream.Group(calls[len(listed):])
+	if refused.Count > 0 {
+		more = append(more, refused)
+	}
+	return res, execToolsOutput{execOutput: out, ToolCalls: listed, ToolCallsMore: more}, err
 }
 
-func (h *handler) logCalls(calls []upstream.CallRecord) {
+// logCalls logs a line per call the budget counted (at most limits.max_calls), and
+// one for the calls refused past it: their names are the configured ones or unknown,
+// never a program's text.
+func (h *handler) logCalls(calls []upstream.CallRecord, refused upstream.CallGroup) {
 	for _, c := range calls {
 		h.log.Info().Str("upstream", c.Server).Str("tool", c.Tool).Str("status", c.Status).
 			Int64("duration_ms", c.DurationMS).Int("arg_bytes", c.ArgBytes).Int("result_bytes", c.ResultBytes).
 			Msg("tool call")
+	}
+	if refused.Count > 0 {
+		h.log.Info().Str("status", refused.Status).Int("count", refused.Count).Int("arg_bytes", refused.ArgBytes).
+			Msg("tool calls refused past the budget")
 	}
 }
 
@@ -99,14 +109,13 @@ func (h *handler) logCalls(calls []upstream.CallRecord) {
 // instead (SEP-2322), which would end exec's call while its program runs.
 const mrtrProtocol = "2026-07-28"
 
-// maxApprovalArgs bounds the arguments shown to the human in an approval question.
-const maxApprovalArgs = 2048
-
 // elicitApproval asks the client's human, through MCP elicitation, whether a program
 // may make one call of a tool on an approve list. A client without the elicitation
 // capability cannot be asked: the call is denied (upstream.Unsupported). The question
-// shows the call's arguments (the caller's own data, going back to the caller).
-// Clients on MCP 2026-07-28 and later cannot be asked this way (mrtrProtocol).
+// shows the call's arguments whole, in the canonical encoding that is sent upstream
+// (the caller's own data, going back to the caller); upstream.Exec refuses arguments
+// longer than upstream.MaxApprovalArgs before asking. Clients on MCP 2026-07-28 and
+// later cannot be asked this way (mrtrProtocol).
 func elicitApproval(ss *mcp.ServerSession) upstream.Approver {
 	return func(ctx context.Context, server, tool string, args json.RawMessage) (string, error) {
 		if ss == nil {
@@ -120,14 +129,13 @@ func elicitApproval(ss *mcp.ServerSession) upstream.Approver {
 			return upstream.Unsupported, errors.New("the client speaks MCP " + p.ProtocolVersion +
 				", where a tool asks its client only through multi round-trip input requests (SEP-2322), which exec does not support yet")
 		}
-		shown := strings.ToValidUTF8(string(args), "?")
-		if len(shown) > maxApprovalArgs {
-			shown = strings.ToValidUTF8(shown[:maxApprovalArgs], "") + fmt.Sprintf("... (%d bytes in all)", len(args))
+		if len(args) > upstream.MaxApprovalArgs {
+			return "", fmt.Errorf("the arguments are %d bytes, more than the prompt shows (%d)", len(args), upstream.MaxApprovalArgs)
 		}
 		res, err := ss.Elicit(ctx, &mcp.ElicitParams{
 			Mode: "form",
-			Message: fmt.Sprintf("A program run by mcp-exec wants to call the tool %s.%s, which needs your approval. Arguments: %s\nAccept to let this one call run; decline to refuse it.",
-				server, tool, shown),
+			Message: fmt.Sprintf("A program run by mcp-exec wants to call the tool %s.%s, which needs your approval. Arguments: %s\nAccept to let this one call run, with exactly these arguments; decline to refuse it.",
+				server, tool, args),
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 		})
 		if err != nil {

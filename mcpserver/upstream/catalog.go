@@ -95,7 +95,7 @@ func (m *Manager) Index() string {
 	var b strings.Builder
 	b.WriteString("Code mode: the program can call the tools of other MCP servers as Python functions, through the sandbox's own stream (still no network). Import a server's module from mcptools and call its functions with keyword arguments, e.g. `from mcptools import " +
 		m.exampleModule() + "`. Results are the tool's structured content, else its text (JSON-decoded when it is JSON); a failing tool raises mcptools.ToolError. mcptools.search(\"text\") and mcptools.describe(\"server.tool\") show signatures in the sandbox; the tools_search tool shows them here. Each run may make " +
-		fmt.Sprint(m.cfg.Limits.MaxCalls) + " calls; every call is listed in tool_calls.\nServers and tools:\n")
+		fmt.Sprint(m.cfg.Limits.MaxCalls) + " calls (refused ones count too); tool_calls lists them.\nServers and tools:\n")
 	for _, s := range m.entries() {
 		fmt.Fprintf(&b, "- %s (from mcptools import %s):", s.Name, s.Module)
 		if len(s.Tools) == 0 {

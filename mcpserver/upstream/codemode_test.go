@@ -45,6 +45,7 @@ type recorder struct {
 	canceled int
 	auth     string
 	sent     int
+	sentArgs string // the raw arguments of the last send
 }
 
 type textIn struct {
@@ -107,6 +108,7 @@ func testUpstream(rec *recorder) *mcp.Server {
 		if rec != nil {
 			rec.mu.Lock()
 			rec.sent++
+			rec.sentArgs = string(req.Params.Arguments)
 			rec.mu.Unlock()
 		}
 		return text("sent"), nil, nil
@@ -250,10 +252,11 @@ func statuses(calls []upstream.CallRecord) string {
 
 // TestCodeMode: from Python, over stdio and HTTP: results of every shape, isError as
 // ToolError, a tool outside the allowlist denied (never reaching the upstream),
-// oversized arguments refused, the budget spent, a header secret resolved, and
-// tool_calls metadata in the result with nothing of the arguments in the logs.
+// oversized arguments refused, the budget spent (every call counts), a header
+// secret resolved, and tool_calls metadata in the result with nothing of the
+// arguments in the logs.
 func TestCodeMode(t *testing.T) {
-	h := newHarness(t, `, "limits": {"max_calls": 7, "max_arg_bytes": 10000}`)
+	h := newHarness(t, `, "limits": {"max_calls": 9, "max_arg_bytes": 10000}`)
 	code := `import mcptools
 from mcptools import local, remote
 print(local.echo(text="` + canary + `"))
@@ -285,7 +288,7 @@ print(mcptools.search("structured"))
 	for _, want := range []string{
 		canary + "\n", "over http\n", "{'n': 42, 'text': 's'}\n", "Image image/png b'\\x89PNG fake'\n", "2097152\n",
 		"ToolError: ToolError True\n", "denied: remote.hidden is not an allowed tool",
-		"too large: the call is 20062 bytes; the limit is 10000 bytes of arguments", "slept\n", "budget: this run has made its 7 calls",
+		"too large: the call is 20062 bytes; the limit is 10000 bytes of arguments", "slept\n", "budget: this run has made its 9 calls",
 		"local.structured(*, text)",
 	} {
 		if !strings.Contains(out.Stdout, want) {
@@ -293,9 +296,12 @@ print(mcptools.search("structured"))
 		}
 	}
 	want := "local.echo:ok remote.echo:ok local.structured:ok local.image:ok local.big:ok local.fail:tool_error " +
-		"remote.hidden:denied .:too_large remote.sleep:ok remote.sleep:budget"
+		"remote.unknown:denied unknown.unknown:too_large remote.sleep:ok"
 	if got := statuses(out.ToolCalls); got != want {
 		t.Errorf("tool_calls:\n got %s\nwant %s", got, want)
+	}
+	if want := (upstream.CallGroup{Server: "unknown", Tool: "unknown", Status: "budget", Count: 1, ArgBytes: 61}); len(out.More) != 1 || out.More[0] != want {
+		t.Errorf("tool_calls_more: %+v, want %+v", out.More, want)
 	}
 	if h.rec.auth != "Bearer s3cret-token" {
 		t.Errorf("the HTTP upstream saw Authorization %q", h.rec.auth)
@@ -450,5 +456,97 @@ except mcptools.ToolDenied as e:
 				t.Errorf("the human was asked %q, want one question naming remote.send and its arguments", asked)
 			}
 		})
+	}
+}
+
+// TestCodeModeFlood: a program that sends 300 calls naming a server and a tool of
+// 100,000 characters gets them denied, then refused past the budget; nothing of the
+// names is recorded or logged, and the exec makes one log line per call the budget
+// counted and one for the rest.
+func TestCodeModeFlood(t *testing.T) {
+	h := newHarness(t, `, "limits": {"max_calls": 7}`)
+	out := h.exec(t, `import mcptools
+name = "q" * 100000
+kinds = {}
+for i in range(300):
+    try:
+        mcptools._call(name, name, {})
+    except mcptools.ToolError as e:
+        kinds[type(e).__name__] = kinds.get(type(e).__name__, 0) + 1
+print(sorted(kinds.items()))
+`, 60)
+	if want := "[('ToolBudgetExceeded', 293), ('ToolDenied', 7)]\n"; out.Stdout != want {
+		t.Fatalf("stdout %q, want %q (stderr %q)", out.Stdout, want, out.Stderr)
+	}
+	if got := statuses(out.ToolCalls); got != strings.TrimSpace(strings.Repeat("unknown.unknown:denied ", 7)) {
+		t.Errorf("tool_calls: %s, want 7 unknown.unknown:denied", got)
+	}
+	if len(out.More) != 1 || out.More[0].Status != "budget" || out.More[0].Count != 293 || out.More[0].Server != "unknown" {
+		t.Errorf("tool_calls_more: %+v, want unknown.unknown:budget, 293", out.More)
+	}
+	logs := h.logs.String()
+	if strings.Contains(logs, "qqqq") {
+		t.Errorf("the log carries the program's names")
+	}
+	calls, refused := strings.Count(logs, `"message":"tool call"`), strings.Count(logs, `"message":"tool calls refused past the budget"`)
+	if calls != 7 || refused != 1 {
+		t.Errorf("the log has %d lines of calls and %d of refused calls, want 7 and 1", calls, refused)
+	}
+	for line := range strings.Lines(logs) {
+		if len(line) > 1024 {
+			t.Errorf("a log line of %d bytes: %.200s", len(line), line)
+		}
+	}
+}
+
+// TestCodeModeApprovalCanonical: the human is shown the call's arguments in their
+// canonical encoding, and the upstream gets those very bytes; arguments with a key
+// twice (the later hidden after padding) are refused before anyone is asked.
+func TestCodeModeApprovalCanonical(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	h := newHarnessClient(t, "", &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		asked = append(asked, req.Params.Message)
+		mu.Unlock()
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}}, "2025-11-25")
+	// The program writes its own call messages, as a hostile one would: Python's
+	// dicts cannot hold a key twice.
+	out := h.exec(t, `import json, mcptools
+class Raw:
+    loads = staticmethod(json.loads)
+    body = ""
+    @staticmethod
+    def dumps(obj):
+        return Raw.body
+mcptools._json = Raw
+pad = " " * 2000
+for args in ['{"text": "boss@corp.example"' + pad + ', "text": "EXFIL"}',
+             '{"text": "approve-\\u006de <&> \u202e"' + pad + '}']:
+    Raw.body = '{"server": "remote", "tool": "send", "arguments": ' + args + '}'
+    try:
+        print(mcptools._call("remote", "send", {}))
+    except mcptools.ToolError as e:
+        print(type(e).__name__, e)
+`, 60)
+	want := "ToolError the call is refused: the key \"text\" appears twice in one object (in \"arguments\")\nsent\n"
+	if out.Stdout != want {
+		t.Fatalf("stdout %q, want %q (stderr %q)", out.Stdout, want, out.Stderr)
+	}
+	if got := statuses(out.ToolCalls); got != "unknown.unknown:invalid remote.send:ok" {
+		t.Errorf("tool_calls: %s", got)
+	}
+	h.rec.mu.Lock()
+	sent, sentArgs := h.rec.sent, h.rec.sentArgs
+	h.rec.mu.Unlock()
+	canonical := `{"text":"approve-me \u003c\u0026\u003e \u202e"}`
+	if sent != 1 || sentArgs != canonical {
+		t.Errorf("the upstream ran send %d times, last with %s; want once with %s", sent, sentArgs, canonical)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || !strings.Contains(asked[0], "remote.send") || !strings.Contains(asked[0], "Arguments: "+canonical+"\n") {
+		t.Errorf("the human was asked %q, want one question with the arguments %s", asked, canonical)
 	}
 }

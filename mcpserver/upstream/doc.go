@@ -7,12 +7,17 @@
 //   - A program reaches only the tools the file's allowlist names for a configured
 //     server; any other call is refused before an upstream sees it. There is no
 //     allow-all default.
+//   - A call message is read into one canonical value (no key twice at any depth),
+//     and its arguments go upstream in the canonical encoding (canonical.go).
 //   - A call of a tool on the server's approve list runs only after the human accepts
-//     it (the Approver, MCP elicitation); declined, canceled, or when the client
-//     cannot be asked, it is denied before an upstream sees it.
-//   - Each exec has a budget (calls, bytes of one call's arguments, bytes of all its
-//     results) and each call a deadline, the smaller of the call timeout and what is
-//     left of the exec's; the exec's end cancels every call in flight upstream.
+//     it (the Approver, MCP elicitation), shown the canonical arguments whole: the
+//     bytes that go upstream. Declined, canceled, when the client cannot be asked, or
+//     when the arguments do not fit the question (MaxApprovalArgs), it is denied
+//     before an upstream sees it.
+//   - Each exec has a budget (calls, which every call spends whatever becomes of it;
+//     bytes of one call's arguments; bytes of all its results) and each call a
+//     deadline, the smaller of the call timeout and what is left of the exec's; the
+//     exec's end cancels every call in flight upstream.
 //   - Secrets (env and header values, resolved from ${env:NAME} or ${file:/path}) stay
 //     in the server: never in the sandbox, the logs, an error or a status. Stdio
 //     upstreams run as children with PATH and their own env only.
@@ -25,5 +30,8 @@
 //     refused.
 //   - An upstream that is down does not stop the server: its calls fail as
 //     unavailable while the Manager reconnects with backoff.
-//   - CallRecord, the logs and Status carry metadata only, never arguments or results.
+//   - CallRecord, the logs and Status carry metadata only, never arguments or results;
+//     a record names a server as configured and a tool as listed, else Unknown, never
+//     as a program wrote it, and an exec keeps at most a record per call its budget
+//     counted.
 package upstream

@@ -105,12 +105,13 @@ const checks = [
     expect(sc?.exit_code === 0, `exit_code ${sc?.exit_code}; stderr: ${short(sc?.stderr, 2000)}`);
     expect(sc.stdout === expectedSummary(), `stdout ${JSON.stringify(sc.stdout)}, want ${JSON.stringify(expectedSummary())}`);
     // tool_calls lists the first 20 calls; tool_calls_more counts the rest by tool
-    // and status.
+    // and status. The secret call names a tool outside the allowlist: its record says
+    // unknown, never the program's text.
     const calls = sc.tool_calls ?? [];
     const more = sc.tool_calls_more ?? [];
     const count = (tool, status) => calls.filter(c => c.server === 'records' && c.tool === tool && c.status === status).length +
       more.filter(g => g.server === 'records' && g.tool === tool && g.status === status).reduce((n, g) => n + g.count, 0);
-    expect(calls.length === 20 && count('lookup', 'ok') === CALLS && count('secret', 'denied') === 1 && more.length === 2,
+    expect(calls.length === 20 && count('lookup', 'ok') === CALLS && count('unknown', 'denied') === 1 && more.length === 2,
       `tool_calls: ${short(calls.map(c => `${c.tool}:${c.status}`))}; tool_calls_more: ${short(more)}`);
     expect([...calls, ...more].every(c => !('arguments' in c) && !('result' in c)), 'tool_calls carry arguments or results');
     const size = JSON.stringify(res).length;
