@@ -331,6 +331,7 @@ fi
 step "short fuzz"
 go test ./launcher -run '^$' -fuzz '^FuzzCapture$' -fuzztime "${FUZZTIME:-10s}"
 go test ./launcher -run '^$' -fuzz '^FuzzDecoder$' -fuzztime "${FUZZTIME:-10s}"
+go test ./mcpserver/upstream -run '^$' -fuzz '^FuzzReadCall$' -fuzztime "${FUZZTIME:-10s}"
 
 step "compose (server image, docker-compose up, the e2e client, down)"
 bash scripts/compose-test.sh
