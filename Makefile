@@ -27,9 +27,10 @@ image: engine ## build the sandbox image if it is missing
 lint: ## staticcheck, govulncheck and shellcheck (installs them when missing)
 	bash scripts/lint.sh
 
-fuzz: ## fuzz the output capture, the frame decoder and the egress checks for FUZZTIME each (default 30s)
+fuzz: ## fuzz the output capture, the frame decoder, code mode's call reader and the egress checks for FUZZTIME each (default 30s)
 	go test ./launcher -run '^$$' -fuzz '^FuzzCapture$$' -fuzztime $${FUZZTIME:-30s}
 	go test ./launcher -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $${FUZZTIME:-30s}
+	go test ./mcpserver/upstream -run '^$$' -fuzz '^FuzzReadCall$$' -fuzztime $${FUZZTIME:-30s}
 	go test ./launcher/egress -run '^$$' -fuzz '^FuzzAllowName$$' -fuzztime $${FUZZTIME:-30s}
 	go test ./launcher/egress -run '^$$' -fuzz '^FuzzVet$$' -fuzztime $${FUZZTIME:-30s}
 
