@@ -18,71 +18,36 @@ import (
 
 // The per-run seccomp filter. The container's runtime gives the server and every run
 // its default profile, which on Docker before 25 allows io_uring; so every run's
-// wrapper adds a filter of its own before it execs the bootstrap, denying
-// launcher/syscalls.Denied (the calls the container backends remove from their
-// profile) with the same errno. A filter is inherited by every thread and child and
-// survives execve; none can be removed. An unprivileged process may install one once
-// no_new_privs is set (the container sets it: a lock; the wrapper sets it again).
+// wrapper adds a filter of its own before it execs the bootstrap: launcher/syscalls'
+// (Denied and Kernel with the same errno as the container backends, other ABIs
+// killed), with the signal guard (signalguard.go) spliced in. A filter is inherited by
+// every thread and child and survives execve; none can be removed. An unprivileged
+// process may install one once no_new_privs is set (the container sets it: a lock; the
+// wrapper sets it again). The bootstrap then installs launcher/syscalls' filter once
+// more, as in every sandbox: the kernel applies both.
 
-// seccomp_data offsets (linux/seccomp.h): int nr; __u32 arch; ...
+// seccomp_data offsets, for the tests' interpreter.
 const (
-	offNr   = 0
-	offArch = 4
+	offNr   = syscalls.OffNr
+	offArch = syscalls.OffArch
 )
 
-// filterProgram is the classic BPF program for goarch:
-//
-//	arch != native            -> kill the process (i386 or arm32 calls: other numbers)
-//	nr has the foreign bit    -> kill the process (x32 on x86_64)
-//	nr is one of Denied       -> errno EPERM
-//	kernelRules               -> what the runtime's default profile denies (seccomp_kernel.go)
-//	otherwise                 -> allow (the container's own profile still applies)
+// filterProgram is launcher/syscalls' filter for goarch, as x/net/bpf instructions
+// (for the guard's splicing and the tests' interpreter).
 func filterProgram(goarch string) ([]bpf.Instruction, error) {
-	arch, nrs, err := syscalls.Numbers(goarch)
+	prog, err := syscalls.Filter(goarch)
 	if err != nil {
 		return nil, err
 	}
-	kernel, err := kernelRules(goarch)
-	if err != nil {
-		return nil, err
+	raw := make([]bpf.RawInstruction, len(prog))
+	for i, in := range prog {
+		raw[i] = bpf.RawInstruction{Op: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
 	}
-	if len(nrs) > 250 {
-		return nil, fmt.Errorf("%d denied syscalls: more than one BPF jump can skip", len(nrs))
+	out, ok := bpf.Disassemble(raw)
+	if !ok {
+		return nil, fmt.Errorf("building the seccomp filter: an instruction x/net/bpf does not know")
 	}
-	// Layout, by index: the checks, then [allow, deny, kill] at the end.
-	var prog []bpf.Instruction
-	head := 2 // load arch, jump on it
-	if arch.ForeignBit != 0 {
-		head += 2 // load nr + jump on the bit
-	} else {
-		head++ // load nr
-	}
-	n := head + len(nrs) + len(kernel)
-	allow, deny, kill := n, n+1, n+2
-	skip := func(from, to int) uint8 { return uint8(to - from - 1) }
-
-	prog = append(prog,
-		bpf.LoadAbsolute{Off: offArch, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch.Audit, SkipTrue: 0, SkipFalse: skip(1, kill)},
-		bpf.LoadAbsolute{Off: offNr, Size: 4},
-	)
-	if arch.ForeignBit != 0 {
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: arch.ForeignBit, SkipTrue: skip(3, kill)})
-	}
-	for _, nr := range nrs {
-		i := len(prog)
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: skip(i, deny)})
-	}
-	prog = append(prog, kernel...)
-	prog = append(prog,
-		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(syscalls.Errno)},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
-	)
-	if len(prog) != kill+1 || !isRet(prog[allow]) {
-		return nil, fmt.Errorf("building the seccomp filter: layout is off (%d instructions)", len(prog))
-	}
-	return prog, nil
+	return out, nil
 }
 
 func isRet(i bpf.Instruction) bool { _, ok := i.(bpf.RetConstant); return ok }

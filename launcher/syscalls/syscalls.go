@@ -1,8 +1,11 @@
 // Package syscalls is the one list of system calls mcp-exec denies to programs beyond
-// what the engine's default seccomp profile denies. Both sandboxes read it: the
-// container backends remove these names from the profile they send (launcher/docker),
-// and the process backend (standalone mode) builds a seccomp filter from their numbers
-// for every run (launcher/process). One table, so the two cannot drift.
+// what the engine's default seccomp profile denies, and the seccomp filter built from
+// it (filter.go). The container backends remove these names from the profile they send
+// (launcher/docker); the process backend (standalone mode) installs the filter for
+// every run (launcher/process); and the bootstrap of every sandbox installs it on
+// itself before any program runs (launcher/boot.py), so that a runtime whose profile
+// is weaker (containerd's RuntimeDefault on Kubernetes allows io_uring) or missing
+// still denies them. One table, so these cannot drift.
 //
 // The package uses the standard library only: launcher/process must not import the
 // engine's modules, and the table must not depend on anything that could change it.
