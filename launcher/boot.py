@@ -1,6 +1,9 @@
 # mcp-exec sandbox bootstrap. Runs as PID 1 of every sandbox container:
 #
-#   python3 -I -c <this file> parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES
+#   python3 -I -c <this file> parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES seccomp=HEX
+#
+# Before anything else it installs the seccomp filter HEX on itself (install_filter),
+# which every process of the sandbox inherits.
 #
 # The parent forks the child at once (so that any preloaded modules load while the
 # server is still sending the code; a fork of this interpreter rather than a new one,
@@ -563,6 +566,41 @@ def check_mounts():
               "mount them read-only or remove them" % "; ".join(found))
 
 
+# The seccomp filter (launcher/syscalls): io_uring, ptrace, process_vm_*, pidfd_getfd,
+# namespaces, keyrings, bpf, userfaultfd, perf_event_open and the rest of its table
+# denied, other ABIs killed. The runtime's own profile may allow some of them
+# (containerd's RuntimeDefault allows io_uring) or be missing, so the bootstrap
+# installs it on itself before the fork and before anything of the caller's is read:
+# the child, the program and all they start inherit it, and none can remove it. The
+# server builds the program (struct sock_filter, 8 bytes an instruction, in hex) and
+# passes it as an argument; any failure is fatal, so a sandbox never runs without it.
+def install_filter(arg):
+    raw = None
+    if arg.startswith("seccomp="):
+        try:
+            raw = bytes.fromhex(arg[8:])
+        except ValueError:
+            pass
+    if not raw or len(raw) % 8 or len(raw) // 8 > 4096:
+        fatal("bad seccomp filter argument")
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    U = ctypes.c_ulong
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buf = ctypes.create_string_buffer(raw, len(raw))
+    prog = SockFprog(len(raw) // 8, ctypes.addressof(buf))
+    # One thread: PR_SET_SECCOMP applies to the calling thread, and the child forks
+    # from it. PR_SET_NO_NEW_PRIVS first: an unprivileged process may not install a
+    # filter without it (the container sets it already).
+    if libc.prctl(38, U(1), U(0), U(0), U(0)) != 0:  # PR_SET_NO_NEW_PRIVS
+        fatal("prctl(PR_SET_NO_NEW_PRIVS) failed: errno %d" % ctypes.get_errno())
+    if libc.prctl(22, U(2), ctypes.byref(prog), U(0), U(0)) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        fatal("installing the seccomp filter (prctl(PR_SET_SECCOMP)) failed: errno %d" % ctypes.get_errno())
+
+
 def fatal(msg):
     write_all(1, frame(b"F", msg.encode()))
     os._exit(EXIT_FAILED)
@@ -718,8 +756,9 @@ def egress_relay():
     threading.Thread(target=accept, daemon=True).start()
 
 
-def parent(max_output, preload, outdir, max_file, max_files, seal_fd):
+def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd):
     global seal
+    install_filter(filter_arg)
     import _signal
 
     # No core dumps, soft and hard, before the child forks (it inherits them): a host
@@ -1123,8 +1162,9 @@ def session_child(main, out_w, err_w, cmd_r, ev_w, preload, outdir, close):
     _os._exit(failed)
 
 
-def session(max_output, preload, outdir, max_file, max_files, seal_fd=None):
+def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd=None):
     global seal
+    install_filter(filter_arg)
     import _signal
     import resource
     try:
@@ -1366,22 +1406,23 @@ def session(max_output, preload, outdir, max_file, max_files, seal_fd=None):
             os._exit(EXIT_OK)
 
 
-if __name__ == "__main__":
-    if len(sys.argv) in (7, 8) and sys.argv[1] == "session":
-        seal_fd = None
-        if len(sys.argv) == 8:
-            if not sys.argv[7].startswith("seal-fd=") or not sys.argv[7][8:].isdigit():
-                sys.stderr.write("usage: boot session MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES [seal-fd=N]\n")
-                sys.exit(EXIT_USAGE)
-            seal_fd = int(sys.argv[7][8:])
-        session(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), seal_fd)
-    if len(sys.argv) < 7 or sys.argv[1] != "parent":
-        sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES [seal-fd=N]\n")
+def seal_fd_arg(argv, n, usage):
+    # argv[n], if present, is seal-fd=N (the start gate's, on Kubernetes).
+    if len(argv) == n:
+        return None
+    if len(argv) > n + 1 or not argv[n].startswith("seal-fd=") or not argv[n][8:].isdigit():
+        sys.stderr.write(usage)
         sys.exit(EXIT_USAGE)
-    seal_fd = None
-    if len(sys.argv) > 7:
-        if len(sys.argv) > 8 or not sys.argv[7].startswith("seal-fd=") or not sys.argv[7][8:].isdigit():
-            sys.stderr.write("usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES [seal-fd=N]\n")
-            sys.exit(EXIT_USAGE)
-        seal_fd = int(sys.argv[7][8:])
-    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), seal_fd)
+    return int(argv[n][8:])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) in (8, 9) and sys.argv[1] == "session":
+        seal_fd = seal_fd_arg(sys.argv, 8, "usage: boot session MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES seccomp=HEX [seal-fd=N]\n")
+        session(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], seal_fd)
+    usage = "usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES seccomp=HEX [seal-fd=N]\n"
+    if len(sys.argv) < 8 or sys.argv[1] != "parent":
+        sys.stderr.write(usage)
+        sys.exit(EXIT_USAGE)
+    seal_fd = seal_fd_arg(sys.argv, 8, usage)
+    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], seal_fd)

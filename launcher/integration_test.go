@@ -356,7 +356,7 @@ func TestVerifyLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Limits{Memory: 200 << 20, Pids: 64, CPUQuota: lim.CPUPeriod / 2, CPUPeriod: lim.CPUPeriod, Runtime: "linux"}
+	want := Limits{Memory: 200 << 20, Pids: 64, CPUQuota: lim.CPUPeriod / 2, CPUPeriod: lim.CPUPeriod, Runtime: "linux", IOUringSetup: "EPERM"}
 	if l.Options().GVisor() {
 		want.Runtime = "gvisor" // memory and pids were tried, not only read
 	}
@@ -374,6 +374,11 @@ func TestVerifyLimits(t *testing.T) {
 	probe := "a child touching twice that got MemoryError after 296 MiB, and was not killed"
 	if bad := l.Unenforced(Limits{Memory: -1, MemoryProbe: probe, Pids: 64, CPUQuota: lim.CPUPeriod / 2, CPUPeriod: lim.CPUPeriod}); len(bad) != 1 || !strings.Contains(bad[0], "sees unlimited: "+probe) {
 		t.Errorf("unenforced limits with a memory probe: got %q, want memory alone, with the probe", bad)
+	}
+	for _, seen := range []string{"allowed", "ENOSYS", ""} {
+		if err := l.verifySeccomp(Limits{IOUringSetup: seen}); !errors.Is(err, ErrSeccompNotEnforced) {
+			t.Errorf("io_uring_setup %q: got %v, want ErrSeccompNotEnforced", seen, err)
+		}
 	}
 }
 

@@ -19,6 +19,11 @@ var ErrLimitsNotEnforced = errors.New("the engine does not enforce the configure
 // probes would assert, the wrong kernel. No override: rename the runtime or RuntimeClass.
 var ErrRuntimeMismatch = errors.New("the sandbox's kernel is not the one the runtime setting names")
 
+// ErrSeccompNotEnforced: a sandbox's io_uring_setup was not refused with EPERM, so the
+// bootstrap's seccomp filter (launcher/syscalls, boot.py's install_filter) is not in
+// force and the runtime's profile does not make up for it. No override.
+var ErrSeccompNotEnforced = errors.New("the sandbox's seccomp filter does not deny io_uring")
+
 // limitsProgram reads, from inside a sandbox, the limits its cgroups actually carry,
 // and tries those it cannot read (limits.py says how).
 //
@@ -29,6 +34,13 @@ var limitsProgram string
 // come from, for the refusal when one is not enforced.
 type LimitsHinter interface {
 	LimitsHint() string
+}
+
+// SeccompHinter is implemented by a backend that can tell the deployer which setting
+// gives its sandboxes a seccomp profile of their own, for the refusal when io_uring is
+// allowed in one.
+type SeccompHinter interface {
+	SeccompHint() string
 }
 
 // Limits are the limits a sandbox's cgroups carry, as seen from inside.
@@ -46,6 +58,9 @@ type Limits struct {
 	// MemoryProbe, under gVisor when the memory limit did not hold: how the child that
 	// touched twice the limit ended instead of being SIGKILLed (limits.py).
 	MemoryProbe string `json:"memory_probe,omitempty"`
+	// IOUringSetup is what io_uring_setup answered in the sandbox: "EPERM" under the
+	// bootstrap's filter, "allowed" or another errno's name without it.
+	IOUringSetup string `json:"io_uring_setup"`
 }
 
 // MeasureLimits runs a sandbox that reports the limits it actually runs under.
@@ -86,8 +101,9 @@ func (l *Launcher) Unenforced(lim Limits) []string {
 }
 
 // VerifyLimits fails with ErrLimitsNotEnforced naming every limit the engine does
-// not apply, and with ErrRuntimeMismatch when the sandbox's kernel is gVisor's and
-// Options.GVisor says otherwise, or the reverse.
+// not apply, with ErrRuntimeMismatch when the sandbox's kernel is gVisor's and
+// Options.GVisor says otherwise, or the reverse, and with ErrSeccompNotEnforced when
+// io_uring_setup was not refused in the sandbox.
 func (l *Launcher) VerifyLimits(ctx context.Context) error {
 	lim, err := l.MeasureLimits(ctx)
 	if err != nil {
@@ -98,6 +114,9 @@ func (l *Launcher) VerifyLimits(ctx context.Context) error {
 			return fmt.Errorf("%w: the sandbox runs under gVisor, but runtime %q is not taken for gVisor (its name must contain \"gvisor\" or \"runsc\", e.g. a RuntimeClass named gvisor)", ErrRuntimeMismatch, l.opts.Runtime)
 		}
 		return fmt.Errorf("%w: runtime %q is taken for gVisor (its name contains \"gvisor\" or \"runsc\"), but the sandbox's kernel is not gVisor's", ErrRuntimeMismatch, l.opts.Runtime)
+	}
+	if err := l.verifySeccomp(lim); err != nil {
+		return err
 	}
 	if bad := l.Unenforced(lim); len(bad) > 0 {
 		hint := "rootless Podman needs cgroup v2 with delegation to apply them"
@@ -110,6 +129,22 @@ func (l *Launcher) VerifyLimits(ctx context.Context) error {
 		return fmt.Errorf("%w: %s (%s)", ErrLimitsNotEnforced, strings.Join(bad, "; "), hint)
 	}
 	return nil
+}
+
+// verifySeccomp refuses a sandbox whose io_uring_setup was not refused with EPERM.
+func (l *Launcher) verifySeccomp(lim Limits) error {
+	if lim.IOUringSetup == "EPERM" {
+		return nil
+	}
+	seen := lim.IOUringSetup
+	if seen == "" {
+		seen = "nothing (the limits program did not say)"
+	}
+	hint := "the bootstrap's seccomp filter (launcher/syscalls, installed by boot.py before any program runs) is not in force there, and the runtime's profile does not deny io_uring either"
+	if h, ok := l.be.(SeccompHinter); ok {
+		hint += "; " + h.SeccompHint()
+	}
+	return fmt.Errorf("%w: io_uring_setup in a sandbox answered %s, want EPERM (%s)", ErrSeccompNotEnforced, seen, hint)
 }
 
 func limitText(v int64) string {

@@ -12,6 +12,9 @@
 # are also tried: a child that touches twice the memory limit must be killed, and
 # threads must stop at the process limit. What was seen replaces the values read, and
 # memory_probe says how the child ended when it was not killed.
+#
+# io_uring_setup says what that call answers here: the bootstrap's seccomp filter must
+# make it EPERM, whatever the runtime's own profile allows.
 import json
 import os
 import sys
@@ -97,6 +100,22 @@ def threads_stop_at():
     return -1 if len(started) >= PIDS_PROBE_MAX else len(started)
 
 
+def io_uring_setup():
+    """"allowed" (a ring, closed again) or the name of the errno io_uring_setup(1, params) got."""
+    import ctypes
+    import errno
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    params = ctypes.create_string_buffer(120)
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(425), ctypes.c_long(1), params)  # 425 on x86_64 and aarch64
+    if r >= 0:
+        os.close(r)
+        return "allowed"
+    e = ctypes.get_errno()
+    return errno.errorcode.get(e, str(e))
+
+
 runtime, measured, probe = "linux", False, None
 if gvisor():
     import resource
@@ -114,7 +133,7 @@ elif pids < 0:
     stop = threads_stop_at()
     measured, pids = True, (-1 if stop < 0 else stop + 2)
 out = {"memory": mem, "pids": pids, "pids_measured": measured,
-       "cpu_quota": quota, "cpu_period": period, "runtime": runtime}
+       "cpu_quota": quota, "cpu_period": period, "runtime": runtime, "io_uring_setup": io_uring_setup()}
 if probe is not None:
     out["memory_probe"] = probe
 print(json.dumps(out))

@@ -1,11 +1,14 @@
 package launcher
 
 import (
+	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/syscalls"
 )
 
 // Labels on every sandbox. They carry ownership metadata only, never caller data, so
@@ -85,5 +88,20 @@ func bootCommand(o Options) []string {
 		OutputDir,
 		strconv.Itoa(o.MaxFileBytes),
 		strconv.Itoa(o.MaxFilesBytes),
+		bootFilter(),
 	}
 }
+
+// bootFilter is the bootstrap's last argument: launcher/syscalls' seccomp filter,
+// which it installs on itself before anything else (boot.py, install_filter), on every
+// backend: the runtime's own profile may be weaker (containerd's RuntimeDefault allows
+// io_uring) or missing (a pod without one, a container run unconfined). It covers
+// every architecture the table knows, since the sandbox's machine (a pod's node, a
+// remote engine's host) need not be the server's; a call of any other ABI kills.
+var bootFilter = sync.OnceValue(func() string {
+	prog, err := syscalls.Filter(syscalls.AllArches()...)
+	if err != nil {
+		panic(err) // a fixed table: TestSpecCommand builds it
+	}
+	return "seccomp=" + hex.EncodeToString(syscalls.Encode(prog))
+})

@@ -16,9 +16,9 @@ func TestSpecCommand(t *testing.T) {
 		want []string
 	}{
 		{"defaults", Options{},
-			[]string{"python3", "-I", "-c", bootSource, "parent", "1048576", "", "/tmp/outputs", "8388608", "16777216"}},
+			[]string{"python3", "-I", "-c", bootSource, "parent", "1048576", "", "/tmp/outputs", "8388608", "16777216", bootFilter()}},
 		{"custom", Options{Python: "/usr/bin/python3.12", MaxOutputBytes: 4096, Preload: []string{"numpy", "pandas"}, MaxFileBytes: 1 * MiB, MaxFilesBytes: 2 * MiB},
-			[]string{"/usr/bin/python3.12", "-I", "-c", bootSource, "parent", "4096", "numpy,pandas", "/tmp/outputs", "1048576", "2097152"}},
+			[]string{"/usr/bin/python3.12", "-I", "-c", bootSource, "parent", "4096", "numpy,pandas", "/tmp/outputs", "1048576", "2097152", bootFilter()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

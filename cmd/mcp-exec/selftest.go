@@ -231,7 +231,7 @@ var perExec = map[string]string{
 	"memory_oom_reported_for_child":     "per container: the cgroup's OOM kill (runs get oom_score_adj 1000)",
 	"pids_limit_stops_fork_bomb":        "per exec by RLIMIT_NPROC (counts the server's threads too), per container by the cgroup",
 	"seccomp_filter_active":             "per exec: each run installs its own filter (the runtime's profile is per container)",
-	"seccomp_denies_dangerous_syscalls": "per exec for io_uring, ptrace, process_vm_readv/writev, pidfd_getfd (the run's own filter); the rest per container (the runtime's profile)",
+	"seccomp_denies_dangerous_syscalls": "per exec for launcher/syscalls' table (io_uring, ptrace, process_vm_*, pidfd_getfd, namespaces, keyrings, bpf, userfaultfd, perf_event_open, kcmp, syslog: the run's own filter, and its bootstrap's as in every sandbox); the rest per container (the runtime's profile)",
 }
 
 // scopeNote says, with the process backend, whether an invariant holds per exec or

@@ -426,6 +426,12 @@ func (b *Backend) LimitsHint() string {
 		"(KubeletConfiguration, per pod, on every node that runs sandboxes), which must be set and at most --pids"
 }
 
+// SeccompHint (launcher.SeccompHinter) names the setting that gives the pods a profile
+// of their own, which would deny io_uring where the bootstrap's filter did not.
+func (b *Backend) SeccompHint() string {
+	return "on Kubernetes, --kube-seccomp-profile (MCP_EXEC_KUBE_SECCOMP_PROFILE) names a Localhost profile that denies io_uring: `mcp-exec seccomp-profile` prints one to install on the nodes (docs/kubernetes.md)"
+}
+
 // AwaitGone (launcher.GoneAwaiter) waits until no sandbox pod in the namespace holds a container or pod sandbox
 // whose id is id (the selftest's daemon probe prints one from inside). Pods are deleted with
 // a grace period of 0, so the API object goes at once; the kubelet kills the processes

@@ -17,6 +17,7 @@ import (
 
 var _ launcher.Backend = (*Backend)(nil)
 var _ launcher.LimitsHinter = (*Backend)(nil)
+var _ launcher.SeccompHinter = (*Backend)(nil)
 
 const testImage = "mcp-exec/python-sandbox:v1"
 
@@ -36,6 +37,12 @@ func testLauncher(t testing.TB, opts launcher.Options) (*launcher.Launcher, *Bac
 func testLauncherWith(t testing.TB, kopts Options, opts launcher.Options) (*launcher.Launcher, *Backend, clients) {
 	t.Helper()
 	be, admin := liveBackend(t, kopts)
+	return testLauncherOn(t, be, admin, opts), be, admin
+}
+
+// testLauncherOn is testLauncher on be, a live backend or one a test wrapped.
+func testLauncherOn(t testing.TB, be launcher.Backend, admin clients, opts launcher.Options) *launcher.Launcher {
+	t.Helper()
 	if opts.Image == "" {
 		opts.Image = testImage
 	}
@@ -64,7 +71,7 @@ func testLauncherWith(t testing.TB, kopts Options, opts launcher.Options) (*laun
 		}
 		assertNoPods(t, admin, opts.Instance)
 	})
-	return l, be, admin
+	return l
 }
 
 func instancePods(t testing.TB, admin clients, instance string) []string {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
 )
 
 // TestKeystreamMatchesPython pins the keystream to the bytes boot.py's sealer makes (computed
@@ -212,7 +214,9 @@ print("key on a descriptor:", held)
 print("env:", sorted(k for k in os.environ if k.startswith("MCPEXEC")), b"MCPEXEC" in open("/proc/self/environ", "rb").read())
 `, marker, "err-"+marker, outdir, outdir, fileMarker, h[:32], h[32:], h[:32], h[32:])
 	stdin := fmt.Sprintf("%s\nMCPEXEC2 %d 0\n%s", line, len(code), code)
-	out, errb, exit := runGated(t, stdin, "-I", "-c", string(src), "parent", "1048576", "", outdir, "8388608", "16777216")
+	boot := launcher.SpecOf(launcher.Options{}).Command
+	filter := boot[len(boot)-1] // the seccomp filter, as the launcher passes it
+	out, errb, exit := runGated(t, stdin, "-I", "-c", string(src), "parent", "1048576", "", outdir, "8388608", "16777216", filter)
 	if exit != 0 {
 		t.Fatalf("bootstrap exit %d, stderr %q", exit, errb)
 	}

@@ -62,6 +62,15 @@ func Instance(t testing.TB) string {
 // empty, that has not talked to the engine.
 func Unchecked(t testing.TB, cli docker.Client, opts launcher.Options) *launcher.Launcher {
 	t.Helper()
+	return unchecked(t, cli, opts, nil)
+}
+
+// Wrap changes the backend of a launcher that NewWith makes (a test's weakened or
+// instrumented engine: Unconfined, WithoutBootFilter).
+type Wrap func(cli docker.Client, be *docker.Backend) launcher.Backend
+
+func unchecked(t testing.TB, cli docker.Client, opts launcher.Options, wrap Wrap) *launcher.Launcher {
+	t.Helper()
 	if opts.Image == "" {
 		opts.Image = os.Getenv("MCP_EXEC_IMAGE")
 	}
@@ -75,7 +84,11 @@ func Unchecked(t testing.TB, cli docker.Client, opts launcher.Options) *launcher
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := launcher.New(be, opts)
+	var lbe launcher.Backend = be
+	if wrap != nil {
+		lbe = wrap(cli, be)
+	}
+	l, err := launcher.New(lbe, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +101,12 @@ func Unchecked(t testing.TB, cli docker.Client, opts launcher.Options) *launcher
 // the launcher and fails the test if a sandbox of its instance or a goroutine started
 // since New is left.
 func New(t testing.TB, opts launcher.Options) *launcher.Launcher {
+	t.Helper()
+	return NewWith(t, opts, nil)
+}
+
+// NewWith is New with the backend changed by wrap (nil: unchanged).
+func NewWith(t testing.TB, opts launcher.Options, wrap Wrap) *launcher.Launcher {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
 	cli, err := engine.NewClient("")
@@ -102,7 +121,7 @@ func New(t testing.TB, opts launcher.Options) *launcher.Launcher {
 	if opts.Runtime == "" {
 		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME")
 	}
-	l := Unchecked(t, cli, opts)
+	l := unchecked(t, cli, opts, wrap)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
