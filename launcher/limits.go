@@ -141,7 +141,7 @@ func (l *Launcher) verifySeccomp(lim Limits) error {
 		seen = "nothing (the limits program did not say)"
 	}
 	hint := "the bootstrap's seccomp filter (launcher/syscalls, installed by boot.py before any program runs) is not in force there, and the runtime's profile does not deny io_uring either"
-	if h, ok := l.be.(SeccompHinter); ok {
+	if h, ok := l.be.(SeccompHinter); ok && h.SeccompHint() != "" {
 		hint += "; " + h.SeccompHint()
 	}
 	return fmt.Errorf("%w: io_uring_setup in a sandbox answered %s, want EPERM (%s)", ErrSeccompNotEnforced, seen, hint)

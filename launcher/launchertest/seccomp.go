@@ -158,6 +158,15 @@ func WithoutBootFilter(be launcher.Backend) launcher.Backend {
 
 type noFilter struct{ launcher.Backend }
 
+// SeccompHint is the wrapped backend's (launcher.SeccompHinter), for the refusal the
+// control expects.
+func (b noFilter) SeccompHint() string {
+	if h, ok := b.Backend.(launcher.SeccompHinter); ok {
+		return h.SeccompHint()
+	}
+	return ""
+}
+
 func (b noFilter) Create(ctx context.Context, spec backend.Spec) (string, error) {
 	const call = "    install_filter(filter_arg)\n"
 	spec.Command = append([]string(nil), spec.Command...)
