@@ -26,6 +26,11 @@
 //     pure function (docker.ContainerSpec: no network, read-only root, all
 //     capabilities dropped, no-new-privileges, seccomp without io_uring, ptrace and
 //     the process_vm and pidfd_getfd calls, a noexec /tmp tmpfs, no log driver).
+//   - Whatever the backend's profile, the bootstrap installs launcher/syscalls' seccomp
+//     filter on itself before it reads anything of the caller's (the last argument of
+//     its command; boot.py's install_filter), so every process of the sandbox runs
+//     under it; a bootstrap that cannot install it runs nothing, and VerifyLimits
+//     refuses a sandbox where io_uring_setup is not refused.
 //   - A job with Job.Egress (egress.go) is the one exception to "SpecOf alone": its
 //     cold sandbox is SpecOf plus its own egress channel's directory, bind-mounted
 //     read-only at /egress, and the proxy variables; it still has no network. Warm
