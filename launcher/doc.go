@@ -1,5 +1,6 @@
 // Package launcher runs untrusted Python programs, each in a throwaway sandbox of its
-// own, through a Backend: launcher/docker (Docker or Podman containers) today.
+// own, through a Backend: launcher/docker (Docker or Podman containers), launcher/kube
+// (Kubernetes pods) or launcher/process (child processes: the standalone mode).
 //
 // The launcher owns everything that is the same for every backend: the bootstrap
 // (boot.py, PID 1 of every sandbox) and its frame protocol, jobs and results, the

@@ -1,6 +1,6 @@
-// Package mcpserver exposes a [Runner] as an MCP server with exactly one tool,
-// "exec", which runs caller-supplied Python in a throwaway sandbox and returns
-// its stdout, stderr and exit code.
+// Package mcpserver exposes a [Runner] as an MCP server whose tool "exec" runs
+// caller-supplied Python in a throwaway sandbox and returns its stdout, stderr and
+// exit code; with sessions, session_create and session_close join it.
 //
 // With Options.Upstreams (code mode), programs may call the allowed tools of other
 // MCP servers through the sandbox's stream (package upstream); exec's description

@@ -1,6 +1,7 @@
-// Command mcp-exec is an MCP server whose one tool, exec, runs Python in a throwaway,
-// network-less, locked-down sibling container. This file is wiring only:
-// configuration, logger, engine client, launcher, server, signals.
+// Command mcp-exec is an MCP server whose tool exec runs Python in a throwaway,
+// locked-down sandbox: a sibling container by default, a Kubernetes pod, or a child
+// process in one locked container. This file wires configuration, logger, backend,
+// launcher, server and signals together.
 package main
 
 import (

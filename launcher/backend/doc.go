@@ -4,9 +4,10 @@
 // errors every backend classifies its failures into.
 //
 // It owns no behaviour and imports nothing but the standard library, so that a
-// backend (launcher/docker for Docker and Podman; Kubernetes pods or child processes
-// later) depends only on it, never on the launcher, and the launcher's own tests can
-// wire a real backend in. The interface a backend implements, launcher.Backend, is
+// backend (launcher/docker for Docker and Podman, launcher/kube for Kubernetes pods,
+// launcher/process for child processes) can depend on it rather than on the launcher
+// (launcher/kube still imports the launcher, for its shared sessions), and the
+// launcher's own tests can wire a real backend in. The interface a backend implements, launcher.Backend, is
 // defined by its consumer, the launcher.
 //
 // A backend must apply every field of Spec (a limit it cannot apply is an error, or is

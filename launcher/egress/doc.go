@@ -1,4 +1,4 @@
-// Package egress holds the decision logic of egress profiles (issue 23): which hosts and
+// Package egress holds the decision logic of egress profiles: which hosts and
 // ports a sandbox with a given profile may reach, which resolved addresses it may never
 // reach whatever its profile says, and how much it may use per call. It is pure Go with
 // no listener and no I/O of its own beyond the Resolver it is handed.
@@ -6,13 +6,14 @@
 // The proxy that uses it is launcher/egress/proxy; the server loads the profiles with
 // --egress-profiles, and the launcher gives a job with a profile a cold sandbox holding
 // a channel of its own (launcher/egress.go). A sandbox without a profile has no network
-// at all, as before. Only the Docker/Podman backend carries a channel so far.
+// at all. The Docker/Podman and Kubernetes backends carry a channel; the process backend
+// (standalone mode) refuses profiles.
 //
 // # Threat model
 //
 // The code in the sandbox is hostile and chooses the host name, the port and, through
 // any DNS it controls, the answers a name resolves to. A profile is written by the
-// operator and trusted, but may be too broad by mistake. The proxy that will use this
+// operator and trusted, but may be too broad by mistake. The proxy that uses this
 // package sits in the server, so anything the server can reach (loopback, the host's
 // private networks, the cloud's metadata service, the server's own listeners) is what
 // the sandbox must not reach through it. The known ways allowlists fail are: names
