@@ -630,7 +630,7 @@ def child(main, out_w, err_w, ready_w, go_r, call_w, preload, outdir, close):
     _os._exit(failed)  # CHILD ends the process itself
 
 
-# Egress profiles (issue 23): a sandbox with a profile has its channel's socket
+# Egress profiles: a sandbox with a profile has its channel's socket
 # bind-mounted here (and only such a sandbox); the sandbox still has no network. The
 # bootstrap relays 127.0.0.1:EGRESS_PORT to it so that HTTP_PROXY works for every
 # library; which profile applies is decided by the server from the socket alone.

@@ -27,7 +27,7 @@ type Job struct {
 	// (bridge.go); their time counts against Timeout. nil: no module, and the
 	// stream protocol is the one without tools.
 	Tools *Tools
-	// Egress names the egress profile the program may use (issue 23); "" (the
+	// Egress names the egress profile the program may use; "" (the
 	// default) means no network at all. It is the operator's name, chosen from a
 	// fixed list, and reaches the sandbox only as the channel's mount.
 	Egress string

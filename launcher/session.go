@@ -67,7 +67,7 @@ type SessionOptions struct {
 	// Memory is the session sandbox's memory (and swap) limit in bytes; 0 is the
 	// launcher's Memory.
 	Memory int64
-	// Egress names the egress profile of every call in the session (issue 23); ""
+	// Egress names the egress profile of every call in the session; ""
 	// (the default): no network, as for a one-shot job without one. Its channel is
 	// opened with the session's sandbox and closed with it (egress.go).
 	Egress string

@@ -9,7 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// EgressProfile describes one operator-named egress profile (issue 23) to the model:
+// EgressProfile describes one operator-named egress profile to the model:
 // the name it may pass as "egress" and what the profile opens. The runner enforces it.
 type EgressProfile struct {
 	Name  string

@@ -70,7 +70,7 @@ type Options struct {
 	// (code mode): exec's description gains their index, its result tool_calls,
 	// and a second tool, tools_search, appears. nil: exec alone, as always.
 	Upstreams Upstreams
-	// Egress lists the egress profiles a call may name in "egress" (issue 23); the
+	// Egress lists the egress profiles a call may name in "egress"; the
 	// runner enforces them. Empty: no such field, and the tool is as without it.
 	Egress []EgressProfile
 	// Sessions, when Max > 0 and a Backend is set, add session_create and

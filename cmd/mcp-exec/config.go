@@ -103,7 +103,7 @@ type Config struct {
 	Instance               string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
 	LogLevel               string        // --log-level MCP_EXEC_LOG_LEVEL
 	LogFormat              string        // --log-format MCP_EXEC_LOG_FORMAT
-	EgressProfiles         string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles (issue 23); "" = none: no network, no egress field
+	EgressProfiles         string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles; "" = none: no network, no egress field
 	EgressDir              string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
 }
 

@@ -22,7 +22,7 @@ import (
 // cfgEgressProfiles checks --egress-profiles: the file parses and vets (no IP
 // literal, no special name, no wildcard over a public suffix), and the backend can
 // give a sandbox its channel. Kubernetes and the process backend are refused in this
-// version (issue 23): see the README's "Egress profiles". Whether the runtime lets the
+// version: see the README's "Egress profiles". Whether the runtime lets the
 // channel through (gVisor needs runsc's --host-uds=open) is checked at start-up with a
 // sandbox (checkEgress).
 func cfgEgressProfiles(c Config) string {

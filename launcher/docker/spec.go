@@ -135,7 +135,7 @@ func tmpfsOptions(size int64, flags string) string {
 	return flags + ",size=" + strconv.FormatInt(size, 10) + ",mode=1777"
 }
 
-// egressMount bind-mounts the sandbox's egress channel directory (issue 23) read-only:
+// egressMount bind-mounts the sandbox's egress channel directory read-only:
 // the sandbox can connect to the socket in it (connect needs no write access to the
 // filesystem) but create nothing there. Nothing propagates back to the host.
 func egressMount(dir string) mount.Mount {

@@ -20,7 +20,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
-// Egress on this backend (issue 23; docs/kubernetes.md, "Egress profiles"): a pod with a
+// Egress on this backend (docs/kubernetes.md, "Egress profiles"): a pod with a
 // profile has no network but lo, and its bootstrap's relay (boot.py, egress_relay) takes
 // its upstream connections from streams the server opens through the API server's
 // pods/portforward to the pod's loopback port backend.EgressTunnelPort. Each stream waits

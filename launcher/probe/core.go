@@ -6,7 +6,7 @@ import "github.com/mcp-exec/mcp-exec/launcher"
 // cannot raise it, and that an aborting child dumps no core.
 var pyCoreDumps = py("core_dumps")
 
-// coreDumpsProbe is core_dumps_disabled (issue 20, item 8): every backend sets
+// coreDumpsProbe is core_dumps_disabled: every backend sets
 // RLIMIT_CORE 0, soft and hard (the Docker/Podman ulimit, the bootstrap on every
 // backend, the process backend's wrapper), so that a host core_pattern collector
 // never gets a program's memory.

@@ -2,9 +2,9 @@ package probe
 
 import "github.com/mcp-exec/mcp-exec/launcher"
 
-// Probes added for issue 20 (items 5 to 7): what a sandbox's user could write that
-// the end of a run does not wipe. The seccomp side of item 5 (namespaces, keyrings,
-// userfaultfd, perf_event_open, bpf) is seccomp_denies_dangerous_syscalls's.
+// Probes of what a sandbox's user could write that the end of a run does not wipe.
+// The seccomp side (namespaces, keyrings, userfaultfd, perf_event_open, bpf) is
+// seccomp_denies_dangerous_syscalls's.
 
 // pyWritableFiles walks every file outside /tmp, /dev/shm and /dev/mqueue and every
 // read-write mount of its own, and fails on any the sandbox's user can write.

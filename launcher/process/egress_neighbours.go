@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The egress proof's second half (issue 20, item 6): a policy that allows DNS lets a
+// The egress proof's second half: a policy that allows DNS lets a
 // program exfiltrate through queries, a policy for IPv4 says nothing of IPv6, and on
 // a shared network (the compose file's internal one) every peer, the agent
 // included, is reachable from a run whatever the route out. So besides Probes the

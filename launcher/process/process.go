@@ -181,7 +181,7 @@ func (b *Backend) Name(context.Context) (string, error) {
 // CPUs, runtime) is the container's, which the lockdown check verified.
 func (b *Backend) Create(_ context.Context, spec backend.Spec) (string, error) {
 	if spec.EgressDir != "" || spec.EgressConns != nil {
-		return "", errors.New("egress profiles are not supported on the process backend (issue 23): nothing proves that only the proxy is reachable")
+		return "", errors.New("egress profiles are not supported on the process backend: nothing proves that only the proxy is reachable")
 	}
 	// The directory is made and registered under mu, which a wipe holds throughout:
 	// a wipe never takes a directory that is not registered yet.

@@ -1,4 +1,4 @@
-// Package proxy is the egress proxy of issue 23: a forward proxy in the server that
+// Package proxy is the egress proxy: a forward proxy in the server that
 // lets a sandbox with an egress profile reach the hosts its profile names, and nothing
 // else. It speaks HTTP CONNECT (for TLS, which it never intercepts) and plain HTTP with
 // an absolute URI, on a Unix socket of the sandbox's own (a Channel) that the backend
