@@ -12,8 +12,8 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
-// EgressChannels opens the per-sandbox channel of an egress profile (
-// launcher/egress/proxy.Server satisfies it). A job with Job.Egress set runs in a cold
+// EgressChannels opens the per-sandbox channel of an egress profile
+// (launcher/egress/proxy.Server satisfies it). A job with Job.Egress set runs in a cold
 // sandbox made for it, with its channel's directory bind-mounted at
 // backend.EgressMount: the warm pool's sandboxes were made before any profile was
 // known and never get one, so a sandbox without a profile has no way to the proxy.
