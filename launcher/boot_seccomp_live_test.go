@@ -3,7 +3,6 @@ package launcher_test
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
@@ -18,21 +17,9 @@ import (
 // install the filter, gets a ring from io_uring_setup, and the start-up check refuses
 // it (ErrSeccompNotEnforced).
 func TestBootFilterUnconfinedEngine(t *testing.T) {
-	run := func(t *testing.T, l *launcher.Launcher) map[string]string {
-		t.Helper()
-		res, err := l.Run(t.Context(), launcher.Job{Code: launchertest.DeniedCallsProgram(), Timeout: 60 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls, started := launchertest.DeniedCalls(res.Stdout)
-		if res.ExitCode != 0 || !started {
-			t.Errorf("program: exit %d, threads and subprocess started %v, want 0 and true (stdout %q, stderr %q)", res.ExitCode, started, res.Stdout, res.Stderr)
-		}
-		return calls
-	}
 	t.Run("filter", func(t *testing.T) {
 		l := launchertest.NewWith(t, launcher.Options{}, launchertest.Unconfined)
-		calls := run(t, l)
+		calls := launchertest.RunDeniedCalls(t, l)
 		for _, bad := range launchertest.DeniedCallsWant(calls) {
 			t.Error(bad)
 		}
@@ -44,7 +31,7 @@ func TestBootFilterUnconfinedEngine(t *testing.T) {
 		l := launchertest.NewWith(t, launcher.Options{}, func(cli docker.Client, be *docker.Backend) launcher.Backend {
 			return launchertest.WithoutBootFilter(launchertest.Unconfined(cli, be))
 		})
-		calls := run(t, l)
+		calls := launchertest.RunDeniedCalls(t, l)
 		t.Logf("without the bootstrap's filter: %v", calls)
 		// gVisor's kernel has io_uring off by default (ENOSYS): the filter's EPERM still
 		// differs, which the start-up check requires.

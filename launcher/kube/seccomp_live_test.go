@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
@@ -18,25 +17,13 @@ import (
 // control, the same pod with a bootstrap that does not install the filter, gets a ring
 // from io_uring_setup, and the start-up check refuses it naming --kube-seccomp-profile.
 func TestLiveRuntimeDefaultDeniesSyscalls(t *testing.T) {
-	run := func(t *testing.T, l *launcher.Launcher) map[string]string {
-		t.Helper()
-		res, err := l.Run(t.Context(), launcher.Job{Code: launchertest.DeniedCallsProgram(), Timeout: 60 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls, started := launchertest.DeniedCalls(res.Stdout)
-		if res.ExitCode != 0 || !started {
-			t.Errorf("program: exit %d, threads and subprocess started %v, want 0 and true (stdout %q, stderr %q)", res.ExitCode, started, res.Stdout, res.Stderr)
-		}
-		return calls
-	}
 	be, admin := liveBackend(t, Options{})
 	if be.opts.SeccompProfile != "" {
 		t.Fatalf("backend's seccomp profile: got %q, want none (RuntimeDefault)", be.opts.SeccompProfile)
 	}
 	t.Run("filter", func(t *testing.T) {
 		l := testLauncherOn(t, be, admin, launcher.Options{Instance: testInstance(t)})
-		calls := run(t, l)
+		calls := launchertest.RunDeniedCalls(t, l)
 		for _, bad := range launchertest.DeniedCallsWant(calls) {
 			t.Error(bad)
 		}
@@ -46,7 +33,7 @@ func TestLiveRuntimeDefaultDeniesSyscalls(t *testing.T) {
 	})
 	t.Run("control", func(t *testing.T) {
 		l := testLauncherOn(t, launchertest.WithoutBootFilter(be), admin, launcher.Options{Instance: testInstance(t)})
-		calls := run(t, l)
+		calls := launchertest.RunDeniedCalls(t, l)
 		t.Logf("RuntimeDefault without the bootstrap's filter: %v", calls)
 		if got := calls["io_uring_setup"]; got != "allowed" {
 			t.Errorf("io_uring_setup under RuntimeDefault alone: got %q, want allowed (containerd's profile allows it; else the node refuses io_uring itself, and the test proves less)", got)

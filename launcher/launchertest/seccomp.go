@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -97,10 +99,26 @@ print("subprocess", subprocess.run(["/bin/echo", "ok"], capture_output=True, tex
 	return b.String()
 }
 
-// DeniedCalls parses DeniedCallsProgram's output: what each call got, "allowed" or
+// RunDeniedCalls runs DeniedCallsProgram in l and returns what each call got
+// (deniedCalls); t fails when the program failed or its threads and subprocess did not
+// start.
+func RunDeniedCalls(t *testing.T, l *launcher.Launcher) map[string]string {
+	t.Helper()
+	res, err := l.Run(t.Context(), launcher.Job{Code: DeniedCallsProgram(), Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, started := deniedCalls(res.Stdout)
+	if res.ExitCode != 0 || !started {
+		t.Errorf("program: exit %d, threads and subprocess started %v, want 0 and true (stdout %q, stderr %q)", res.ExitCode, started, res.Stdout, res.Stderr)
+	}
+	return calls
+}
+
+// deniedCalls parses DeniedCallsProgram's output: what each call got, "allowed" or
 // the errno's name ("EPERM", "ENOSYS", or the number when unnamed), and whether
 // threads and a subprocess still started.
-func DeniedCalls(out string) (calls map[string]string, threadsOK bool) {
+func deniedCalls(out string) (calls map[string]string, threadsOK bool) {
 	calls = map[string]string{}
 	names := map[string]string{"1": "EPERM", "38": "ENOSYS"}
 	var threads, sub bool
@@ -123,7 +141,7 @@ func DeniedCalls(out string) (calls map[string]string, threadsOK bool) {
 	return calls, threads && sub
 }
 
-// DeniedCallsWant is what DeniedCalls must find under the filter: EPERM for every
+// DeniedCallsWant is what RunDeniedCalls must find under the filter: EPERM for every
 // call, ENOSYS for clone3 (so that glibc falls back to clone). It returns the
 // differences, one per call, empty when there are none.
 func DeniedCallsWant(calls map[string]string) []string {
