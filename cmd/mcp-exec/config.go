@@ -35,9 +35,10 @@ import (
 // auth token, which has no flag (flags are visible in ps): it comes from
 // MCP_EXEC_AUTH_TOKEN or from the file named by --auth-token-file.
 //
-// A setting is added in one place besides its field: its entry in cfgTable (flag,
-// variable, default, help, validation); loading, the help text, the start-up log
-// line and the README check (TestREADMEListsEverySetting) follow from the table.
+// A setting is added in two places besides its field: its entry in cfgTable (flag,
+// variable, default, help, validation) and its entry in cfgDocs (what
+// docs/configuration.md says of it); loading, the help text, the start-up log line
+// and the page's table (go generate ./cmd/mcp-exec; TestConfigDocCurrent) follow.
 type Config struct {
 	Transport             string        // --transport MCP_EXEC_TRANSPORT: stdio, http or sse
 	EgressDenied          bool          // --standalone-egress-denied MCP_EXEC_STANDALONE_EGRESS_DENIED: the operator states egress is denied outside (process backend, http/sse)

@@ -51,11 +51,12 @@ func TestSecretNeverPrints(t *testing.T) {
 	}
 }
 
-// TestREADMEListsEverySetting: the README's configuration table has a row for every
+// TestConfigDocListsEverySetting: the configuration page's table has a row for every
 // setting of cfgFields, with its flag, variable and default, and no row for a
-// setting that does not exist.
-func TestREADMEListsEverySetting(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// setting that does not exist. The page is generated (TestConfigDocCurrent); this
+// checks what the generator wrote, independently of it.
+func TestConfigDocListsEverySetting(t *testing.T) {
+	b, err := os.ReadFile(configDocPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +72,11 @@ func TestREADMEListsEverySetting(t *testing.T) {
 		known[f.env] = true
 		cells, ok := rows[f.env]
 		if !ok {
-			t.Errorf("README: no row for %s (--%s)", f.env, f.flag)
+			t.Errorf("docs/configuration.md: no row for %s (--%s)", f.env, f.flag)
 			continue
 		}
 		if want := "`--" + f.flag + "`"; cells[0] != want {
-			t.Errorf("README row %s: flag %s, want %s", f.env, cells[0], want)
+			t.Errorf("docs/configuration.md row %s: flag %s, want %s", f.env, cells[0], want)
 		}
 		def, cell := "`"+f.def+"`", strings.TrimSpace(cells[2])
 		switch {
@@ -86,12 +87,12 @@ func TestREADMEListsEverySetting(t *testing.T) {
 			def = cell
 		}
 		if !strings.Contains(cell, def) {
-			t.Errorf("README row %s: default %q, want it to say %s", f.env, cell, def)
+			t.Errorf("docs/configuration.md row %s: default %q, want it to say %s", f.env, cell, def)
 		}
 	}
 	for env := range rows {
 		if !known[env] {
-			t.Errorf("README: row for %s, which is no setting", env)
+			t.Errorf("docs/configuration.md: row for %s, which is no setting", env)
 		}
 	}
 }
