@@ -17,8 +17,8 @@
 #     --oci-seccomp: gVisor applies the container's seccomp profile to the program's
 #     system calls too (without it the profile binds only the host side);
 #   - registers the same binary a second time as "runsc-egress" (NAME-egress), with
-#     --host-uds=open added: the runtime for egress profiles (README, "Egress
-#     profiles"). gVisor refuses a sandbox's connect() to a host Unix socket mounted
+#     --host-uds=open added: the runtime for egress profiles (docs/egress.md).
+#     gVisor refuses a sandbox's connect() to a host Unix socket mounted
 #     into it unless runsc runs with it, and mcp-exec checks at start-up that its
 #     runtime lets the channel through. It stays a second name so that "runsc" stays
 #     strict for every other container on this engine: with the flag, any container

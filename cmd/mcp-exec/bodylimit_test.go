@@ -43,7 +43,7 @@ func TestRequestLimitFitsLargestCall(t *testing.T) {
 		}
 	}
 	if got, want := requestLimit(def), int64(35216856); got != want {
-		t.Errorf("default limit %d bytes, want %d (the README states it)", got, want)
+		t.Errorf("default limit %d bytes, want %d (docs/transports-and-auth.md states it)", got, want)
 	}
 }
 
@@ -294,7 +294,7 @@ func TestLargeBodiesLive(t *testing.T) {
 		return strings.NewReader(call), int64(len(call))
 	}, want(200, "code is"))
 
-	// The bound the README states: 64 MiB plus four times the body budget.
+	// The bound docs/transports-and-auth.md states: 64 MiB plus four times the body budget.
 	hwm := vmKiB(t, pid, "VmHWM")
 	if bound := (64<<20 + 4*budgetFactor*limit) >> 10; hwm > bound {
 		t.Errorf("peak RSS %d KiB, over the stated bound of %d KiB (64 MiB + 4 × the body budget)", hwm, bound)

@@ -22,7 +22,7 @@ import (
 // cfgEgressProfiles checks --egress-profiles: the file parses and vets (no IP
 // literal, no special name, no wildcard over a public suffix), and the backend can
 // give a sandbox its channel. Kubernetes and the process backend are refused in this
-// version: see the README's "Egress profiles". Whether the runtime lets the
+// version: see docs/egress.md. Whether the runtime lets the
 // channel through (gVisor needs runsc's --host-uds=open) is checked at start-up with a
 // sandbox (checkEgress).
 func cfgEgressProfiles(c Config) string {
@@ -77,7 +77,7 @@ func newEgress(cfg Config, engineHost string, self owner.ID, log zerolog.Logger)
 	dir := cfg.EgressDir
 	if dir == "" {
 		if inContainer() {
-			return nil, errors.New(cfgName("egress-profiles") + ": the server runs in a container, and the engine bind-mounts a sandbox's channel from a path on its own host: set " + cfgName("egress-dir") + " to a directory mounted at the same path in this container and on the host (README, Egress profiles)")
+			return nil, errors.New(cfgName("egress-profiles") + ": the server runs in a container, and the engine bind-mounts a sandbox's channel from a path on its own host: set " + cfgName("egress-dir") + " to a directory mounted at the same path in this container and on the host (docs/egress.md)")
 		}
 		dir = filepath.Join(os.TempDir(), "mcp-exec-egress-"+cfg.Instance)
 	}
@@ -109,7 +109,7 @@ func checkEgress(ctx context.Context, cfg Config, l *launcher.Launcher, log zero
 	if backend.GVisor(cfg.Runtime) {
 		hint = "name it in " + cfgName("runtime") + ", or " + hint
 	}
-	return fmt.Errorf("%s: %w; %s (README, Egress profiles)", cfgName("egress-profiles"), err, hint)
+	return fmt.Errorf("%s: %w; %s (docs/egress.md)", cfgName("egress-profiles"), err, hint)
 }
 
 // egressTool describes the profiles of srv for exec's schema; nil without any.

@@ -11,7 +11,7 @@ import (
 )
 
 // metrics is the Prometheus side of launcher.Metrics. Every series is documented in
-// the README; none carries caller data or unbounded labels.
+// docs/operations.md; none carries caller data or unbounded labels.
 type metrics struct {
 	reg        *prometheus.Registry
 	execs      *prometheus.CounterVec

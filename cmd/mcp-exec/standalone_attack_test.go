@@ -1,7 +1,7 @@
 package main
 
 // Issue 20's attacks on the standalone mode, each run against the image started with
-// the README's docker run line (saLocked): a program must not end the server by any
+// docs/standalone.md's docker run line (saLocked): a program must not end the server by any
 // signal, and must not reach the next caller's sandbox, however it forks.
 
 import (

@@ -1,6 +1,6 @@
 package main
 
-// Issue 20, item 5 (and a guard for item 7), against the real image started with the README's docker
+// Issue 20, item 5 (and a guard for item 7), against the real image started with docs/standalone.md's docker
 // run line: what the start-up check refuses that it let through before.
 
 import (
@@ -27,7 +27,7 @@ func saRefused(t *testing.T, img string, flags []string, want string) {
 	}
 }
 
-// TestStandaloneRefusesUnconfinedSeccomp: the README's line with --security-opt
+// TestStandaloneRefusesUnconfinedSeccomp: docs/standalone.md's line with --security-opt
 // seccomp=unconfined (every other lock present) is refused, naming the lock and the
 // flag to drop.
 func TestStandaloneRefusesUnconfinedSeccomp(t *testing.T) {
@@ -36,7 +36,7 @@ func TestStandaloneRefusesUnconfinedSeccomp(t *testing.T) {
 		`"runtime seccomp profile" missing: Seccomp is "0" in /proc/self/status, want 2`)
 }
 
-// TestStandaloneNoWritablePlaceSurvives: under the README's line, every place the
+// TestStandaloneNoWritablePlaceSurvives: under docs/standalone.md's line, every place the
 // server's user can write (found by walking the whole filesystem from a run, kernel
 // views aside) is wiped: a marker run N leaves in each is gone in run N+1.
 func TestStandaloneNoWritablePlaceSurvives(t *testing.T) {

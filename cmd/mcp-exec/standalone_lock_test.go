@@ -2,7 +2,7 @@ package main
 
 // The two locks whose answer depends on the host: swap (usable only where the host has
 // swap) and io_uring (allowed by Docker 20.10's default seccomp profile, denied by each
-// run's own filter). Started with the README's command, exactly.
+// run's own filter). Started with docs/standalone.md's command, exactly.
 
 import (
 	"fmt"

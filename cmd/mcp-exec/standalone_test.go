@@ -1,7 +1,7 @@
 package main
 
 // Standalone mode (--backend process) against the real image, started by the shared
-// engine exactly as the README says. Each test's containers carry names of their own
+// engine exactly as docs/standalone.md says. Each test's containers carry names of their own
 // and are removed after it. These tests need the image: `bash scripts/images.sh
 // --standalone` (CI=true makes a missing image or engine a failure).
 
@@ -25,7 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// saLocked is the README's docker run line (issue 14's, exactly), without the image.
+// saLocked is docs/standalone.md's docker run line (issue 14's, exactly), without the image.
 var saLocked = []string{
 	"--network", "none", "--read-only", "--cap-drop", "ALL",
 	"--security-opt", "no-new-privileges", "--user", "65532:65532",
@@ -470,7 +470,7 @@ func TestStandaloneTokenFileRefused(t *testing.T) {
 	}
 }
 
-// TestStandaloneSelftest runs the selftest in this mode with the README's command and
+// TestStandaloneSelftest runs the selftest in this mode with docs/standalone.md's command and
 // the runtime's default seccomp profile (on Docker 20.10 it allows io_uring: the
 // per-run filter denies it): every line says whether the invariant holds per exec or
 // only per container, the per-container ones pass, the probes written for a container
@@ -518,7 +518,7 @@ func TestStandaloneSelftest(t *testing.T) {
 
 // TestStandaloneE2E runs the TypeScript client's battery (scripts/e2e/client.mjs,
 // the official TypeScript SDK) against the standalone image: over stdio (the client
-// spawns the README's docker run line) and over streamable HTTP on an internal network
+// spawns docs/standalone.md's docker run line) and over streamable HTTP on an internal network
 // (no route out, egress stated and probed, a token).
 func TestStandaloneE2E(t *testing.T) {
 	img := saImage(t)
@@ -638,7 +638,7 @@ func TestStandaloneRestarts(t *testing.T) {
 const saLauncherTests = `^(TestRunHello|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestCloseLetsRunsFinish|TestOpenFilesFlushedAtExit|TestFilesInAndOut|TestProgress|TestQueueTimeNotCounted|TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits)$`
 
 // TestStandaloneLauncherSuite runs the launcher's contract tests against the process
-// backend inside the standalone image, locked down as the README says: the test
+// backend inside the standalone image, locked down as docs/standalone.md says: the test
 // binary plays the server (MCP_EXEC_TEST_BACKEND=process).
 func TestStandaloneLauncherSuite(t *testing.T) {
 	img := saImage(t)

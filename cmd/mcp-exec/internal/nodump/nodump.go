@@ -11,7 +11,7 @@
 // before this one's path and do not wait for syscall: microseconds, and a process
 // opening /proc/<pid>/environ in it keeps its descriptor. So it is a second layer:
 // the token must not be in an environment a program could read at all
-// (MCP_EXEC_AUTH_TOKEN is refused by the process backend; README, "The token").
+// (MCP_EXEC_AUTH_TOKEN is refused by the process backend; docs/transports-and-auth.md, "The token").
 //
 // One process is left dumpable: the process backend's run wrapper (argv[0]
 // "mcp-exec-sandbox", launcher/process/wrap.go), which must write its own
