@@ -108,12 +108,13 @@ func positive[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// New returns an MCP server offering exactly one tool, "exec", backed by r.
-// Connect it to a transport with its Run or Connect method.
+// New returns an MCP server offering "exec", backed by r (and the session tools and
+// tools_search when opts configures them). Connect it to a transport with its Run or
+// Connect method.
 func New(r Runner, opts Options) *mcp.Server {
 	opts = opts.withDefaults()
 	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		// Only what the server has: its one tool is added here and never removed,
+		// Only what the server has: its tools are added here and never removed,
 		// so the tool list cannot change (no listChanged, which the SDK would
 		// infer), and it sends no log messages (no logging, the SDK's default).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
