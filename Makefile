@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 BIN   := bin/mcp-exec
 IMAGE := $(shell cat images/python-sandbox/TAG)
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# What the binary, the handshake's serverInfo and the images report: scripts/version.sh.
+VERSION ?= $(shell bash scripts/version.sh)
 
 .PHONY: help serve test build engine image fuzz bench bench-client lint clean
 
@@ -16,6 +17,7 @@ test: ## everything CI runs: engine, images, gofmt, vet, tidy, go test -race (wi
 	bash scripts/test.sh
 
 build: ## build bin/mcp-exec
+	@test -n "$(VERSION)"
 	@go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/mcp-exec
 
 engine: ## make sure a Docker engine answers (installs docker.io and starts dockerd when root)
@@ -49,6 +51,7 @@ server-image: engine ## build the server image mcp-exec/server:latest (offline t
 compose-up: engine image ## build and start compose.yaml on 127.0.0.1:8080 (MCP_EXEC_PORT, MCP_EXEC_AUTH_TOKEN: docs/deploy.md)
 	DOCKER_GID=$${DOCKER_GID:-$$(stat -c %g /var/run/docker.sock)} \
 	MCP_EXEC_GO_IMAGE=$${MCP_EXEC_GO_IMAGE:-$$(bash scripts/images.sh --go-image)} \
+	MCP_EXEC_VERSION=$(VERSION) \
 	$(COMPOSE) up -d --build
 
 compose-down: ## stop and remove what compose-up started

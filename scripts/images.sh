@@ -31,6 +31,8 @@ force=0
 server=0
 standalone=0
 standalone_image=${MCP_EXEC_STANDALONE_IMAGE:-mcp-exec/standalone:latest}
+# The server's version (`mcp-exec version`, serverInfo) and both images' version label.
+version=$(bash scripts/version.sh)
 print_go=0
 for arg in "$@"; do
   case "$arg" in
@@ -129,9 +131,8 @@ DOCKERFILE
 }
 
 build_server() {
-  local goimg version
+  local goimg
   goimg=$(go_image)
-  version=${MCP_EXEC_VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
   log "building $server_image (GO_IMAGE=$goimg, version $version)"
   local t0=$SECONDS
   # Only the directories the build copies go into the context (the legacy builder
@@ -150,9 +151,10 @@ build_server() {
 # binary of the server image that build_server built, added to the sandbox image. It
 # compiles nothing, so it takes a few seconds; always rebuilt, like the server image.
 build_standalone() {
-  log "building $standalone_image (the server of $server_image in $image)"
+  log "building $standalone_image (the server of $server_image in $image, version $version)"
   docker build --quiet -t "$standalone_image" \
     --build-arg SERVER_IMAGE="$server_image" --build-arg SANDBOX_IMAGE="$image" \
+    --build-arg VERSION="$version" \
     - <images/standalone/Dockerfile >/dev/null
   log "$standalone_image built"
 }
