@@ -5,7 +5,7 @@ IMAGE := $(shell cat images/python-sandbox/TAG)
 # What the binary, the handshake's serverInfo and the images report: scripts/version.sh.
 VERSION ?= $(shell bash scripts/version.sh)
 
-.PHONY: help serve test build engine image fuzz bench bench-client lint clean
+.PHONY: help serve test build release engine image fuzz bench bench-client lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -19,6 +19,9 @@ test: ## everything CI runs: engine, images, gofmt, vet, tidy, go test -race (wi
 build: ## build bin/mcp-exec
 	@test -n "$(VERSION)"
 	@go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/mcp-exec
+
+release: ## static binaries for linux/amd64 and arm64 in dist/, SHA256SUMS, SBOMs; fails unless a second build is byte-identical
+	bash scripts/release.sh
 
 engine: ## make sure a Docker engine answers (installs docker.io and starts dockerd when root)
 	@bash scripts/engine.sh
@@ -61,4 +64,4 @@ compose-test: engine ## test compose.yaml end to end: build, up, the e2e client,
 	bash scripts/compose-test.sh
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin dist
