@@ -237,8 +237,8 @@ const readyTTL = time.Second
 
 // readyHandler answers 200 when the engine answers, the image is present and the warm
 // pool (if any) has a sandbox ready; 503 otherwise, with a reason that reveals nothing
-// about the deployment (readyz gives it to authenticated requests only). It asks at most once per readyTTL; hits that arrive while it
-// asks wait for that answer.
+// about the deployment (readyz gives it to authenticated requests only). It asks at
+// most once per readyTTL; hits that arrive while it asks wait for that answer.
 func readyHandler(l readiness) *readyCache {
 	return &readyCache{check: func(ctx context.Context) string { return notReady(ctx, l) }, now: time.Now}
 }
