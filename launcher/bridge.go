@@ -3,11 +3,11 @@ package launcher
 import (
 	"context"
 	_ "embed"
-	"encoding/binary"
 	"io"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/wire"
 )
 
 // Tools gives a program tools to call (code mode): the mcptools module in the sandbox
@@ -47,19 +47,14 @@ const (
 )
 
 // toolsBlob is the tools part of the MCPEXEC3 stream.
-func toolsBlob(t *Tools) []byte {
-	b := binary.BigEndian.AppendUint32(nil, uint32(len(mcptoolsSource)))
-	b = append(b, mcptoolsSource...)
-	return append(b, t.Catalog...)
-}
+func toolsBlob(t *Tools) []byte { return wire.ToolsBlob(mcptoolsSource, t.Catalog) }
 
 // header is the code header of a job: MCPEXEC2 without tools, MCPEXEC3 with.
 func header(job Job, files, tools []byte) string {
 	if job.Tools == nil {
-		return "MCPEXEC2 " + strconv.Itoa(len(job.Code)) + " " + strconv.Itoa(len(files)) + "\n"
+		return wire.ExecHeader(len(job.Code), len(files))
 	}
-	return "MCPEXEC3 " + strconv.Itoa(len(job.Code)) + " " + strconv.Itoa(len(files)) + " " +
-		strconv.Itoa(len(tools)) + " " + strconv.Itoa(len(job.Stdin)) + "\n"
+	return wire.ToolsHeader(len(job.Code), len(files), len(tools), len(job.Stdin))
 }
 
 // bridge serves one exec's calls: it reassembles call messages from C frames, runs
@@ -67,65 +62,25 @@ func header(job Job, files, tools []byte) string {
 type bridge struct {
 	ctx     context.Context
 	tools   *Tools
+	calls   *wire.Calls // the decoder's goroutine feeds it; it calls message
 	replies chan []byte // whole Y frames
 	sem     chan struct{}
 	wg      sync.WaitGroup
 
-	// The reassembly state; only the decoder's goroutine touches it.
-	hdr      [8]byte
-	hdrLen   int
-	size     uint32
-	id       uint32
-	got      uint32
-	body     []byte
-	skip     bool
-	messages int
+	messages int // only the decoder's goroutine touches it
 }
 
 func newBridge(ctx context.Context, t *Tools) *bridge {
 	if t.MaxRequest <= 0 {
 		t.MaxRequest = MiB
 	}
-	return &bridge{ctx: ctx, tools: t, replies: make(chan []byte, 16), sem: make(chan struct{}, maxCallsInFlight)}
+	b := &bridge{ctx: ctx, tools: t, replies: make(chan []byte, 16), sem: make(chan struct{}, maxCallsInFlight)}
+	b.calls = wire.NewCalls(t.MaxRequest, b.message)
+	return b
 }
 
-// add takes a chunk of the call stream (a C frame's payload).
-func (b *bridge) add(p []byte) {
-	for len(p) > 0 {
-		if b.hdrLen < len(b.hdr) {
-			c := copy(b.hdr[b.hdrLen:], p)
-			b.hdrLen += c
-			p = p[c:]
-			if b.hdrLen == len(b.hdr) {
-				b.size = binary.BigEndian.Uint32(b.hdr[:4])
-				b.id = binary.BigEndian.Uint32(b.hdr[4:])
-				b.got, b.skip, b.body = 0, int64(b.size) > int64(b.tools.MaxRequest), []byte{}
-				if b.size == 0 {
-					b.message()
-				}
-			}
-			continue
-		}
-		c := min(uint32(len(p)), b.size-b.got)
-		if !b.skip {
-			b.body = append(b.body, p[:c]...)
-		}
-		b.got += c
-		p = p[c:]
-		if b.got == b.size {
-			b.message()
-		}
-	}
-}
-
-// message dispatches the complete message in the reassembly state: a request too
-// large to keep goes to Serve as nil, with its size.
-func (b *bridge) message() {
-	id, body, size := b.id, b.body, int(b.size)
-	if b.skip {
-		body = nil
-	}
-	b.hdrLen, b.body, b.skip = 0, nil, false
+// message dispatches one call: a request too large to keep comes as nil, with its size.
+func (b *bridge) message(id uint32, body []byte, size int) {
 	b.messages++
 	if b.messages > maxCallMessages || b.ctx.Err() != nil {
 		return // a program that floods calls gets no more answers
@@ -139,21 +94,13 @@ func (b *bridge) message() {
 	go func() {
 		defer b.wg.Done()
 		defer func() { <-b.sem }()
-		reply := b.tools.Serve(b.ctx, body, size)
-		f := make([]byte, 0, 9+len(reply))
-		f = append(f, frameReply)
-		f = binary.BigEndian.AppendUint32(f, uint32(4+len(reply)))
-		f = binary.BigEndian.AppendUint32(f, id)
-		f = append(f, reply...)
+		f := wire.ReplyFrame(id, b.tools.Serve(b.ctx, body, size))
 		select {
 		case b.replies <- f:
 		case <-b.ctx.Done():
 		}
 	}()
 }
-
-// frameReply is the kind of a reply frame, server to sandbox, on stdin.
-const frameReply = 'Y'
 
 // writeReplies writes replies to w until the program ends (done) or ctx ends, then
 // half-closes the stream so that the bootstrap's last read sees its end.

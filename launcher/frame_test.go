@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-exec/mcp-exec/launcher/wire"
 )
 
 // frameOf builds one frame as boot.py writes it: kind, 4-byte big-endian length, payload.
@@ -37,7 +39,7 @@ const frameTestMaxFile = 256
 // frameFileOf builds a D frame: u32 header length, JSON header, content.
 func frameFileOf(header, content string) []byte {
 	b := binary.BigEndian.AppendUint32(nil, uint32(len(header)))
-	return frameOf(frameFile, string(b)+header+content)
+	return frameOf(wire.FrameFile, string(b)+header+content)
 }
 
 // frameStream concatenates frames.
@@ -46,7 +48,7 @@ func frameStream(frames ...[]byte) []byte { return bytes.Join(frames, nil) }
 // frameState is everything observable about a decoder and its capture.
 type frameState struct {
 	Ready, Done    bool
-	Exit           *exitStatus
+	Exit           *wire.Exit
 	Fatal, Err     string
 	HasErr         bool
 	Files          []OutputFile
@@ -56,15 +58,16 @@ type frameState struct {
 }
 
 func frameSnapshot(d *decoder) frameState {
+	exit, fatal, err := d.Outcome()
 	s := frameState{
 		Ready: closed(d.ready),
 		Done:  closed(d.done),
-		Exit:  d.exit,
-		Fatal: d.fatal,
-		Files: d.files,
+		Exit:  exit,
+		Fatal: fatal,
+		Files: outputFiles(d.Files()),
 	}
-	if d.err != nil {
-		s.HasErr, s.Err = true, d.err.Error()
+	if err != nil {
+		s.HasErr, s.Err = true, err.Error()
 	}
 	d.out.mu.Lock()
 	s.RawOut, s.RawErr, s.Total, s.Truncated = string(d.out.out), string(d.out.err), d.out.total, d.out.truncated
@@ -116,19 +119,19 @@ func frameAssertOutcome(t testing.TB, s frameState) {
 // frameHappyStream is a whole run: ready, output on both streams, exit.
 func frameHappyStream() []byte {
 	return frameStream(
-		frameOf(frameReady, ""),
-		frameOf(frameStdout, "hello "),
-		frameOf(frameStderr, "warn: é\n"),
-		frameOf(frameStdout, ""),
-		frameOf(frameStdout, "world\n"),
-		frameOf(frameExit, `{"exit": 3, "signal": 0, "oom": true, "dropped": false}`),
+		frameOf(wire.FrameReady, ""),
+		frameOf(wire.FrameStdout, "hello "),
+		frameOf(wire.FrameStderr, "warn: é\n"),
+		frameOf(wire.FrameStdout, ""),
+		frameOf(wire.FrameStdout, "world\n"),
+		frameOf(wire.FrameExit, `{"exit": 3, "signal": 0, "oom": true, "dropped": false}`),
 	)
 }
 
 func frameHappyWant() frameState {
 	return frameState{
 		Ready: true, Done: true,
-		Exit:   &exitStatus{Exit: 3, OOM: true},
+		Exit:   &wire.Exit{Exit: 3, OOM: true},
 		RawOut: "hello world\n", RawErr: "warn: é\n",
 		Total: int64(len("hello world\n") + len("warn: é\n")),
 	}
@@ -140,20 +143,20 @@ func TestDecoderSequence(t *testing.T) {
 		t.Fatalf("fresh decoder: got ready %v, done %v, want neither", s.Ready, s.Done)
 	}
 
-	frameWrite(t, d, frameOf(frameReady, ""))
+	frameWrite(t, d, frameOf(wire.FrameReady, ""))
 	if s := frameSnapshot(d); !s.Ready || s.Done {
 		t.Fatalf("after R: got ready %v, done %v, want ready and not done", s.Ready, s.Done)
 	}
 
-	frameWrite(t, d, frameOf(frameStdout, "out"), frameOf(frameStderr, "err"))
+	frameWrite(t, d, frameOf(wire.FrameStdout, "out"), frameOf(wire.FrameStderr, "err"))
 	s := frameSnapshot(d)
 	if s.Done || s.RawOut != "out" || s.RawErr != "err" {
 		t.Fatalf("after O, E: got done %v, stdout %q, stderr %q, want not done, %q, %q", s.Done, s.RawOut, s.RawErr, "out", "err")
 	}
 
-	frameWrite(t, d, frameOf(frameExit, `{"exit":137,"signal":9,"oom":false,"dropped":true}`))
+	frameWrite(t, d, frameOf(wire.FrameExit, `{"exit":137,"signal":9,"oom":false,"dropped":true}`))
 	s = frameSnapshot(d)
-	want := frameState{Ready: true, Done: true, Exit: &exitStatus{Exit: 137, Signal: 9, Dropped: true}, RawOut: "out", RawErr: "err", Total: 6}
+	want := frameState{Ready: true, Done: true, Exit: &wire.Exit{Exit: 137, Signal: 9, Dropped: true}, RawOut: "out", RawErr: "err", Total: 6}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("after X (-want +got):\n%s", diff)
 	}
@@ -171,20 +174,20 @@ func TestDecoderSplitWrites(t *testing.T) {
 		want frameState
 	}{
 		"happy": {frameHappyStream(), frameHappyWant()},
-		"fatal": {frameStream(frameOf(frameReady, ""), frameOf(frameStdout, "x"), frameOf(frameFatal, "boom")),
+		"fatal": {frameStream(frameOf(wire.FrameReady, ""), frameOf(wire.FrameStdout, "x"), frameOf(wire.FrameFatal, "boom")),
 			frameState{Ready: true, Done: true, Fatal: "boom", RawOut: "x", Total: 1}},
-		"unknown kind": {frameStream(frameOf(frameStdout, "ab"), frameOf('Z', "zz"), frameOf(frameStdout, "cd")),
+		"unknown kind": {frameStream(frameOf(wire.FrameStdout, "ab"), frameOf('Z', "zz"), frameOf(wire.FrameStdout, "cd")),
 			frameState{Done: true, HasErr: true, Err: "unknown frame kind 0x5a", RawOut: "ab", Total: 2}},
-		"oversized control": {frameStream(frameOf(frameStderr, "e"), frameHeader(frameExit, maxControlFrame+1), []byte("{}")),
+		"oversized control": {frameStream(frameOf(wire.FrameStderr, "e"), frameHeader(wire.FrameExit, wire.MaxControlFrame+1), []byte("{}")),
 			frameState{Done: true, HasErr: true, Err: `control frame 'X' of 4097 bytes`, RawErr: "e", Total: 1}},
-		"after exit": {frameStream(frameOf(frameExit, `{"exit":0}`), frameOf(frameStdout, "late")),
-			frameState{Done: true, Exit: &exitStatus{}}},
-		"files": {frameStream(frameOf(frameReady, ""), frameFileOf(`{"name":"a.txt","size":2,"skipped":""}`, "hi"),
-			frameFileOf(`{"name":"b","size":9999,"skipped":"too big"}`, ""), frameOf(frameExit, `{"exit":0}`)),
-			frameState{Ready: true, Done: true, Exit: &exitStatus{}, Files: []OutputFile{
+		"after exit": {frameStream(frameOf(wire.FrameExit, `{"exit":0}`), frameOf(wire.FrameStdout, "late")),
+			frameState{Done: true, Exit: &wire.Exit{}}},
+		"files": {frameStream(frameOf(wire.FrameReady, ""), frameFileOf(`{"name":"a.txt","size":2,"skipped":""}`, "hi"),
+			frameFileOf(`{"name":"b","size":9999,"skipped":"too big"}`, ""), frameOf(wire.FrameExit, `{"exit":0}`)),
+			frameState{Ready: true, Done: true, Exit: &wire.Exit{}, Files: []OutputFile{
 				{Name: "a.txt", Size: 2, Data: []byte("hi")}, {Name: "b", Size: 9999, Skipped: "too big"}}}},
-		"capped": {frameStream(frameOf(frameStdout, "0123456789abcdefghij"), frameOf(frameStderr, "ABC"), frameOf(frameExit, `{"exit":1}`)),
-			frameState{Done: true, Exit: &exitStatus{Exit: 1}, RawOut: "0123456789abcdefghij", RawErr: "AB", Total: 23, Truncated: true}},
+		"capped": {frameStream(frameOf(wire.FrameStdout, "0123456789abcdefghij"), frameOf(wire.FrameStderr, "ABC"), frameOf(wire.FrameExit, `{"exit":1}`)),
+			frameState{Done: true, Exit: &wire.Exit{Exit: 1}, RawOut: "0123456789abcdefghij", RawErr: "AB", Total: 23, Truncated: true}},
 	}
 	for name, tc := range streams {
 		t.Run(name, func(t *testing.T) {
@@ -215,12 +218,12 @@ func TestDecoderSplitWrites(t *testing.T) {
 }
 
 func TestDecoderFatal(t *testing.T) {
-	d, s := frameDecode(t, 100, frameStream(frameOf(frameFatal, "prctl failed")))
+	d, s := frameDecode(t, 100, frameStream(frameOf(wire.FrameFatal, "prctl failed")))
 	want := frameState{Done: true, Fatal: "prctl failed"}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	frameWrite(t, d, frameOf(frameStdout, "after"), frameOf(frameExit, `{"exit":0}`))
+	frameWrite(t, d, frameOf(wire.FrameStdout, "after"), frameOf(wire.FrameExit, `{"exit":0}`))
 	if got := frameSnapshot(d); !cmp.Equal(s, got) {
 		t.Errorf("frames after F changed the state (-before +after):\n%s", cmp.Diff(s, got))
 	}
@@ -230,7 +233,7 @@ func TestDecoderFatal(t *testing.T) {
 // one of exit, fatal and err must say how (sandbox.finished dereferences exit
 // otherwise).
 func TestDecoderEmptyFatalFrame(t *testing.T) {
-	_, s := frameDecode(t, 100, frameOf(frameFatal, ""))
+	_, s := frameDecode(t, 100, frameOf(wire.FrameFatal, ""))
 	if !s.Done {
 		t.Fatalf("done: got false, want true")
 	}
@@ -240,7 +243,7 @@ func TestDecoderEmptyFatalFrame(t *testing.T) {
 func TestDecoderUnknownKind(t *testing.T) {
 	for _, kind := range []byte{0, 'o', 'x', 'Z', '{', 0x80, 0xff} {
 		t.Run(strconv.Itoa(int(kind)), func(t *testing.T) {
-			d, s := frameDecode(t, 100, frameOf(frameReady, ""), frameOf(frameStdout, "kept"), frameOf(kind, "?"))
+			d, s := frameDecode(t, 100, frameOf(wire.FrameReady, ""), frameOf(wire.FrameStdout, "kept"), frameOf(kind, "?"))
 			if !s.Done || !s.HasErr {
 				t.Fatalf("got done %v, err %q, want done with an error", s.Done, s.Err)
 			}
@@ -249,8 +252,8 @@ func TestDecoderUnknownKind(t *testing.T) {
 			}
 			frameAssertOutcome(t, s)
 			// The stream keeps draining, and nothing more is taken from it.
-			frameWrite(t, d, frameOf(frameStdout, "dropped"), frameOf(frameStderr, "dropped"),
-				frameOf(frameExit, `{"exit":0}`), []byte("garbage"))
+			frameWrite(t, d, frameOf(wire.FrameStdout, "dropped"), frameOf(wire.FrameStderr, "dropped"),
+				frameOf(wire.FrameExit, `{"exit":0}`), []byte("garbage"))
 			if got := frameSnapshot(d); !cmp.Equal(s, got) {
 				t.Errorf("writes after the error changed the state (-before +after):\n%s", cmp.Diff(s, got))
 			}
@@ -262,30 +265,30 @@ func TestDecoderUnknownKind(t *testing.T) {
 }
 
 func TestDecoderControlFrameLimit(t *testing.T) {
-	exitPadded := `{"exit":5}` + strings.Repeat(" ", maxControlFrame-len(`{"exit":5}`))
+	exitPadded := `{"exit":5}` + strings.Repeat(" ", wire.MaxControlFrame-len(`{"exit":5}`))
 	tests := []struct {
 		name  string
 		data  []byte
 		check func(t *testing.T, s frameState)
 	}{
-		{"R at limit", frameOf(frameReady, strings.Repeat("r", maxControlFrame)), func(t *testing.T, s frameState) {
+		{"R at limit", frameOf(wire.FrameReady, strings.Repeat("r", wire.MaxControlFrame)), func(t *testing.T, s frameState) {
 			if !s.Ready || s.Done {
 				t.Errorf("got ready %v, done %v (err %q), want ready, not done", s.Ready, s.Done, s.Err)
 			}
 		}},
-		{"F at limit", frameOf(frameFatal, strings.Repeat("f", maxControlFrame)), func(t *testing.T, s frameState) {
-			if len(s.Fatal) != maxControlFrame || s.HasErr {
-				t.Errorf("got fatal of %d bytes, err %q, want %d bytes, no error", len(s.Fatal), s.Err, maxControlFrame)
+		{"F at limit", frameOf(wire.FrameFatal, strings.Repeat("f", wire.MaxControlFrame)), func(t *testing.T, s frameState) {
+			if len(s.Fatal) != wire.MaxControlFrame || s.HasErr {
+				t.Errorf("got fatal of %d bytes, err %q, want %d bytes, no error", len(s.Fatal), s.Err, wire.MaxControlFrame)
 			}
 		}},
-		{"X at limit", frameOf(frameExit, exitPadded), func(t *testing.T, s frameState) {
+		{"X at limit", frameOf(wire.FrameExit, exitPadded), func(t *testing.T, s frameState) {
 			if s.Exit == nil || s.Exit.Exit != 5 {
 				t.Errorf("got exit %+v, err %q, want exit 5", s.Exit, s.Err)
 			}
 		}},
 	}
-	for _, kind := range []byte{frameReady, frameExit, frameFatal} {
-		for _, n := range []uint32{maxControlFrame + 1, 1 << 20, 1<<32 - 1} {
+	for _, kind := range []byte{wire.FrameReady, wire.FrameExit, wire.FrameFatal} {
+		for _, n := range []uint32{wire.MaxControlFrame + 1, 1 << 20, 1<<32 - 1} {
 			tests = append(tests, struct {
 				name  string
 				data  []byte
@@ -311,8 +314,8 @@ func TestDecoderControlFrameLimit(t *testing.T) {
 			d, s := frameDecode(t, 100, tt.data)
 			tt.check(t, s)
 			frameAssertOutcome(t, s)
-			if len(d.control) > maxControlFrame {
-				t.Errorf("buffered control bytes: got %d, want at most %d", len(d.control), maxControlFrame)
+			if d.Buffered() > wire.MaxControlFrame {
+				t.Errorf("buffered control bytes: got %d, want at most %d", d.Buffered(), wire.MaxControlFrame)
 			}
 		})
 	}
@@ -343,19 +346,19 @@ func TestDecoderFileFrame(t *testing.T) {
 		{name: "in order", data: frameStream(frameFileOf(`{"name":"2"}`, "b"), frameFileOf(`{"name":"1"}`, "a")),
 			wantFiles: []OutputFile{{Name: "2", Size: 1, Data: []byte("b")}, {Name: "1", Size: 1, Data: []byte("a")}}},
 
-		{name: "frame over the cap", data: frameStream(frameHeader(frameFile, max+maxControlFrame+1), []byte(hdrLen(2)+"{}")),
+		{name: "frame over the cap", data: frameStream(frameHeader(wire.FrameFile, max+wire.MaxControlFrame+1), []byte(hdrLen(2)+"{}")),
 			wantErr: "file frame of"},
-		{name: "frame of 4 GiB", data: frameHeader(frameFile, 1<<32-1), wantErr: "file frame of"},
-		{name: "empty frame", data: frameOf(frameFile, ""), wantErr: "file frame"},
-		{name: "short frame", data: frameOf(frameFile, "\x00\x00\x00"), wantErr: "file frame"},
-		{name: "header longer than the frame", data: frameOf(frameFile, hdrLen(50)+`{"name":"x"}`), wantErr: "file frame header"},
-		{name: "header over the control cap", data: frameOf(frameFile, hdrLen(maxControlFrame+1)+strings.Repeat(" ", maxControlFrame+1)),
+		{name: "frame of 4 GiB", data: frameHeader(wire.FrameFile, 1<<32-1), wantErr: "file frame of"},
+		{name: "empty frame", data: frameOf(wire.FrameFile, ""), wantErr: "file frame"},
+		{name: "short frame", data: frameOf(wire.FrameFile, "\x00\x00\x00"), wantErr: "file frame"},
+		{name: "header longer than the frame", data: frameOf(wire.FrameFile, hdrLen(50)+`{"name":"x"}`), wantErr: "file frame header"},
+		{name: "header over the control cap", data: frameOf(wire.FrameFile, hdrLen(wire.MaxControlFrame+1)+strings.Repeat(" ", wire.MaxControlFrame+1)),
 			wantErr: "file frame header"},
 		{name: "header not JSON", data: frameFileOf(`name=x`, "data"), wantErr: "decoding file frame header"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, s := frameDecode(t, 100, tt.data, frameOf(frameExit, `{"exit":0}`))
+			d, s := frameDecode(t, 100, tt.data, frameOf(wire.FrameExit, `{"exit":0}`))
 			frameAssertOutcome(t, s)
 			if tt.wantErr != "" {
 				if !s.HasErr || !strings.Contains(s.Err, tt.wantErr) {
@@ -369,8 +372,8 @@ func TestDecoderFileFrame(t *testing.T) {
 			} else if diff := cmp.Diff(tt.wantFiles, s.Files); diff != "" {
 				t.Errorf("files mismatch (-want +got):\n%s", diff)
 			}
-			if len(d.control) > max+maxControlFrame {
-				t.Errorf("buffered control bytes: got %d, want at most %d", len(d.control), max+maxControlFrame)
+			if d.Buffered() > max+wire.MaxControlFrame {
+				t.Errorf("buffered control bytes: got %d, want at most %d", d.Buffered(), max+wire.MaxControlFrame)
 			}
 		})
 	}
@@ -380,7 +383,7 @@ func TestDecoderFileFrame(t *testing.T) {
 // they stream into the capture, which drops what is past the cap.
 func TestDecoderLargeOutputFrame(t *testing.T) {
 	d := newDecoder(newCapture(1000), frameTestMaxFile)
-	frameWrite(t, d, frameHeader(frameStdout, 1<<31))
+	frameWrite(t, d, frameHeader(wire.FrameStdout, 1<<31))
 	chunk := bytes.Repeat([]byte("y"), 4096)
 	for range 64 {
 		frameWrite(t, d, chunk)
@@ -392,8 +395,8 @@ func TestDecoderLargeOutputFrame(t *testing.T) {
 	if len(s.RawOut) != 1000 || !s.Truncated || s.Total != 64*4096 {
 		t.Errorf("capture: got %d bytes kept, truncated %v, total %d, want 1000, true, %d", len(s.RawOut), s.Truncated, s.Total, 64*4096)
 	}
-	if len(d.control) != 0 {
-		t.Errorf("buffered control bytes: got %d, want 0", len(d.control))
+	if d.Buffered() != 0 {
+		t.Errorf("buffered control bytes: got %d, want 0", d.Buffered())
 	}
 }
 
@@ -406,7 +409,7 @@ func TestDecoderBadExitFrame(t *testing.T) {
 		"trailing data": `{"exit":0} {"exit":1}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, s := frameDecode(t, 100, frameOf(frameExit, payload))
+			_, s := frameDecode(t, 100, frameOf(wire.FrameExit, payload))
 			if !s.Done || !s.HasErr || s.Exit != nil {
 				t.Errorf("got done %v, exit %+v, err %q, want done with an error and no exit", s.Done, s.Exit, s.Err)
 			}
@@ -416,19 +419,19 @@ func TestDecoderBadExitFrame(t *testing.T) {
 }
 
 func TestDecoderIgnoresDataAfterExit(t *testing.T) {
-	d, s := frameDecode(t, 100, frameOf(frameStdout, "before"), frameOf(frameExit, `{"exit":0}`))
-	want := frameState{Done: true, Exit: &exitStatus{}, RawOut: "before", Total: 6}
+	d, s := frameDecode(t, 100, frameOf(wire.FrameStdout, "before"), frameOf(wire.FrameExit, `{"exit":0}`))
+	want := frameState{Done: true, Exit: &wire.Exit{}, RawOut: "before", Total: 6}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
 	for _, late := range [][]byte{
-		frameOf(frameStdout, "after"),
-		frameOf(frameStderr, "after"),
-		frameOf(frameExit, `{"exit":9}`),
-		frameOf(frameFatal, "late"),
+		frameOf(wire.FrameStdout, "after"),
+		frameOf(wire.FrameStderr, "after"),
+		frameOf(wire.FrameExit, `{"exit":9}`),
+		frameOf(wire.FrameFatal, "late"),
 		frameOf('Z', ""),
-		frameHeader(frameExit, 1<<30),
-		{frameStdout},
+		frameHeader(wire.FrameExit, 1<<30),
+		{wire.FrameStdout},
 	} {
 		frameWrite(t, d, late)
 	}
@@ -438,8 +441,8 @@ func TestDecoderIgnoresDataAfterExit(t *testing.T) {
 }
 
 func TestDecoderRepeatedReady(t *testing.T) {
-	_, s := frameDecode(t, 100, frameOf(frameReady, ""), frameOf(frameReady, "again"), frameOf(frameExit, `{}`))
-	want := frameState{Ready: true, Done: true, Exit: &exitStatus{}}
+	_, s := frameDecode(t, 100, frameOf(wire.FrameReady, ""), frameOf(wire.FrameReady, "again"), frameOf(wire.FrameExit, `{}`))
+	want := frameState{Ready: true, Done: true, Exit: &wire.Exit{}}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -449,7 +452,7 @@ func TestDecoderRepeatedReady(t *testing.T) {
 // not an outcome; the caller finds out when the stream ends.
 func TestDecoderIncompleteStream(t *testing.T) {
 	full := frameHappyStream()
-	lastX := bytes.LastIndexByte(full, frameExit)
+	lastX := bytes.LastIndexByte(full, wire.FrameExit)
 	for _, n := range []int{0, 1, 3, 5, 6, lastX, lastX + 4, len(full) - 1} {
 		_, s := frameDecode(t, 100, full[:n])
 		if s.Done {
@@ -517,7 +520,7 @@ func TestFrameBootstrapLocal(t *testing.T) {
 		max       int
 		code      string
 		stdin     string
-		wantExit  exitStatus
+		wantExit  wire.Exit
 		wantOut   string
 		wantErr   string
 		wantTrunc bool
@@ -526,15 +529,15 @@ func TestFrameBootstrapLocal(t *testing.T) {
 		{name: "hello", max: 1000, code: "print('hello')",
 			wantOut: "hello\n"},
 		{name: "exit code and stderr", max: 1000, code: "import sys\nsys.stderr.write('bad\\n')\nsys.exit(3)",
-			wantExit: exitStatus{Exit: 3}, wantErr: "bad\n"},
+			wantExit: wire.Exit{Exit: 3}, wantErr: "bad\n"},
 		{name: "stdin", max: 1000, code: "import sys\nprint(sys.stdin.read().upper(), end='')", stdin: "abc\n",
 			wantOut: "ABC\n"},
 		{name: "signal", max: 1000, code: "import os\nprint('x', flush=True)\nos.kill(os.getpid(), 9)",
-			wantExit: exitStatus{Exit: 137, Signal: 9}, wantOut: "x\n"},
+			wantExit: wire.Exit{Exit: 137, Signal: 9}, wantOut: "x\n"},
 		{name: "over the cap", max: 100, code: "import sys\nsys.stdout.write('x' * 100000)",
-			wantExit: exitStatus{Dropped: true}, wantOut: strings.Repeat("x", 100), wantTrunc: true},
+			wantExit: wire.Exit{Dropped: true}, wantOut: strings.Repeat("x", 100), wantTrunc: true},
 		{name: "character split by the cap", max: 4, code: "print('ab€€')",
-			wantExit: exitStatus{Dropped: true}, wantOut: "ab", wantTrunc: true},
+			wantExit: wire.Exit{Dropped: true}, wantOut: "ab", wantTrunc: true},
 		{name: "invalid bytes", max: 1000, code: "import sys\nsys.stdout.buffer.write(b'a\\xffb')",
 			wantOut: "a\uFFFDb"},
 		{name: "files", max: 1000,
@@ -666,13 +669,13 @@ func TestFrameBootstrapStreamsOutput(t *testing.T) {
 func FuzzDecoder(f *testing.F) {
 	const limit = 64
 	f.Add(frameHappyStream())
-	f.Add(frameStream(frameOf(frameReady, ""), frameOf(frameFatal, "boom")))
-	f.Add(frameStream(frameOf(frameStdout, strings.Repeat("x", 100)), frameOf(frameExit, `{"exit":1,"dropped":true}`)))
-	f.Add(frameStream(frameOf('Q', "?"), frameOf(frameStdout, "x")))
-	f.Add(frameStream(frameHeader(frameExit, maxControlFrame+1), []byte("{}")))
-	f.Add(frameStream(frameOf(frameExit, `{"exit":0}`), frameOf(frameStdout, "late")))
-	f.Add([]byte{frameStdout, 0, 0})
-	f.Add(frameStream(frameFileOf(`{"name":"a","size":1,"skipped":""}`, "a"), frameOf(frameExit, `{}`)))
+	f.Add(frameStream(frameOf(wire.FrameReady, ""), frameOf(wire.FrameFatal, "boom")))
+	f.Add(frameStream(frameOf(wire.FrameStdout, strings.Repeat("x", 100)), frameOf(wire.FrameExit, `{"exit":1,"dropped":true}`)))
+	f.Add(frameStream(frameOf('Q', "?"), frameOf(wire.FrameStdout, "x")))
+	f.Add(frameStream(frameHeader(wire.FrameExit, wire.MaxControlFrame+1), []byte("{}")))
+	f.Add(frameStream(frameOf(wire.FrameExit, `{"exit":0}`), frameOf(wire.FrameStdout, "late")))
+	f.Add([]byte{wire.FrameStdout, 0, 0})
+	f.Add(frameStream(frameFileOf(`{"name":"a","size":1,"skipped":""}`, "a"), frameOf(wire.FrameExit, `{}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, whole := frameDecode(t, limit, data)
 		if n := len(whole.RawOut) + len(whole.RawErr); n > limit {
@@ -681,13 +684,13 @@ func FuzzDecoder(f *testing.F) {
 		if whole.Total > int64(len(data)) {
 			t.Fatalf("capture counted %d bytes from %d bytes of input", whole.Total, len(data))
 		}
-		if len(d.control) > frameTestMaxFile+maxControlFrame {
-			t.Fatalf("buffered control bytes: got %d, want at most %d", len(d.control), frameTestMaxFile+maxControlFrame)
+		if d.Buffered() > frameTestMaxFile+wire.MaxControlFrame {
+			t.Fatalf("buffered control bytes: got %d, want at most %d", d.Buffered(), frameTestMaxFile+wire.MaxControlFrame)
 		}
 		for _, fl := range whole.Files {
-			// The decoder bounds the whole D frame, header included, to maxFile+maxControlFrame.
-			if len(fl.Data) > frameTestMaxFile+maxControlFrame {
-				t.Fatalf("file %q: got %d bytes, want at most %d", fl.Name, len(fl.Data), frameTestMaxFile+maxControlFrame)
+			// The decoder bounds the whole D frame, header included, to maxFile+wire.MaxControlFrame.
+			if len(fl.Data) > frameTestMaxFile+wire.MaxControlFrame {
+				t.Fatalf("file %q: got %d bytes, want at most %d", fl.Name, len(fl.Data), frameTestMaxFile+wire.MaxControlFrame)
 			}
 		}
 		frameAssertOutcome(t, whole)

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"encoding/binary"
-
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/wire"
 )
 
 // sandbox is one started container whose streams are attached, waiting for its code.
@@ -89,7 +88,7 @@ func (l *Launcher) startSpec(ctx context.Context, spec backend.Spec, sw *switchW
 }
 
 // alive reports whether the sandbox is still running and has not been used.
-func (sb *sandbox) alive() bool { return !closed(sb.streamDone) && !sb.dec.finished() }
+func (sb *sandbox) alive() bool { return !closed(sb.streamDone) && !sb.dec.Finished() }
 
 // exec delivers the job and waits for the program's end, the timeout, or ctx.
 func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
@@ -99,7 +98,7 @@ func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
 		br = newBridge(cctx, job.Tools)
 		defer br.wg.Wait() // every call has ended (and is recorded) when the result returns
 		defer cancel()     // the exec's end cancels its calls upstream
-		sb.dec.calls.Store(br)
+		sb.dec.SetCalls(br.calls)
 	}
 	delivered := make(chan error, 1)
 	t0 := time.Now()
@@ -150,7 +149,7 @@ func (sb *sandbox) wait(ctx context.Context, began time.Time, timeout, tick <-ch
 	case <-sb.streamDone:
 		var res Result
 		var err error
-		if sb.dec.finished() {
+		if sb.dec.Finished() {
 			res, err = sb.finished(time.Since(began))
 		} else {
 			res, err = sb.vanished(ctx, time.Since(began))
@@ -206,24 +205,20 @@ func (sb *sandbox) deliver(job Job, br *bridge, delivered chan<- error) {
 func encodeFiles(files []File) []byte {
 	var b []byte
 	for _, f := range files {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(f.Name)))
-		b = append(b, f.Name...)
-		b = binary.BigEndian.AppendUint32(b, uint32(len(f.Data)))
-		b = append(b, f.Data...)
+		b = wire.AppendFile(b, f.Name, f.Data)
 	}
 	return b
 }
 
 // finished builds the result from the bootstrap's exit frame.
 func (sb *sandbox) finished(d time.Duration) (Result, error) {
-	dec := sb.dec
+	st, fatal, err := sb.dec.Outcome()
 	switch {
-	case dec.err != nil:
-		return Result{}, fmt.Errorf("%w: reading sandbox %s: %w", ErrSandbox, shortID(sb.id), dec.err)
-	case dec.fatal != "":
-		return Result{}, fmt.Errorf("%w: bootstrap in sandbox %s: %s", ErrSandbox, shortID(sb.id), dec.fatal)
+	case err != nil:
+		return Result{}, fmt.Errorf("%w: reading sandbox %s: %w", ErrSandbox, shortID(sb.id), err)
+	case fatal != "":
+		return Result{}, fmt.Errorf("%w: bootstrap in sandbox %s: %s", ErrSandbox, shortID(sb.id), fatal)
 	}
-	st := dec.exit
 	if st.Dropped {
 		sb.out.markTruncated()
 	}
@@ -231,7 +226,7 @@ func (sb *sandbox) finished(d time.Duration) (Result, error) {
 	return Result{
 		Stdout: stdout, Stderr: stderr, Truncated: truncated,
 		ExitCode: st.Exit, Signal: st.Signal, OOMKilled: st.OOM,
-		Duration: d, Files: dec.files,
+		Duration: d, Files: outputFiles(sb.dec.Files()),
 	}, nil
 }
 

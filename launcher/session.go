@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/wire"
 )
 
 // Session states, as a session's exec reports them (Result.SessionState).
@@ -366,8 +367,7 @@ func (s *Session) cell(ctx context.Context, sb *sandbox, sw *switchWriter, job J
 	delivered := make(chan error, 1)
 	t0 := time.Now()
 	go func() {
-		head := "MCPEXECS " + strconv.Itoa(len(job.Code)) + " " + strconv.Itoa(len(files)) + " " + strconv.Itoa(len(job.Stdin)) + "\n"
-		_, err := io.WriteString(sb.conn, head+job.Code)
+		_, err := io.WriteString(sb.conn, wire.CellHeader(len(job.Code), len(files), len(job.Stdin))+job.Code)
 		if err == nil {
 			_, err = sb.conn.Write(files)
 		}
@@ -409,7 +409,7 @@ func (s *Session) cell(ctx context.Context, sb *sandbox, sw *switchWriter, job J
 		case <-sb.dec.done:
 			res, err = s.ended(sb, time.Since(began))
 		case <-sb.streamDone:
-			if sb.dec.finished() {
+			if sb.dec.Finished() {
 				res, err = s.ended(sb, time.Since(began))
 			} else {
 				// The whole sandbox went (under gVisor, an allocation far beyond the
@@ -439,7 +439,8 @@ func (s *Session) ended(sb *sandbox, d time.Duration) (Result, error) {
 	if err != nil {
 		return Result{SessionState: SessionLost}, err
 	}
-	res.SessionState = sb.dec.exit.State
+	st, _, _ := sb.dec.Outcome()
+	res.SessionState = st.State
 	switch res.SessionState {
 	case SessionKept, SessionRolledBack, SessionLost:
 	default:
@@ -461,7 +462,7 @@ const interruptWait = 5 * time.Second
 // interrupt asks the bootstrap to kill the running call (every process but PID 1 and
 // the holder) and waits for its exit frame. If none comes, the sandbox goes.
 func (s *Session) interrupt(ctx context.Context, sb *sandbox, d time.Duration) (Result, error) {
-	_, werr := io.WriteString(sb.conn, "MCPEXECK\n")
+	_, werr := io.WriteString(sb.conn, wire.Kill)
 	if werr == nil {
 		select {
 		case <-sb.dec.done:
@@ -501,8 +502,8 @@ func (w *switchWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for len(p) > 0 && w.cur != nil {
-		p = p[w.cur.feed(p):]
-		if w.cur.finished() {
+		p = p[w.cur.Feed(p):]
+		if w.cur.Finished() {
 			w.cur = nil
 		}
 	}

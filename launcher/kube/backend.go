@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/wire"
 )
 
 // Backend runs each sandbox as a Pod of a Kubernetes cluster, through its API server: it
@@ -158,7 +159,7 @@ func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer
 	}
 	// Open the start gate (see startGate) with the pod's seal key before anything else is
 	// written: the bootstrap starts once the attach carries its output, and seals all of it.
-	c, err := b.attach(ctx, id, stdout, stderr, "")
+	c, err := b.attach(ctx, id, stdout, stderr, wire.GateLine)
 	if err != nil {
 		return nil, err
 	}
@@ -184,18 +185,19 @@ func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer
 // without knowing what other replicas read. The pod's stdin outlives the attach
 // (stdinOnce false); the bootstrap writes nothing between calls.
 func (b *Backend) Reattach(ctx context.Context, id string, stdout, stderr io.Writer) (backend.Conn, error) {
-	return b.attach(ctx, id, stdout, stderr, "MCPEXECR ")
+	return b.attach(ctx, id, stdout, stderr, wire.ResealLine)
 }
 
-// attach attaches to the pod and writes prefix and a fresh seal key as its first line.
-func (b *Backend) attach(ctx context.Context, id string, stdout, stderr io.Writer, prefix string) (backend.Conn, error) {
+// attach attaches to the pod and writes, first, line(key): the line that carries a fresh
+// seal key (hex) to the bootstrap.
+func (b *Backend) attach(ctx context.Context, id string, stdout, stderr io.Writer, line func(key string) string) (backend.Conn, error) {
 	req := b.core.RESTClient().Post().Namespace(b.opts.Namespace).Resource("pods").Name(id).SubResource("attach").
 		VersionedParams(&corev1.PodAttachOptions{Container: containerName, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	exec, err := remotecommand.NewSPDYExecutor(b.cfg, "POST", req.URL())
 	if err != nil {
 		return nil, fmt.Errorf("attaching to pod %s: %w", id, err)
 	}
-	key, line, err := newSealKey()
+	key, hexKey, err := newSealKey()
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +208,7 @@ func (b *Backend) attach(ctx context.Context, id string, stdout, stderr io.Write
 	c.mu.Lock()
 	go func() {
 		defer c.mu.Unlock()
-		_, _ = pw.Write([]byte(prefix + line + "\n"))
+		_, _ = pw.Write([]byte(line(hexKey)))
 	}()
 	unsealed := newUnsealer(stdout, key)
 	go func() {

@@ -1,0 +1,62 @@
+package wire
+
+import (
+	"encoding/binary"
+	"strconv"
+)
+
+// Version is the protocol's version: the digit of the one-shot header's magic.
+const Version = 2
+
+// Kill is a session's interrupt: the bootstrap kills the running cell.
+const Kill = "MCPEXECK\n"
+
+// ExecHeader starts a one-shot exec without tools: code bytes, then files bytes, then
+// the program's stdin until the stream's end.
+func ExecHeader(code, files int) string {
+	return "MCPEXEC2 " + strconv.Itoa(code) + " " + strconv.Itoa(files) + "\n"
+}
+
+// ToolsHeader starts a one-shot exec with tools: code, files, tools (ToolsBlob) and
+// exactly stdin bytes; the rest of the stream carries only Y frames.
+func ToolsHeader(code, files, tools, stdin int) string {
+	return "MCPEXEC3 " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " +
+		strconv.Itoa(tools) + " " + strconv.Itoa(stdin) + "\n"
+}
+
+// CellHeader starts one call in a session: code, files and exactly stdin bytes.
+func CellHeader(code, files, stdin int) string {
+	return "MCPEXECS " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " + strconv.Itoa(stdin) + "\n"
+}
+
+// GateLine opens a Kubernetes pod's start gate with its seal key (hex).
+func GateLine(key string) string { return key + "\n" }
+
+// ResealLine gives a shared session's bootstrap a new seal key (hex), between cells.
+func ResealLine(key string) string { return "MCPEXECR " + key + "\n" }
+
+// AppendFile appends one input file as a header's files bytes carry it: u32 name
+// length, name, u32 size, content.
+func AppendFile(b []byte, name string, data []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(name)))
+	b = append(b, name...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+	return append(b, data...)
+}
+
+// ToolsBlob is a Tools header's tools bytes: u32 length of the mcptools module's
+// source, the source, the catalog JSON.
+func ToolsBlob(module string, catalog []byte) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(module)))
+	b = append(b, module...)
+	return append(b, catalog...)
+}
+
+// ReplyFrame is a Y frame: the reply to the call id.
+func ReplyFrame(id uint32, reply []byte) []byte {
+	f := make([]byte, 0, 9+len(reply))
+	f = append(f, FrameReply)
+	f = binary.BigEndian.AppendUint32(f, uint32(4+len(reply)))
+	f = binary.BigEndian.AppendUint32(f, id)
+	return append(f, reply...)
+}
