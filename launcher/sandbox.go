@@ -100,21 +100,46 @@ func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
 		defer cancel()     // the exec's end cancels its calls upstream
 		sb.dec.SetCalls(br.calls)
 	}
+	return sb.run(ctx, job, oneShot{sb: sb, job: job, br: br})
+}
+
+// A call is what differs between a one-shot exec (oneShot) and a session's call
+// (sessionCall) on the one path that runs both, sandbox.run: how the request is written,
+// and what each way of ending makes of the result.
+type call interface {
+	// deliver writes the request and reports on delivered once the code is in.
+	deliver(delivered chan<- error)
+	// noun names the sandbox in errors.
+	noun() string
+	// undelivered is the result when the request is not in (err says why).
+	undelivered(err error) (Result, error)
+	// ended: an X or F frame came. vanished: the stream ended without one.
+	ended(d time.Duration) (Result, error)
+	vanished(ctx context.Context, d time.Duration) (Result, error)
+	// timedOut: the job's timeout passed. canceled: ctx ended first.
+	timedOut(ctx context.Context, d time.Duration) (Result, error)
+	canceled(ctx context.Context, d time.Duration) (Result, error)
+}
+
+// run delivers c's request, then waits for the end of the program, its timeout (started
+// once the code is in), or ctx, reporting progress on the way.
+func (sb *sandbox) run(ctx context.Context, job Job, c call) (Result, error) {
+	sb.deliverTime = 0
 	delivered := make(chan error, 1)
 	t0 := time.Now()
-	go sb.deliver(job, br, delivered)
+	go c.deliver(delivered)
 
 	select {
 	case err := <-delivered:
-		sb.deliverTime = time.Since(t0)
 		if err != nil {
 			// The sandbox may have died before reading its code: say why if it did.
-			return Result{}, sb.brokenErr(fmt.Errorf("sending code: %w", err))
+			return c.undelivered(sb.brokenErr(fmt.Errorf("sending code: %w", err)))
 		}
+		sb.deliverTime = time.Since(t0)
 	case <-sb.streamDone:
-		return Result{}, sb.brokenErr(errors.New("sandbox ended before its code was delivered"))
+		return c.undelivered(sb.brokenErr(errors.New(c.noun() + " ended before its code was delivered")))
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return c.undelivered(ctx.Err())
 	}
 
 	began := time.Now()
@@ -127,7 +152,7 @@ func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
 		tick = t.C
 	}
 	for {
-		if res, done, err := sb.wait(ctx, began, timer.C, tick, job); done {
+		if res, done, err := sb.wait(ctx, c, began, timer.C, tick, job); done {
 			return res, err
 		}
 	}
@@ -137,30 +162,55 @@ func (sb *sandbox) exec(ctx context.Context, job Job) (Result, error) {
 const progressInterval = time.Second
 
 // wait waits for one event; done is false after a progress report.
-func (sb *sandbox) wait(ctx context.Context, began time.Time, timeout, tick <-chan time.Time, job Job) (Result, bool, error) {
+func (sb *sandbox) wait(ctx context.Context, c call, began time.Time, timeout, tick <-chan time.Time, job Job) (Result, bool, error) {
+	var res Result
+	var err error
 	select {
 	case <-tick:
 		n, tail := sb.out.progress()
 		job.Progress(Progress{Elapsed: time.Since(began), OutputBytes: n, Tail: tail})
 		return Result{}, false, nil
 	case <-sb.dec.done:
-		res, err := sb.finished(time.Since(began))
-		return res, true, err
+		res, err = c.ended(time.Since(began))
 	case <-sb.streamDone:
-		var res Result
-		var err error
 		if sb.dec.Finished() {
-			res, err = sb.finished(time.Since(began))
+			res, err = c.ended(time.Since(began))
 		} else {
-			res, err = sb.vanished(ctx, time.Since(began))
+			res, err = c.vanished(ctx, time.Since(began))
 		}
-		return res, true, err
 	case <-timeout:
-		res, err := sb.timedOut(ctx, time.Since(began))
-		return res, true, err
+		res, err = c.timedOut(ctx, time.Since(began))
 	case <-ctx.Done():
-		return Result{}, true, ctx.Err()
+		res, err = c.canceled(ctx, time.Since(began))
 	}
+	return res, true, err
+}
+
+// oneShot is a one-shot exec's call: the sandbox's only one.
+type oneShot struct {
+	sb  *sandbox
+	job Job
+	br  *bridge // nil without tools
+}
+
+func (o oneShot) deliver(delivered chan<- error) { o.sb.deliver(o.job, o.br, delivered) }
+
+func (o oneShot) noun() string { return "sandbox" }
+
+func (o oneShot) undelivered(err error) (Result, error) { return Result{}, err }
+
+func (o oneShot) ended(d time.Duration) (Result, error) { return o.sb.finished(d) }
+
+func (o oneShot) vanished(ctx context.Context, d time.Duration) (Result, error) {
+	return o.sb.vanished(ctx, d)
+}
+
+func (o oneShot) timedOut(ctx context.Context, d time.Duration) (Result, error) {
+	return o.sb.timedOut(ctx, d)
+}
+
+func (o oneShot) canceled(ctx context.Context, _ time.Duration) (Result, error) {
+	return Result{}, ctx.Err()
 }
 
 // deliver writes the code header and code, reports delivery, then writes stdin and

@@ -357,80 +357,65 @@ func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
 	return res, l.closedOr(err)
 }
 
-// cell runs one call on sb's interpreter.
+// cell runs one call on sb's interpreter, on the exec path (sandbox.run).
 func (s *Session) cell(ctx context.Context, sb *sandbox, sw *switchWriter, job Job) (Result, error) {
 	sb.out = newCapture(s.l.opts.MaxOutputBytes)
 	sb.dec = newDecoder(sb.out, s.l.opts.MaxFileBytes)
 	sw.set(sb.dec)
+	res, err := sb.run(ctx, job, sessionCall{s: s, sb: sb, job: job})
+	res.Timing.Deliver = sb.deliverTime
+	return res, err
+}
 
-	files := encodeFiles(job.Files)
-	delivered := make(chan error, 1)
-	t0 := time.Now()
-	go func() {
-		_, err := io.WriteString(sb.conn, wire.CellHeader(len(job.Code), len(files), len(job.Stdin))+job.Code)
-		if err == nil {
-			_, err = sb.conn.Write(files)
-		}
-		if err == nil {
-			_, err = io.WriteString(sb.conn, job.Stdin)
-		}
-		delivered <- err
-	}()
-	select {
-	case err := <-delivered:
-		if err != nil {
-			return Result{SessionState: SessionLost}, sb.brokenErr(fmt.Errorf("sending code: %w", err))
-		}
-	case <-sb.streamDone:
-		return Result{SessionState: SessionLost}, sb.brokenErr(errors.New("session sandbox ended before its code was delivered"))
-	case <-ctx.Done():
-		// Part of a cell may be on the stream: the stream is no longer usable.
-		return Result{SessionState: SessionLost}, ctx.Err()
-	}
-	deliver := time.Since(t0)
+// sessionCall is a session's call on sandbox.run: the MCPEXECS request (no half-close:
+// the stream carries the next calls), and ends that say what the session kept.
+type sessionCall struct {
+	s   *Session
+	sb  *sandbox
+	job Job
+}
 
-	began := time.Now()
-	timer := time.NewTimer(job.Timeout)
-	defer timer.Stop()
-	var tick <-chan time.Time
-	if job.Progress != nil {
-		t := time.NewTicker(progressInterval)
-		defer t.Stop()
-		tick = t.C
+func (c sessionCall) deliver(delivered chan<- error) {
+	files := encodeFiles(c.job.Files)
+	_, err := io.WriteString(c.sb.conn, wire.CellHeader(len(c.job.Code), len(files), len(c.job.Stdin))+c.job.Code)
+	if err == nil {
+		_, err = c.sb.conn.Write(files)
 	}
-	for {
-		var res Result
-		var err error
-		select {
-		case <-tick:
-			n, tail := sb.out.progress()
-			job.Progress(Progress{Elapsed: time.Since(began), OutputBytes: n, Tail: tail})
-			continue
-		case <-sb.dec.done:
-			res, err = s.ended(sb, time.Since(began))
-		case <-sb.streamDone:
-			if sb.dec.Finished() {
-				res, err = s.ended(sb, time.Since(began))
-			} else {
-				// The whole sandbox went (under gVisor, an allocation far beyond the
-				// limit ends it: docs/sessions.md), and the interpreter with it.
-				res, err = sb.vanished(ctx, time.Since(began))
-				res.SessionState = SessionLost
-				res.Stderr = appendNote(res.Stderr, lostNote)
-			}
-		case <-timer.C:
-			res, err = s.interrupt(ctx, sb, time.Since(began))
-			res.TimedOut = res.SessionState != SessionKept
-		case <-ctx.Done():
-			// The caller went away: kill the call so that the next one finds the
-			// session free, and report the context's error.
-			res, _ = s.interrupt(ctx, sb, time.Since(began))
-			res.Timing.Deliver = deliver
-			return res, ctx.Err()
-		}
-		res.Timing.Deliver = deliver
-		return res, err
+	if err == nil {
+		_, err = io.WriteString(c.sb.conn, c.job.Stdin)
 	}
+	delivered <- err
+}
+
+func (c sessionCall) noun() string { return "session sandbox" }
+
+// undelivered: part of a call may be on the stream, which is no longer usable.
+func (c sessionCall) undelivered(err error) (Result, error) {
+	return Result{SessionState: SessionLost}, err
+}
+
+func (c sessionCall) ended(d time.Duration) (Result, error) { return c.s.ended(c.sb, d) }
+
+// vanished: the whole sandbox went (under gVisor, an allocation far beyond the limit
+// ends it: docs/sessions.md), and the interpreter with it.
+func (c sessionCall) vanished(ctx context.Context, d time.Duration) (Result, error) {
+	res, err := c.sb.vanished(ctx, d)
+	res.SessionState = SessionLost
+	res.Stderr = appendNote(res.Stderr, lostNote)
+	return res, err
+}
+
+func (c sessionCall) timedOut(ctx context.Context, d time.Duration) (Result, error) {
+	res, err := c.s.interrupt(ctx, c.sb, d)
+	res.TimedOut = res.SessionState != SessionKept
+	return res, err
+}
+
+// canceled: the caller went away. The call is killed so that the next one finds the
+// session free, and the context's error reported.
+func (c sessionCall) canceled(ctx context.Context, d time.Duration) (Result, error) {
+	res, _ := c.s.interrupt(ctx, c.sb, d)
+	return res, ctx.Err()
 }
 
 // ended builds the result of a call from its exit frame.
