@@ -8,17 +8,7 @@
 # The parent forks the child at once (so that any preloaded modules load while the
 # server is still sending the code; a fork of this interpreter rather than a new one,
 # whose start every cold exec would wait for), then relays the child's
-# stdout and stderr to the container's stdout as frames:
-#
-#   1 byte type, 4 bytes big-endian payload length, payload
-#   R  (empty)        the child is loaded and waits for its code
-#   O  bytes          a chunk of the program's stdout
-#   E  bytes          a chunk of the program's stderr
-#   D  u32 n, JSON, bytes  a file the program left in OUTDIR: n bytes of JSON header
-#                     {"name", "size", "skipped"} then its content (none if skipped)
-#   X  JSON           the program has ended: {"exit": N, "signal": S, "oom": B, "dropped": B}
-#   F  text           the bootstrap itself failed
-#   C  bytes          a chunk of the program's tool calls (code mode; launcher/bridge.go)
+# stdout and stderr to the container's stdout as frames (see "The wire" below).
 #
 # On Kubernetes the whole stream is sealed with a per-pod key (see SEAL_LABEL), since the
 # node's container log copies it; elsewhere it is plain. Everything the program writes is
@@ -31,12 +21,10 @@
 # The parent imports as little as it can before the fork (os, sys, builtin modules): the
 # child is a copy of it, and is to look like a fresh interpreter to the program.
 #
-# The child reads the container's stdin directly: a header line "MCPEXEC2 <n> <m>\n",
-# n bytes of code, m bytes of input files (u32 name length, name, u32 size, bytes;
-# repeated), then the rest of the stream is the program's own stdin. With tools the
-# header is "MCPEXEC3 <n> <m> <k> <s>\n": after the files come k bytes of tools (the
-# mcptools module and its catalog) and s bytes of the program's stdin, and the rest of
-# the stream is the server's replies to the program's calls (see _tools). Files in go to
+# The child reads the container's stdin directly: a header line (HEADER_EXEC, or
+# HEADER_TOOLS with tools), the code, the input files, then the program's own stdin (with
+# tools: exactly its size, then the server's replies to the program's calls; see _tools).
+# Files in go to
 # the working directory; everything the program writes under OUTDIR comes back in D
 # frames after it ends, and so do matplotlib figures (saved there by plt.show() and at
 # exit).
@@ -48,6 +36,177 @@ import sys
 EXIT_OK = 0  # the X frame was sent
 EXIT_USAGE = 64  # wrong arguments (EX_USAGE)
 EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not start (EX_SOFTWARE)
+
+
+# ---- The wire (the server's side: launcher/wire, whose package doc has the table) ----
+#
+# PID 1 writes frames to fd 1: 1 byte kind, 4 bytes big-endian payload length, payload.
+#   R  (empty)        the interpreter is loaded and waits for its code
+#   O  bytes          a chunk of the program's stdout
+#   E  bytes          a chunk of the program's stderr
+#   D  u32 n, JSON, bytes  a file the program left in OUTDIR: n bytes of JSON header
+#                     {"name", "size", "skipped"} then its content (none if skipped)
+#   X  JSON           the program (or a session's call) has ended: exit_payload
+#   F  text           the bootstrap itself failed
+#   C  bytes          a chunk of the program's tool calls (code mode; mcptools.py writes
+#                     them, and reads the server's Y frames, in the program's process)
+# The server writes header lines on stdin, each followed by what it announces. A one-shot
+# child reads HEADER_EXEC "<code> <files>" or HEADER_TOOLS "<code> <files> <tools>
+# <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files> <stdin>", HEADER_KILL,
+# or HEADER_RESEAL "<key hex>". Input files are u32 name length, name, u32 size, bytes;
+# repeated. Kubernetes' start gate reads its own line, the seal key (launcher/kube).
+FRAME_READY = b"R"
+FRAME_STDOUT = b"O"
+FRAME_STDERR = b"E"
+FRAME_FILE = b"D"
+FRAME_EXIT = b"X"
+FRAME_FATAL = b"F"
+FRAME_CALL = b"C"
+HEADER_EXEC = b"MCPEXEC2"
+HEADER_TOOLS = b"MCPEXEC3"
+HEADER_CELL = b"MCPEXECS"
+HEADER_KILL = b"MCPEXECK"
+HEADER_RESEAL = b"MCPEXECR"
+
+
+def frame(kind, payload=b""):
+    n = len(payload)
+    return kind + n.to_bytes(4, "big") + payload
+
+
+def exit_payload(status, ooms, dropped, killed=False, state=None):
+    # An X frame's JSON for a program that ended with status (negative: killed by that
+    # signal). Without an OOM counter (ooms None: gVisor), a program killed by SIGKILL
+    # inside the sandbox counts as OOM-killed: the launcher's own kills (timeout, cancel)
+    # end the whole sandbox and never reach this frame, and gVisor kills for memory with
+    # SIGKILL; a session's kill (killed) does not count. A program that sends itself
+    # SIGKILL is reported as OOM-killed too (docs/engines.md).
+    sig = -status if status < 0 else 0
+    oom = oom_kills() > ooms if ooms is not None else sig == 9 and not killed
+    result = '{"exit": %d, "signal": %d, "oom": %s, "dropped": %s' % (
+        128 + sig if sig else status, sig, "true" if oom else "false",
+        "true" if dropped else "false")
+    if state is not None:
+        result += ', "state": "%s"' % state
+    return (result + "}").encode()
+
+
+class Output:
+    # One call's O and E frames, under the output cap: one byte past it tells the server
+    # it was hit, and everything after is dropped (dropped, in the X frame).
+    def __init__(self, max_output, emit):
+        self.max_output, self.emit, self.sent, self.dropped = max_output, emit, 0, False
+
+    def relay(self, fd, kind):
+        # Frames what fd has (non-blocking) as kind; False at its end of file.
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        room = self.max_output + 1 - self.sent
+        if room < len(data):
+            self.dropped = True
+            data = data[:max(room, 0)]
+        if data:
+            self.sent += len(data)
+            self.emit(frame(kind, data))
+        return True
+
+
+def read_line():
+    # A session's PID 1 reads the server's header lines itself. The end of the stream
+    # (the server closed it) ends the session.
+    line = b""
+    while not line.endswith(b"\n"):
+        b = os.read(0, 1)
+        if not b:
+            os._exit(EXIT_OK)
+        line += b
+        if len(line) > 80:
+            fatal("bad session header")
+    return line
+
+
+def read_exact(n):
+    chunks, got = [], 0
+    while got < n:
+        b = os.read(0, min(n - got, 1 << 20))
+        if not b:
+            os._exit(EXIT_OK)
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+# The seal (Kubernetes only, where the node's container log copies every byte written to
+# fd 1): when the start gate hands the bootstrap a key, everything written to fd 1 is XORed
+# with a keystream the server undoes (launcher/kube/seal.go). Block i of the keystream is
+# SHAKE-256(key || SEAL_LABEL || uint64_be(i)), SEAL_BLOCK bytes; the stream is the blocks in
+# order. The key comes through a pipe whose descriptor the last argument names (seal-fd=N),
+# and is read by the parent after the fork: the child never holds it, not even in the copy
+# of the parent's memory (an environment variable would stay readable in the child's
+# /proc/self/environ, popped or not: it lives on the initial stack, which fork copies).
+SEAL_LABEL = b"mcp-exec seal v1"
+SEAL_BLOCK = 1 << 16
+SEAL_KEY_SIZE = 32
+seal = None  # set by take_seal when there is a key, and anew by a session's HEADER_RESEAL
+
+
+def sealer(key):
+    from hashlib import shake_256
+    off, cache = 0, [None, b""]
+
+    def block(i):
+        if cache[0] != i:
+            cache[0] = i
+            cache[1] = shake_256(key + SEAL_LABEL + i.to_bytes(8, "big")).digest(SEAL_BLOCK)
+        return cache[1]
+
+    def seal(data):
+        nonlocal off
+        n = len(data)
+        parts, pos, end = [], off, off + n
+        while pos < end:
+            i, j = divmod(pos, SEAL_BLOCK)
+            take = min(SEAL_BLOCK - j, end - pos)
+            parts.append(block(i)[j:j + take])
+            pos += take
+        off = end
+        ks = b"".join(parts)
+        return (int.from_bytes(data, "little") ^ int.from_bytes(ks, "little")).to_bytes(n, "little")
+    return seal
+
+
+def read_seal_key(fd):
+    key = b""
+    try:
+        while len(key) < SEAL_KEY_SIZE:
+            b = os.read(fd, SEAL_KEY_SIZE - len(key))
+            if not b:
+                break
+            key += b
+        os.close(fd)
+    except OSError:
+        key = b""
+    if len(key) != SEAL_KEY_SIZE:
+        # Nothing may reach fd 1 unsealed; stderr carries no caller data.
+        os.write(2, b"mcp-exec: no seal key from the start gate\n")
+        os._exit(EXIT_FAILED)
+    return key
+
+
+def write_all(fd, data):
+    if fd == 1 and seal is not None:
+        data = seal(data)
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+# ---- (end of the wire) ---------------------------------------------------------------
+
 
 CHILD = r'''
 def _boot():
@@ -92,7 +251,7 @@ def _boot():
             raise SystemExit("mcp-exec: no code header")
         header += b
     parts = header.split()
-    if not parts or (len(parts), parts[0]) not in ((3, b"MCPEXEC2"), (5, b"MCPEXEC3")) or not all(p.isdigit() for p in parts[1:]):
+    if not parts or (len(parts), parts[0]) not in ONE_SHOT_HEADERS or not all(p.isdigit() for p in parts[1:]):
         raise SystemExit("mcp-exec: bad code header")
     source = read_exact(int(parts[1])).decode("utf-8", "surrogateescape")
     files(os, read_exact(int(parts[2])))
@@ -333,77 +492,7 @@ def _plots(sys, outdir):
 
 globals().pop("_status")
 globals().pop("_main")(globals().pop("_boot"), globals().pop("_finish"))
-'''
-
-
-def frame(kind, payload=b""):
-    n = len(payload)
-    return kind + n.to_bytes(4, "big") + payload
-
-
-# The seal (Kubernetes only, where the node's container log copies every byte written to
-# fd 1): when the start gate hands the bootstrap a key, everything written to fd 1 is XORed
-# with a keystream the server undoes (launcher/kube/seal.go). Block i of the keystream is
-# SHAKE-256(key || SEAL_LABEL || uint64_be(i)), SEAL_BLOCK bytes; the stream is the blocks in
-# order. The key comes through a pipe whose descriptor the last argument names (seal-fd=N),
-# and is read by the parent after the fork: the child never holds it, not even in the copy
-# of the parent's memory (an environment variable would stay readable in the child's
-# /proc/self/environ, popped or not: it lives on the initial stack, which fork copies).
-SEAL_LABEL = b"mcp-exec seal v1"
-SEAL_BLOCK = 1 << 16
-SEAL_KEY_SIZE = 32
-seal = None  # set by parent() when there is a key
-
-
-def sealer(key):
-    from hashlib import shake_256
-    off, cache = 0, [None, b""]
-
-    def block(i):
-        if cache[0] != i:
-            cache[0] = i
-            cache[1] = shake_256(key + SEAL_LABEL + i.to_bytes(8, "big")).digest(SEAL_BLOCK)
-        return cache[1]
-
-    def seal(data):
-        nonlocal off
-        n = len(data)
-        parts, pos, end = [], off, off + n
-        while pos < end:
-            i, j = divmod(pos, SEAL_BLOCK)
-            take = min(SEAL_BLOCK - j, end - pos)
-            parts.append(block(i)[j:j + take])
-            pos += take
-        off = end
-        ks = b"".join(parts)
-        return (int.from_bytes(data, "little") ^ int.from_bytes(ks, "little")).to_bytes(n, "little")
-    return seal
-
-
-def read_seal_key(fd):
-    key = b""
-    try:
-        while len(key) < SEAL_KEY_SIZE:
-            b = os.read(fd, SEAL_KEY_SIZE - len(key))
-            if not b:
-                break
-            key += b
-        os.close(fd)
-    except OSError:
-        key = b""
-    if len(key) != SEAL_KEY_SIZE:
-        # Nothing may reach fd 1 unsealed; stderr carries no caller data.
-        os.write(2, b"mcp-exec: no seal key from the start gate\n")
-        os._exit(EXIT_FAILED)
-    return key
-
-
-def write_all(fd, data):
-    if fd == 1 and seal is not None:
-        data = seal(data)
-    while data:
-        n = os.write(fd, data)
-        data = data[n:]
+'''.replace("ONE_SHOT_HEADERS", repr(((3, HEADER_EXEC), (5, HEADER_TOOLS))))
 
 
 # exit_watch: a one-shot child's exit status, read from the kernel before the child is
@@ -602,32 +691,76 @@ def install_filter(arg):
 
 
 def fatal(msg):
-    write_all(1, frame(b"F", msg.encode()))
+    write_all(1, frame(FRAME_FATAL, msg.encode()))
     os._exit(EXIT_FAILED)
 
 
-def child(main, out_w, err_w, ready_w, go_r, call_w, preload, outdir, close):
-    # In the forked child: stdout and stderr become the pipes to the parent, the
-    # parent's ends and names go, and CHILD runs in a __main__ as clean as a new
-    # interpreter's (the same dunder names: both are `python3 -c`).
-    src, _os, _sys, failed = CHILD, os, sys, EXIT_FAILED  # locals: the names in main are about to go
+def child(main, src, argv, out_w, err_w, close, what, null_stdin=False):
+    # In the forked child: stdout and stderr become the pipes to PID 1, PID 1's ends and
+    # names go, and src runs in a __main__ as clean as a new interpreter's (the same
+    # dunder names: both are `python3 -c`). A one-shot child reads the container's stdin;
+    # a session's holder reads /dev/null (null_stdin), as PID 1 reads the stream.
+    _os, _sys, failed = os, sys, EXIT_FAILED  # locals: the names in main are about to go
     try:
         for fd in close:
             _os.close(fd)
+        if null_stdin:
+            null = _os.open("/dev/null", _os.O_RDONLY)
+            _os.dup2(null, 0)
+            _os.close(null)
         _os.dup2(out_w, 1)
         _os.dup2(err_w, 2)
         _os.close(out_w)
         _os.close(err_w)
         home = _os.environ.get("HOME", "/tmp")  # /tmp in a container, a run's own directory in a process
         _os.chdir(home if _os.path.isdir(home) else "/")
-        _sys.argv = ["-c", str(ready_w), preload, outdir, str(go_r), str(call_w)]
+        _sys.argv = argv
         for k in [k for k in main if not (k.startswith("__") and k.endswith("__"))]:
             del main[k]
     except BaseException as e:
-        _os.write(2, ("mcp-exec: child setup failed: %r\n" % (e,)).encode())
+        _os.write(2, ("mcp-exec: %s setup failed: %r\n" % (what, e)).encode())
         _os._exit(failed)
     exec(src, main)
-    _os._exit(failed)  # CHILD ends the process itself
+    _os._exit(failed)  # src ends the process itself
+
+
+def prologue():
+    # PID 1 before the fork, once its seccomp filter is in: no core dumps, soft and hard,
+    # since the child inherits them (a host core_pattern that pipes to a collector would
+    # write the program's memory to the host's disk; Docker's ulimit says the same, on
+    # Kubernetes this is the only one), and no writable mount where none may be.
+    import resource
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (OSError, ValueError) as e:
+        fatal("setrlimit(RLIMIT_CORE, 0) failed: %s" % e)
+    check_mounts()
+
+
+def take_seal(seal_fd):
+    # The key, after the fork (see SEAL_LABEL), so that the child never holds it, and
+    # before anything is written to fd 1.
+    global seal
+    if seal_fd is not None:
+        seal = sealer(read_seal_key(seal_fd))
+
+
+def shield(pid):
+    # PID 1 after the fork. Signals the program sends to PID 1 are dropped by Linux (PID 1
+    # of a PID namespace gets only those it handles), but not by gVisor, where SIGTERM or
+    # SIGHUP ended the bootstrap: ignore every signal whose default would end it (the
+    # child, pid, has forked already and keeps the defaults). Then non-dumpable.
+    import _signal
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE",
+                 "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGXCPU",
+                 "SIGXFSZ", "SIGIO", "SIGPWR", "SIGSYS", "SIGTRAP", "SIGSTKFLT"):
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
+        os.kill(pid, 9)
+        fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
 
 
 # Egress profiles: a sandbox with a profile has its channel's socket
@@ -757,20 +890,8 @@ def egress_relay():
 
 
 def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd):
-    global seal
     install_filter(filter_arg)
-    import _signal
-
-    # No core dumps, soft and hard, before the child forks (it inherits them): a host
-    # core_pattern that pipes to a collector would write the program's memory to the
-    # host's disk. Docker's ulimit says the same; on Kubernetes this is the only one.
-    import resource
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (OSError, ValueError) as e:
-        fatal("setrlimit(RLIMIT_CORE, 0) failed: %s" % e)
-    check_mounts()
-
+    prologue()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     ready_r, ready_w = os.pipe()
@@ -778,31 +899,16 @@ def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd
     call_r, call_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        child(sys.modules["__main__"].__dict__, out_w, err_w, ready_w, go_r, call_w, preload, outdir,
-              (out_r, err_r, ready_r, go_w, call_r) + ((seal_fd,) if seal_fd is not None else ()))
+        child(sys.modules["__main__"].__dict__, CHILD, ["-c", str(ready_w), preload, outdir, str(go_r), str(call_w)],
+              out_w, err_w, (out_r, err_r, ready_r, go_w, call_r) + ((seal_fd,) if seal_fd is not None else ()), "child")
     for fd in (out_w, err_w, ready_w, go_r, call_w):
         os.close(fd)
-    # The key, after the fork (see SEAL_LABEL) and before anything is written to fd 1.
-    if seal_fd is not None:
-        seal = sealer(read_seal_key(seal_fd))
+    take_seal(seal_fd)
     # The container's stdin belongs to the child; the parent keeps a descriptor only to
     # read what the program left unread, after the result (see the end).
     rest = os.dup(0)
     os.close(0)
-    # Signals the program sends to PID 1 are dropped by Linux (PID 1 of a PID namespace
-    # gets only those it handles), but not by gVisor, where SIGTERM or SIGHUP ended the
-    # bootstrap: ignore every signal whose default would end it. (The child has forked
-    # already and keeps the defaults.)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE",
-                 "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGXCPU",
-                 "SIGXFSZ", "SIGIO", "SIGPWR", "SIGSYS", "SIGTRAP", "SIGSTKFLT"):
-        if hasattr(_signal, name):
-            _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
-        os.kill(pid, 9)
-        fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
+    shield(pid)
     egress_relay()  # before the go: the program finds the relay listening
     try:
         os.write(go_w, b"G")
@@ -813,7 +919,7 @@ def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd
     import time
     ooms = oom_kills()
 
-    kinds = {out_r: b"O", err_r: b"E", call_r: b"C"}
+    kinds = {out_r: FRAME_STDOUT, err_r: FRAME_STDERR, call_r: FRAME_CALL}
     for fd in kinds:
         os.set_blocking(fd, False)
     try:
@@ -825,7 +931,6 @@ def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd
         p, st = os.waitpid(pid, os.WNOHANG)
         return os.waitstatus_to_exitcode(st) if p == pid else None
 
-    sent, dropped = 0, False
     # Output frames wait up to HOLD before they are written, so that a program's last
     # output leaves with its X frame in one write: one pass through the engine's
     # stream instead of two, the second of which found its processes idle again.
@@ -849,26 +954,19 @@ def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd
             flush()
         elif flush_at is None:
             flush_at = time.monotonic() + HOLD
+    output = Output(max_output, out)
 
     def relay(fd):
-        nonlocal sent, dropped
+        if fd != call_r:
+            return output.relay(fd, kinds[fd])
         try:
             data = os.read(fd, 65536)
         except BlockingIOError:
             return True
         if not data:
             return False
-        if fd == call_r:  # tool calls: not output, bounded by the server
-            flush()
-            write_all(1, frame(b"C", data))
-            return True
-        room = max_output + 1 - sent  # one byte past the cap tells the server it was hit
-        if room < len(data):
-            dropped = True
-            data = data[:max(room, 0)]
-        if data:
-            sent += len(data)
-            out(frame(kinds[fd], data))
+        flush()  # tool calls: not output, bounded by the server
+        write_all(1, frame(FRAME_CALL, data))
         return True
 
     open_fds = [out_r, err_r, ready_r, call_r]
@@ -894,7 +992,7 @@ def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd
         for fd in readable:
             if fd == ready_r:
                 if os.read(ready_r, 1):
-                    write_all(1, frame(b"R"))
+                    write_all(1, frame(FRAME_READY))
                     early = exit_watch(pid)  # the child is ready and still ours
                 os.close(ready_r)
                 open_fds.remove(ready_r)
@@ -915,16 +1013,7 @@ def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd
             if not r or not relay(fd):
                 break
     send_files(outdir, max_file, max_files, out)
-    sig = -status if status < 0 else 0
-    # Without an OOM counter (gVisor), a program killed by SIGKILL inside the sandbox
-    # counts as OOM-killed: the launcher's own kills (timeout, cancel) end the whole
-    # sandbox and never reach this frame, and gVisor kills for memory with SIGKILL. A
-    # program that sends itself SIGKILL is reported as OOM-killed too (docs/engines.md).
-    oom = oom_kills() > ooms if ooms is not None else sig == 9
-    result = '{"exit": %d, "signal": %d, "oom": %s, "dropped": %s}' % (
-        128 + sig if sig else status, sig, "true" if oom else "false",
-        "true" if dropped else "false")
-    out(frame(b"X", result.encode()))
+    out(frame(FRAME_EXIT, exit_payload(status, ooms, output.dropped)))
     flush()
     # Read what the program left of its stdin (bounded): Podman's attach resets the
     # stream, dropping output not yet relayed, when the container ends with stdin
@@ -1002,7 +1091,7 @@ def send_files(outdir, max_file, max_total, out, max_count=64):
         if len(rel.encode("utf-8", "surrogateescape")) > 1024:
             rel, data, skipped = rel[:200] + "...", b"", "name longer than 1024 bytes"
         head = json.dumps({"name": rel, "size": size, "skipped": skipped}).encode()
-        out(frame(b"D", len(head).to_bytes(4, "big") + head + data))
+        out(frame(FRAME_FILE, len(head).to_bytes(4, "big") + head + data))
 
 
 # ---- Sessions (launcher/session.go) -------------------------------------------------
@@ -1010,9 +1099,9 @@ def send_files(outdir, max_file, max_total, out, max_count=64):
 #   python3 -I -c <this file> session MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES
 #
 # PID 1 forks a holder: an interpreter whose __main__ keeps the session's variables and
-# imports. PID 1 reads the server's stream itself: "MCPEXECS <n> <m> <s>\n", n bytes of
-# code, m bytes of input files, s bytes of stdin (one cell), or "MCPEXECK\n" (kill the
-# running cell), or, between cells and only when sealing, "MCPEXECR <64 hex>\n": a new
+# imports. PID 1 reads the server's stream itself: HEADER_CELL "<n> <m> <s>", n bytes of
+# code, m bytes of input files, s bytes of stdin (one cell), or HEADER_KILL (kill the
+# running cell), or, between cells and only when sealing, HEADER_RESEAL "<64 hex>": a new
 # seal key whose keystream starts at 0 (a shared session on Kubernetes, attached anew
 # for each call by whichever replica serves it). It writes a cell to the holder's pipe, where the cell (a copy of the
 # holder, forked ahead of its call) reads it and runs the code in the same __main__.
@@ -1133,68 +1222,29 @@ def _holder(seed, plots, files, status_of, prepare):
 """
 
 
-def session_child(main, out_w, err_w, cmd_r, ev_w, preload, outdir, close):
-    # The first holder, in the forked child, set up as child() sets up one-shot's.
-    src = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
-        '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools")]\n' + \
-        'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
-        '                         globals().pop("_status"), globals().pop("_prepare"))\n'
-    _os, _sys, failed = os, sys, EXIT_FAILED
-    try:
-        for fd in close:
-            _os.close(fd)
-        null = _os.open("/dev/null", _os.O_RDONLY)
-        _os.dup2(null, 0)
-        _os.close(null)
-        _os.dup2(out_w, 1)
-        _os.dup2(err_w, 2)
-        _os.close(out_w)
-        _os.close(err_w)
-        home = _os.environ.get("HOME", "/tmp")
-        _os.chdir(home if _os.path.isdir(home) else "/")
-        _sys.argv = ["-c", str(cmd_r), str(ev_w), preload, outdir]
-        for k in [k for k in main if not (k.startswith("__") and k.endswith("__"))]:
-            del main[k]
-    except BaseException as e:
-        _os.write(2, ("mcp-exec: holder setup failed: %r\n" % (e,)).encode())
-        _os._exit(failed)
-    exec(src, main)
-    _os._exit(failed)
+# The first holder's source: CHILD's functions, with HOLDER in place of its one-shot end.
+HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
+    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools")]\n' + \
+    'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
+    '                         globals().pop("_status"), globals().pop("_prepare"))\n'
 
 
 def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd=None):
     global seal
     install_filter(filter_arg)
-    import _signal
-    import resource
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (OSError, ValueError) as e:
-        fatal("setrlimit(RLIMIT_CORE, 0) failed: %s" % e)
-    check_mounts()
+    prologue()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     cmd_r, cmd_w = os.pipe()
     ev_r, ev_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        session_child(sys.modules["__main__"].__dict__, out_w, err_w, cmd_r, ev_w, preload, outdir,
-                      (out_r, err_r, cmd_w, ev_r) + ((seal_fd,) if seal_fd is not None else ()))
+        child(sys.modules["__main__"].__dict__, HOLDER_SRC, ["-c", str(cmd_r), str(ev_w), preload, outdir],
+              out_w, err_w, (out_r, err_r, cmd_w, ev_r) + ((seal_fd,) if seal_fd is not None else ()), "holder", True)
     for fd in (out_w, err_w, cmd_r, ev_w):
         os.close(fd)
-    if seal_fd is not None:
-        # As in parent(): the key is read after the fork, so the holder never holds it.
-        seal = sealer(read_seal_key(seal_fd))
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE",
-                 "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGXCPU",
-                 "SIGXFSZ", "SIGIO", "SIGPWR", "SIGSYS", "SIGTRAP", "SIGSTKFLT"):
-        if hasattr(_signal, name):
-            _signal.signal(getattr(_signal, name), _signal.SIG_IGN)
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE 0
-        os.kill(pid, 9)
-        fatal("prctl(PR_SET_DUMPABLE) failed: errno %d" % ctypes.get_errno())
+    take_seal(seal_fd)
+    shield(pid)
     # A session with a profile: PID 1 relays, after the fork (its threads are never in
     # the holder) and before the R frame, so every cell finds the relay listening, and
     # a cell's kill (kill_all_but spares PID 1) or a new holder never ends it.
@@ -1265,28 +1315,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             if e[0] == b"R":
                 holder = e[1][0]
         reap()
-    write_all(1, frame(b"R"))
-
-    def read_line():
-        line = b""
-        while not line.endswith(b"\n"):
-            b = os.read(0, 1)
-            if not b:
-                os._exit(EXIT_OK)  # the server closed the stream: the session ends
-            line += b
-            if len(line) > 80:
-                fatal("bad session header")
-        return line
-
-    def read_exact(n):
-        chunks, got = [], 0
-        while got < n:
-            b = os.read(0, min(n - got, 1 << 20))
-            if not b:
-                os._exit(EXIT_OK)
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks)
+    write_all(1, frame(FRAME_READY))
 
     while True:
         # Idle: wait for the next cell, dropping what leftover threads write.
@@ -1304,12 +1333,12 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 events()
             reap()
             if not alive(holder):
-                write_all(1, frame(b"X", b'{"exit": 0, "signal": 0, "oom": false, "dropped": false, "state": "lost"}'))
+                write_all(1, frame(FRAME_EXIT, exit_payload(0, None, False, state="lost")))
                 os._exit(EXIT_OK)
         parts = read_line().split()
-        if parts == [b"MCPEXECK"]:
+        if parts == [HEADER_KILL]:
             continue  # a kill that came after its cell had ended
-        if len(parts) == 2 and parts[0] == b"MCPEXECR" and seal is not None:
+        if len(parts) == 2 and parts[0] == HEADER_RESEAL and seal is not None:
             # A new attach (a shared session on Kubernetes: any replica serves the next
             # call): a fresh key, whose keystream starts at 0, seals what follows.
             try:
@@ -1320,7 +1349,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 fatal("bad session seal key")
             seal = sealer(key)
             continue
-        if len(parts) != 4 or parts[0] != b"MCPEXECS" or not all(p.isdigit() for p in parts[1:]):
+        if len(parts) != 4 or parts[0] != HEADER_CELL or not all(p.isdigit() for p in parts[1:]):
             fatal("bad session header")
         n, m, s = (int(p) for p in parts[1:])
         cell = b"CELL %d %d %d\n" % (n, m, s) + read_exact(n) + read_exact(m) + read_exact(s)
@@ -1333,21 +1362,10 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         except OSError:
             state = "lost"
         cell = None
-        sent, dropped = 0, False
+        output = Output(max_output, lambda d: write_all(1, d))
 
         def relay(fd):
-            nonlocal sent, dropped
-            try:
-                data = os.read(fd, 65536)
-            except BlockingIOError:
-                return
-            room = max_output + 1 - sent
-            if room < len(data):
-                dropped = True
-                data = data[:max(room, 0)]
-            if data:
-                sent += len(data)
-                write_all(1, frame(b"O" if fd == out_r else b"E", data))
+            output.relay(fd, FRAME_STDOUT if fd == out_r else FRAME_STDERR)
 
         while state is None:
             r, _, _ = select.select([0, out_r, err_r, ev_r], [], [], 0.5)
@@ -1368,7 +1386,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     elif e[0] == b"L" and e[1][0] != holder:
                         state, status = "rolled_back", e[1][1]
             if state is None and 0 in r:
-                if read_line().split() == [b"MCPEXECK"] and not killed:
+                if read_line().split() == [HEADER_KILL] and not killed:
                     killed = True
                     # A "K" already in the pipe means the cell ended first: keep it.
                     for e in events():
@@ -1396,12 +1414,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 relay(fd)
         send_files(outdir, max_file, max_files, lambda d: write_all(1, d))
         shutil.rmtree(outdir, ignore_errors=True)
-        sig = -status if status < 0 else 0
-        oom = oom_kills() > ooms if ooms is not None else sig == 9 and not killed
-        result = '{"exit": %d, "signal": %d, "oom": %s, "dropped": %s, "state": "%s"}' % (
-            128 + sig if sig else status, sig, "true" if oom else "false",
-            "true" if dropped else "false", state)
-        write_all(1, frame(b"X", result.encode()))
+        write_all(1, frame(FRAME_EXIT, exit_payload(status, ooms, output.dropped, killed, state)))
         if state == "lost":
             os._exit(EXIT_OK)
 
