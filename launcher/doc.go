@@ -3,7 +3,7 @@
 // (Kubernetes pods) or launcher/process (child processes: the standalone mode).
 //
 // The launcher owns everything that is the same for every backend: the bootstrap
-// (boot.py, PID 1 of every sandbox) and its frame protocol, jobs and results, the
+// (boot.py, PID 1 of every sandbox) and its protocol (launcher/wire), jobs and results, the
 // output cap, files in and out, the warm pool, slots and the queue, timeouts, the
 // limits check (VerifyLimits), removal with retries (the janitor), reaping by label,
 // and metrics. A Backend only makes, starts, kills, inspects, removes and lists
