@@ -31,22 +31,15 @@ const (
 // its maximum lifetime ends. It never carries the session's handle.
 const LabelSessionExpires = "dev.mcp-exec.session-expires"
 
-// ErrSessionBusy: the session is running another call.
-var ErrSessionBusy = errors.New("the session is busy with another call")
+// The session errors a store and a session share: launcher/backend's, so that a
+// backend's session store (launcher/kube) returns them without importing the launcher.
+var (
+	ErrSessionBusy = backend.ErrSessionBusy
+	ErrSessionGone = backend.ErrSessionGone
+)
 
-// ErrSessionGone: a shared session (one any server replica may serve: launcher/kube)
-// is not open for this handle and identity: closed, expired, lost, another identity's,
-// or never made. When the store knows why it ended, it returns a *GoneError instead.
-var ErrSessionGone = errors.New("no open session has this session_id (it was closed, expired, or never existed)")
-
-// GoneError is ErrSessionGone with why the session ended ("expired: it was idle for
-// more than 30m0s", "closed by session_close"), when the store knows it: the replica
-// that ended a shared session remembers why for its owner's next call. errors.Is(err,
-// ErrSessionGone) holds for it; errors.As gives Why, which never holds the handle.
-type GoneError struct{ Why string }
-
-func (e *GoneError) Error() string { return ErrSessionGone.Error() + ": " + e.Why }
-func (e *GoneError) Unwrap() error { return ErrSessionGone }
+// GoneError is ErrSessionGone with why the session ended (backend.GoneError).
+type GoneError = backend.GoneError
 
 // ErrSessionClosed: the session was closed.
 var ErrSessionClosed = errors.New("the session is closed")

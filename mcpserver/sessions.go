@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Sessions: an interpreter that keeps its variables, imports and /tmp across exec
@@ -176,13 +177,7 @@ func newHandle() string {
 }
 
 // expiresAt is when e ends if no call comes; called with s.mu held.
-func (s *sessions) expiresAt(e *sessionEntry) time.Time {
-	idle := e.lastUsed.Add(s.o.IdleTimeout)
-	if idle.Before(e.deadline) {
-		return idle
-	}
-	return e.deadline
-}
+func (s *sessions) expiresAt(e *sessionEntry) time.Time { return s.recordLocked(e).ExpiresAt() }
 
 // arm (re)starts e's expiry timer; called with s.mu held.
 func (s *sessions) arm(e *sessionEntry) {
@@ -199,21 +194,24 @@ func (s *sessions) expire(e *sessionEntry) {
 		s.mu.Unlock()
 		return
 	}
-	why := "it was idle for more than " + e.idleText(s.o.IdleTimeout)
-	if !s.now().Before(e.deadline) {
-		why = "it reached its maximum lifetime of " + e.idleText(e.deadline.Sub(e.created).Round(time.Second))
-	} else if s.now().Before(s.expiresAt(e)) {
+	why := s.recordLocked(e).Due(s.now())
+	if why == "" {
 		s.arm(e)
 		s.mu.Unlock()
 		return
 	}
-	s.endLocked(e, "expired: "+why)
+	s.endLocked(e, why)
 	s.mu.Unlock()
 	s.log.Info().Str("session", handleHash(e.id)).Int("calls", e.count).Msg("session expired")
 	e.conn.Close()
 }
 
-func (e *sessionEntry) idleText(d time.Duration) string { return d.String() }
+// recordLocked is e as the session policy sees it (backend.SessionRecord.Due); called
+// with s.mu held.
+func (s *sessions) recordLocked(e *sessionEntry) backend.SessionRecord {
+	return backend.SessionRecord{Idle: s.o.IdleTimeout, IdleUntil: e.lastUsed.Add(s.o.IdleTimeout),
+		Expires: e.deadline, Lifetime: e.deadline.Sub(e.created).Round(time.Second), Count: e.count, Busy: e.inCall}
+}
 
 // endLocked forgets e as open and remembers why it ended; called with s.mu held.
 func (s *sessions) endLocked(e *sessionEntry, why string) {
@@ -246,12 +244,12 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sess
 	if len(s.open) >= s.o.Max {
 		s.mu.Unlock()
 		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
-		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions: this server holds at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS); close one with %s or wait for one to expire, or use exec without session_id", s.o.Max, toolSessionClose)
+		return nil, sessionCreateOutput{}, errTooManySessions(false, false, s.o.Max)
 	}
 	if n := s.o.MaxPerIdentity; n > 0 && s.ownedLocked(owner) >= n {
 		s.mu.Unlock()
 		s.log.Warn().Int("per_identity", n).Msg("session_create refused: too many sessions for this identity")
-		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions for you: one identity holds at most %d at once (--max-sessions-per-identity, MCP_EXEC_MAX_SESSIONS_PER_IDENTITY); close one with %s or wait for one to expire, or use exec without session_id", n, toolSessionClose)
+		return nil, sessionCreateOutput{}, errTooManySessions(false, true, n)
 	}
 	// Reserve the place while the sandbox starts.
 	id := newHandle()
@@ -274,6 +272,20 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sess
 	expires, lifetime := s.expiresAt(e), e.deadline.Sub(e.created)
 	s.mu.Unlock()
 	return s.created(id, expires, lifetime, in.Egress)
+}
+
+// errTooManySessions is session_create's refusal at a bound of n sessions: one
+// identity's (perIdentity), or all of them, this server's or (shared) every replica's.
+// The only place that names the bounds' flags and variables.
+func errTooManySessions(shared, perIdentity bool, n int) error {
+	const tail = "close one with " + toolSessionClose + " or wait for one to expire, or use exec without session_id"
+	switch {
+	case perIdentity:
+		return fmt.Errorf("too many sessions for you: one identity holds at most %d at once (--max-sessions-per-identity, MCP_EXEC_MAX_SESSIONS_PER_IDENTITY); %s", n, tail)
+	case shared:
+		return fmt.Errorf("too many sessions: at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS; on Kubernetes, every replica's together); %s", n, tail)
+	}
+	return fmt.Errorf("too many sessions: this server holds at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS); %s", n, tail)
 }
 
 func (s *sessions) createFailed(err error) error {
@@ -323,12 +335,12 @@ func (s *sessions) createShared(ctx context.Context, owner string) (*mcp.CallToo
 	if all >= s.o.Max {
 		s.mu.Unlock()
 		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
-		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions: at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS; on Kubernetes, every replica's together); close one with %s or wait for one to expire, or use exec without session_id", s.o.Max, toolSessionClose)
+		return nil, sessionCreateOutput{}, errTooManySessions(true, false, s.o.Max)
 	}
 	if n := s.o.MaxPerIdentity; n > 0 && owned >= n {
 		s.mu.Unlock()
 		s.log.Warn().Int("per_identity", n).Msg("session_create refused: too many sessions for this identity")
-		return nil, sessionCreateOutput{}, fmt.Errorf("too many sessions for you: one identity holds at most %d at once (--max-sessions-per-identity, MCP_EXEC_MAX_SESSIONS_PER_IDENTITY); close one with %s or wait for one to expire, or use exec without session_id", n, toolSessionClose)
+		return nil, sessionCreateOutput{}, errTooManySessions(false, true, n)
 	}
 	s.starting++
 	s.startingBy[owner]++

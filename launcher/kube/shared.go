@@ -58,7 +58,7 @@ const claimMargin = 30 * time.Second
 // When this replica ended the session itself, the error wraps it with why ("expired:
 // it was idle ...", "closed by session_close"); another replica's ending is not known
 // here, and the error says only that.
-var ErrSessionGone = launcher.ErrSessionGone
+var ErrSessionGone = backend.ErrSessionGone
 
 // SharedSessions makes and serves shared sessions through a launcher on the Kubernetes
 // backend. Any number of them (one per replica) may serve the same namespace.
@@ -86,7 +86,7 @@ func (s *SharedSessions) gone(handle, owner string) error {
 	e, ok := s.ended[SessionKey(handle)]
 	s.mu.Unlock()
 	if ok && subtle.ConstantTimeCompare([]byte(e.owner), []byte(hex.EncodeToString(ownerSum(handle, owner)))) == 1 {
-		return &launcher.GoneError{Why: e.why}
+		return &backend.GoneError{Why: e.why}
 	}
 	return ErrSessionGone
 }
@@ -224,11 +224,8 @@ func (s *SharedSessions) find(ctx context.Context, handle, owner string) (*corev
 
 // state is a session pod's annotations, parsed.
 type state struct {
-	idle                          time.Duration
-	idleUntil, expires, busyUntil time.Time
-	count                         int
-	busyBy                        string
-	ended                         bool // the container is no longer running
+	backend.SessionRecord
+	busyBy string // the claim's token
 }
 
 func stateOf(p *corev1.Pod) (state, error) {
@@ -242,15 +239,15 @@ func stateOf(p *corev1.Pod) (state, error) {
 		}
 		return v
 	}
-	st.idle = time.Duration(num(annIdle)) * time.Second
-	st.idleUntil = time.UnixMilli(num(annIdleUntil))
-	st.expires = time.UnixMilli(num(annExpires))
-	st.count = int(num(annCount))
+	st.Idle = time.Duration(num(annIdle)) * time.Second
+	st.IdleUntil = time.UnixMilli(num(annIdleUntil))
+	st.Expires = time.UnixMilli(num(annExpires))
+	st.Count = int(num(annCount))
 	if a[annBusyUntil] != "" {
-		st.busyUntil = time.UnixMilli(num(annBusyUntil))
+		st.Busy, st.BusyUntil = true, time.UnixMilli(num(annBusyUntil))
 	}
 	st.busyBy = a[annBusyBy]
-	st.ended = p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	st.Ended = p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	return st, errors.Join(errs...)
 }
 
@@ -287,25 +284,25 @@ func (s *SharedSessions) claim(ctx context.Context, handle, owner string, timeou
 			return "", "", SessionInfo{}, fmt.Errorf("session pod %s: %w", p.Name, err)
 		}
 		now := s.now()
-		if why := dueWhy(st, now); why != "" {
+		if why := st.Due(now); why != "" {
 			s.deleteIf(ctx, p, why)
-			return "", "", SessionInfo{}, &launcher.GoneError{Why: why}
+			return "", "", SessionInfo{}, &backend.GoneError{Why: why}
 		}
-		if !st.busyUntil.IsZero() {
-			return "", "", SessionInfo{}, launcher.ErrSessionBusy
+		if st.Busy {
+			return "", "", SessionInfo{}, backend.ErrSessionBusy
 		}
 		p.Annotations[annBusyUntil] = ms(now.Add(timeout + claimMargin))
 		p.Annotations[annBusyBy] = token
-		p.Annotations[annCount] = strconv.Itoa(st.count + 1)
+		p.Annotations[annCount] = strconv.Itoa(st.Count + 1)
 		_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
 		if err == nil {
-			return p.Name, token, SessionInfo{Count: st.count + 1, ExpiresAt: earlier(now.Add(st.idle), st.expires), idle: st.idle, expires: st.expires, memory: podMemory(p)}, nil
+			return p.Name, token, SessionInfo{Count: st.Count + 1, ExpiresAt: earlier(now.Add(st.Idle), st.Expires), idle: st.Idle, expires: st.Expires, memory: podMemory(p)}, nil
 		}
 		if !apierrors.IsConflict(err) {
 			return "", "", SessionInfo{}, fmt.Errorf("claiming session pod %s: %w", p.Name, s.b.classify(err))
 		}
 		if try == claimTries {
-			return "", "", SessionInfo{}, launcher.ErrSessionBusy
+			return "", "", SessionInfo{}, backend.ErrSessionBusy
 		}
 	}
 }
@@ -328,11 +325,11 @@ func (s *SharedSessions) release(ctx context.Context, name, token string) (time.
 		if st.busyBy != token || p.DeletionTimestamp != nil {
 			return time.Time{}, nil
 		}
-		idleUntil := s.now().Add(st.idle)
+		idleUntil := s.now().Add(st.Idle)
 		p.Annotations[annBusyUntil], p.Annotations[annBusyBy] = "", ""
 		p.Annotations[annIdleUntil] = ms(idleUntil)
 		if _, err = pods.Update(ctx, p, metav1.UpdateOptions{}); err == nil {
-			return earlier(idleUntil, st.expires), nil
+			return earlier(idleUntil, st.Expires), nil
 		} else if !apierrors.IsConflict(err) {
 			return time.Time{}, fmt.Errorf("releasing session pod %s: %w", name, s.b.classify(err))
 		}
@@ -341,7 +338,7 @@ func (s *SharedSessions) release(ctx context.Context, name, token string) (time.
 }
 
 // Exec runs job in handle's session for owner, on whichever replica this is. A second
-// call while one runs, on any replica, is launcher.ErrSessionBusy; a handle with no open
+// call while one runs, on any replica, is backend.ErrSessionBusy; a handle with no open
 // session of owner's is ErrSessionGone.
 func (s *SharedSessions) Exec(ctx context.Context, handle, owner string, job launcher.Job) (launcher.Result, SessionInfo, error) {
 	timeout := job.Timeout
@@ -463,7 +460,7 @@ func (s *SharedSessions) Sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		st, err := stateOf(p)
-		why := dueWhy(st, now)
+		why := st.Due(now)
 		if err != nil {
 			why = "ended: its state was unreadable (" + err.Error() + ")"
 		}
@@ -472,24 +469,6 @@ func (s *SharedSessions) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// dueWhy says why a session in state st must end at now, "" if it need not. The texts
-// reach the session's owner ("session expired: it was idle ...").
-func dueWhy(st state, now time.Time) string {
-	switch {
-	case st.ended:
-		return "ended: its interpreter's container ended"
-	case !now.Before(st.expires):
-		return "expired: it reached its maximum lifetime"
-	case st.busyUntil.IsZero() && !now.Before(st.idleUntil):
-		return "expired: it was idle for more than " + st.idle.String()
-	case !st.busyUntil.IsZero() && !now.Before(st.busyUntil):
-		// The replica that claimed the last call went away in it: the interpreter is
-		// mid-call with nobody to end it. The session cannot be trusted.
-		return "ended: the server replica running its last call went away during it"
-	}
-	return ""
 }
 
 // Count returns how many shared sessions the namespace holds, and how many of them
