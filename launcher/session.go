@@ -44,11 +44,6 @@ type GoneError = backend.GoneError
 // ErrSessionClosed: the session was closed.
 var ErrSessionClosed = errors.New("the session is closed")
 
-// ErrSharedEgress: a shared session (SessionOptions.Shared) asked for an egress
-// profile. Its channel would live in the replica that opened it, and the calls that
-// other replicas serve could not use it.
-var ErrSharedEgress = errors.New("a shared session cannot have an egress profile: its channel would be served by one replica only (run one replica, without shared sessions, for sessions with a profile)")
-
 // ErrSessionEgress: a job in a session named an egress profile; a session's profile
 // is fixed when it is opened (SessionOptions.Egress).
 var ErrSessionEgress = errors.New("a call in a session cannot name an egress profile: the session's profile is fixed when it is created")
@@ -65,20 +60,8 @@ type SessionOptions struct {
 	// (the default): no network, as for a one-shot job without one. Its channel is
 	// opened with the session's sandbox and closed with it (egress.go).
 	Egress string
-	// Shared: any launcher on the same backend may serve the session (launcher/kube's
-	// SharedSessions). The sandbox is attached for each call (the backend must be a
-	// Reattacher), not held by this launcher: once ready it is detached and no longer
-	// this launcher's (neither its shutdown nor its reaper removes it). Labels must
-	// then hold backend.LabelSessionKey.
-	Shared bool
 	// Labels and Annotations are added to the sandbox's (metadata, never caller data).
 	Labels, Annotations map[string]string
-}
-
-// Reattacher is a backend whose session sandboxes can be attached again, for one call
-// at a time, by any launcher: Kubernetes (pods with stdinOnce false).
-type Reattacher interface {
-	Reattach(ctx context.Context, id string, stdout, stderr io.Writer) (backend.Conn, error)
 }
 
 // Session is one sandbox that keeps a Python interpreter across calls: boot.py's
@@ -96,7 +79,6 @@ type Session struct {
 	sw     *switchWriter
 	ch     *egressChannel // sb's egress channel; nil without a profile
 	closed bool
-	id     string // a shared session's sandbox, attached per call
 }
 
 // SessionSpec is the spec of a session's sandbox: SpecOf with the session command,
@@ -131,17 +113,12 @@ func (l *Launcher) OpenSession(ctx context.Context, so SessionOptions) (*Session
 		return nil, ErrClosed
 	}
 	defer l.runs.Done()
+	return l.openSession(ctx, so)
+}
+
+// openSession is OpenSession's body, inside l.enter.
+func (l *Launcher) openSession(ctx context.Context, so SessionOptions) (*Session, error) {
 	s := &Session{l: l, opts: so}
-	if so.Shared {
-		if _, ok := l.be.(Reattacher); !ok || so.Labels[backend.LabelSessionKey] == "" {
-			return nil, errors.New("a shared session needs a backend that reattaches (Kubernetes) and the session key label")
-		}
-		if so.Egress != "" {
-			// The channel lives in this launcher's process: another replica serving a
-			// call could not carry the session's connections.
-			return nil, ErrSharedEgress
-		}
-	}
 	if taken, err := s.fromPool(ctx); taken || err != nil { // sessionpool.go
 		if err != nil {
 			return nil, l.closedOr(err)
@@ -152,32 +129,11 @@ func (l *Launcher) OpenSession(ctx context.Context, so SessionOptions) (*Session
 		return nil, l.closedOr(err)
 	}
 	l.sessStats.cold.Add(1)
-	if so.Shared {
-		// Ready: detach. The sandbox is now the session's, served by whichever launcher
-		// gets its next call (AttachSession).
-		s.mu.Lock()
-		sb := s.sb
-		s.mu.Unlock()
-		sb.conn.Close()
-		<-sb.streamDone
-		s.l.untrack(sb.id)
-		s.id = sb.id
-	}
 	return s, nil
 }
 
-// AttachSession returns the shared session whose sandbox is id (made by OpenSession with
-// Shared, by this launcher or another): each Exec attaches to it for its call. Close
-// removes the sandbox.
-func (l *Launcher) AttachSession(id string) *Session {
-	return &Session{l: l, opts: SessionOptions{Shared: true}, id: id}
-}
-
-// ID is a shared session's sandbox id ("" for a session this launcher holds).
-func (s *Session) ID() string { return s.id }
-
 // ensure starts the session's sandbox if it has none. It is called with s.run held
-// (or before the session is shared).
+// (or before the session is returned).
 func (s *Session) ensure(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -219,16 +175,6 @@ func (s *Session) ensure(ctx context.Context) error {
 // Close removes the session's sandbox. It does not wait for a call in flight, which
 // ends with its sandbox gone. Closing twice is fine.
 func (s *Session) Close() {
-	if s.opts.Shared {
-		s.mu.Lock()
-		id, done := s.id, s.closed
-		s.closed = true
-		s.mu.Unlock()
-		if !done && id != "" {
-			s.removeShared(id)
-		}
-		return
-	}
 	s.mu.Lock()
 	sb, ch := s.sb, s.ch
 	s.sb, s.ch, s.closed = nil, nil, true
@@ -269,60 +215,8 @@ func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 	return s.l.call(ctx, job, s.exec)
 }
 
-// removeShared removes a shared session's sandbox, in the background as dispose does.
-func (s *Session) removeShared(id string) {
-	l := s.l
-	l.cleanup.Add(1)
-	go func() {
-		defer l.cleanup.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		defer cancel()
-		if err := l.remove(ctx, id); err != nil {
-			l.log.Warn().Err(err).Str("container_id", shortID(id)).Msg("removing a shared session's sandbox (its expiry will)")
-		}
-	}()
-}
-
-// execShared is exec for a shared session: attach, run the call, detach. A lost
-// interpreter ends the session (its sandbox is removed): the store that found the
-// sandbox knows no other.
-func (s *Session) execShared(ctx context.Context, job Job) (Result, error) {
-	l := s.l
-	s.mu.Lock()
-	id, closed := s.id, s.closed
-	s.mu.Unlock()
-	if closed || id == "" {
-		return Result{}, ErrSessionClosed
-	}
-	t0 := time.Now()
-	sw := &switchWriter{}
-	sb := &sandbox{l: l, id: id, diag: &limitedBuffer{max: 4096}}
-	conn, err := l.be.(Reattacher).Reattach(ctx, id, sw, sb.diag)
-	if err != nil {
-		return Result{}, l.backendErr("attaching to the session's sandbox", err)
-	}
-	sb.conn, sb.streamDone = conn, conn.Done()
-	take := time.Since(t0)
-	res, err := s.cell(ctx, sb, sw, job)
-	conn.Close()
-	<-sb.streamDone
-	res.Timing.Take, res.Timing.Warm = take, true
-	kept := res.SessionState == SessionKept || res.SessionState == SessionRolledBack
-	if res.SessionState == SessionLost || (err != nil && !(kept && errors.Is(err, context.Canceled))) {
-		res.SessionState = SessionLost
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		s.removeShared(id)
-	}
-	return res, l.closedOr(err)
-}
-
 // exec is Exec's body, inside Launcher.call.
 func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
-	if s.opts.Shared {
-		return s.execShared(ctx, job)
-	}
 	l := s.l
 	t0 := time.Now()
 	if err := s.ensure(ctx); err != nil {

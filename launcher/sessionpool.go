@@ -100,7 +100,7 @@ func (l *Launcher) poolable(so SessionOptions) bool {
 	}
 	// Every field of SessionOptions but Expires and Memory must be named here (a new
 	// one sends the session cold until it is).
-	if so.Egress != "" || so.Shared || len(so.Labels) > 0 || len(so.Annotations) > 0 {
+	if so.Egress != "" || len(so.Labels) > 0 || len(so.Annotations) > 0 {
 		return false
 	}
 	mem := so.Memory

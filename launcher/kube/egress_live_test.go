@@ -106,7 +106,7 @@ print(s.recv(4096).decode().replace("\r\n", " | "))`})
 // channel would live in one replica), and says so before any pod is made.
 func TestLiveEgressSharedSessionRefused(t *testing.T) {
 	l, _, _ := testLauncher(t, launcher.Options{Egress: egressProxy(t, io.Discard)})
-	_, err := l.OpenSession(context.Background(), launcher.SessionOptions{Shared: true, Egress: "deb",
+	_, err := l.OpenAttached(context.Background(), launcher.SessionOptions{Egress: "deb",
 		Labels: map[string]string{"dev.mcp-exec.session-key": "k"}})
 	if !errors.Is(err, launcher.ErrSharedEgress) {
 		t.Fatalf("shared session with a profile: got %v, want %v", err, launcher.ErrSharedEgress)

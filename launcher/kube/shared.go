@@ -29,7 +29,7 @@ import (
 // wins, the other's call is busy). The handle is never stored: the annotations hold its
 // SHA-256, against which a presented handle is checked in constant time, and a hash of
 // the owner's identity salted with the handle (no one can test a guessed identity without
-// the handle). Each call attaches anew (launcher.Session's shared mode, Backend.Reattach,
+// the handle). Each call attaches anew (launcher.AttachedSession, Backend.Reattach,
 // a fresh seal key per call). Every replica's sweeper deletes the session pods whose
 // idle deadline or maximum lifetime has passed, whoever made them; activeDeadlineSeconds
 // is the backstop should no replica run.
@@ -162,13 +162,12 @@ func (s *SharedSessions) create(ctx context.Context, handle, owner string, idle 
 		return SessionInfo{}, fmt.Errorf("making a claim token: %w", err)
 	}
 	token := hex.EncodeToString(tok)
-	so.Shared = true
 	so.Labels = map[string]string{backend.LabelSessionKey: SessionKey(handle)}
 	so.Annotations = sessionAnnotations(handle, owner, idle, now.Add(idle), so.Expires)
 	so.Annotations[annBusyUntil] = ms(now.Add(s.b.opts.StartTimeout + claimMargin))
 	so.Annotations[annBusyBy] = token
 	so.Annotations[annCount] = strconv.Itoa(count)
-	sess, err := s.l.OpenSession(ctx, so)
+	sess, err := s.l.OpenAttached(ctx, so)
 	if err != nil {
 		return SessionInfo{}, err
 	}
