@@ -26,7 +26,7 @@ func egressSchema(s *jsonschema.Schema, o Options) {
 
 // sessionEgressSchema is egressSchema for session_create's input.
 func sessionEgressSchema(s *jsonschema.Schema, o Options) {
-	if o.Sessions.Shared != nil {
+	if o.Sessions.shared() {
 		// Shared sessions (Kubernetes) take no profile: launcher.ErrSharedEgress.
 		o.Egress = nil
 	}

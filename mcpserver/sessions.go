@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,12 +24,13 @@ import (
 // calls, named by a handle the server mints (session_create) and the client passes
 // back as exec's session_id. See docs/sessions.md.
 
-// SessionBackend opens sessions; cmd/mcp-exec adapts launcher.Launcher to it.
+// SessionBackend opens sessions whose sandbox this server holds (LauncherSessions).
 type SessionBackend interface {
 	OpenSession(ctx context.Context, o launcher.SessionOptions) (SessionConn, error)
 }
 
-// SessionConn is one open session (launcher.Session satisfies it).
+// SessionConn is one open session (launcher.Session and launcher.AttachedSession
+// satisfy it).
 type SessionConn interface {
 	// Exec runs one call; Result.SessionState says what the session kept. It fails
 	// with launcher.ErrSessionBusy while another call runs.
@@ -36,30 +38,55 @@ type SessionConn interface {
 	Close()
 }
 
-// SharedSessionStore keeps sessions outside this server, so that every replica serves
-// every session (Kubernetes: the session pods are the store; cmd/mcp-exec adapts
-// launcher/kube's SharedSessions). Errors: launcher.ErrSessionBusy while another call
-// runs (on any replica), launcher.ErrSessionGone (a *launcher.GoneError when it knows why) for a handle
+// AttachBackend starts the sandboxes of sessions that no server holds, whose store every
+// replica shares (LauncherSessions on Kubernetes): started, then detached; each call
+// attaches anew, on whichever replica it lands.
+type AttachBackend interface {
+	// OpenAttached starts a session's sandbox (o.Labels and o.Annotations from the
+	// store's claim) and returns its id once it is ready and detached.
+	OpenAttached(ctx context.Context, o launcher.SessionOptions) (string, error)
+	// AttachSession is the session whose sandbox is id; Close removes the sandbox.
+	AttachSession(id string) SessionConn
+}
+
+// SessionStore keeps what each session is: its record (backend.SessionRecord) under its
+// handle, its owner, its claim, and why it ended. The server keeps this server's in
+// memory (newMemoryStore) unless SessionOptions.Store is set: launcher/kube's
+// SessionStore keeps them in the session pods' annotations, shared by every replica.
+// Errors: backend.ErrSessionBusy while another call runs (on any replica),
+// backend.ErrSessionGone (a *backend.GoneError when the store knows why) for a handle
 // with no open session of owner's.
-type SharedSessionStore interface {
-	// Create starts the session handle for owner, ending at expires at the latest; it
-	// returns when it ends if no call comes.
-	Create(ctx context.Context, handle, owner string, idle time.Duration, o launcher.SessionOptions) (time.Time, error)
-	// Exec runs one call; it returns the session's call count and its new end.
-	Exec(ctx context.Context, handle, owner string, job launcher.Job) (launcher.Result, int, time.Time, error)
-	// Close ends the session: true when it was open.
-	Close(ctx context.Context, handle, owner string) (bool, error)
-	// Count is how many sessions the store holds, all of them and owner's.
+type SessionStore interface {
+	// Count is how many sessions the store holds, all of them and owner's; not those
+	// still starting.
 	Count(ctx context.Context, owner string) (all, owned int, err error)
+	// Create records handle's new session for owner, claimed by its creation until
+	// Release: the claim names the labels and annotations its sandbox must carry.
+	Create(ctx context.Context, handle, owner string, rec backend.SessionRecord) (backend.SessionClaim, error)
+	// Claim marks the session busy for one call of timeout.
+	Claim(ctx context.Context, handle, owner string, timeout time.Duration) (backend.SessionClaim, error)
+	// Release ends claim c (c.Sandbox set, after Create and Restart) and restarts the
+	// idle clock: it returns when the session ends if no call comes; zero when it
+	// ended meanwhile.
+	Release(ctx context.Context, c backend.SessionClaim) (time.Time, error)
+	// Restart is Create for c's session after its attached sandbox was lost (a held
+	// one restarts by itself); an error ends the session.
+	Restart(ctx context.Context, c backend.SessionClaim) (backend.SessionClaim, error)
+	// End ends c's session (its sandbox did not start, or is gone) and remembers why
+	// for its owner's next call; "" forgets it.
+	End(ctx context.Context, c backend.SessionClaim, why string)
+	// Close ends the session and its sandbox: true when it was open.
+	Close(ctx context.Context, handle, owner string) (bool, error)
 }
 
 // SessionOptions configure sessions. Max 0 removes the session tools.
 type SessionOptions struct {
-	Backend SessionBackend
-	// Shared, when set, holds the sessions instead of Backend: Max and MaxPerIdentity
-	// then bound the store's sessions (every replica's together), and the server keeps
-	// no session state of its own but a short memory of why sessions it ended ended.
-	Shared SharedSessionStore
+	Backend SessionBackend // held sessions, in this server's memory (Store nil)
+	// Store, when set, keeps the sessions instead of this server's memory, and Attach
+	// starts their sandboxes: Max and MaxPerIdentity then bound the store's sessions
+	// (every replica's together), and the server keeps no session of its own.
+	Store  SessionStore
+	Attach AttachBackend
 	Max    int // sessions open at once on this server
 	// MaxPerIdentity bounds the sessions one identity (see identity) holds open at
 	// once; 0 is no bound but Max.
@@ -69,7 +96,34 @@ type SessionOptions struct {
 	Memory         int64         // bytes, the session sandbox's memory limit (reported only)
 }
 
-func (o SessionOptions) on() bool { return o.Max > 0 && (o.Backend != nil || o.Shared != nil) }
+func (o SessionOptions) on() bool {
+	return o.Max > 0 && (o.Backend != nil || o.Store != nil && o.Attach != nil)
+}
+
+// shared reports whether the sessions are in a store every replica shares.
+func (o SessionOptions) shared() bool { return o.Store != nil }
+
+// LauncherSessions opens sessions with a launcher: held (SessionBackend) or attached
+// (AttachBackend).
+type LauncherSessions struct{ L *launcher.Launcher }
+
+func (s LauncherSessions) OpenSession(ctx context.Context, o launcher.SessionOptions) (SessionConn, error) {
+	sess, err := s.L.OpenSession(ctx, o)
+	if err != nil {
+		return nil, err // never a typed nil in the interface
+	}
+	return sess, nil
+}
+
+func (s LauncherSessions) OpenAttached(ctx context.Context, o launcher.SessionOptions) (string, error) {
+	a, err := s.L.OpenAttached(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	return a.ID(), nil
+}
+
+func (s LauncherSessions) AttachSession(id string) SessionConn { return s.L.AttachSession(id) }
 
 const (
 	toolSessionCreate = "session_create"
@@ -107,36 +161,32 @@ type sessionCloseOutput struct {
 	Closed bool `json:"closed" jsonschema:"True when this call ended the session; false when it had already ended."`
 }
 
-// sessionEntry is one open session.
-type sessionEntry struct {
-	id, owner string
-	egress    string // the profile fixed at session_create ("": none)
-	conn      SessionConn
-	created   time.Time
-	deadline  time.Time // of the maximum lifetime
-
-	// Guarded by sessions.mu.
-	lastUsed time.Time
-	count    int
-	inCall   bool
-	timer    *time.Timer
-}
-
-// sessions holds the open sessions and what became of recently ended ones (for a
-// clear "expired" or "closed" message).
+// sessions drives the session tools on a SessionStore: the same steps whichever store
+// keeps the sessions (session_create: bounds, record, sandbox, release; exec: claim,
+// call, release or restart; session_close), with the sandboxes held here (Backend) or
+// attached per call (Attach).
 type sessions struct {
 	o        SessionOptions
+	store    SessionStore
 	profiles []EgressProfile // the server's egress profiles (addTools)
 	log      zerolog.Logger
 	now      func() time.Time
 
-	mu    sync.Mutex
-	open  map[string]*sessionEntry
-	ended map[string]endedSession // by handle; bounded (maxEnded)
-
-	// With a SharedSessionStore: the sessions this server is creating, in all and by owner.
+	// capMu makes a create's count and its start one step against the bounds: the
+	// sessions being created here are counted until the store counts them.
+	capMu      sync.Mutex
 	starting   int
 	startingBy map[string]int
+
+	mu     sync.Mutex
+	held   map[string]heldSandbox // the sandboxes held here, by the id the store names
+	heldID int
+}
+
+// heldSandbox is a session's sandbox this server holds.
+type heldSandbox struct {
+	conn   SessionConn
+	egress string // the profile fixed at session_create ("": none)
 }
 
 type endedSession struct {
@@ -152,7 +202,12 @@ func newSessions(o SessionOptions, log zerolog.Logger) *sessions {
 	if o.MaxLifetime <= 0 {
 		o.MaxLifetime = time.Hour
 	}
-	return &sessions{o: o, log: log, now: time.Now, open: map[string]*sessionEntry{}, ended: map[string]endedSession{}, startingBy: map[string]int{}}
+	s := &sessions{o: o, log: log, now: time.Now, startingBy: map[string]int{}, held: map[string]heldSandbox{}}
+	s.store = o.Store
+	if s.store == nil {
+		s.store = newMemoryStore(log, s.endHeld)
+	}
+	return s
 }
 
 // identity is who calls: the OAuth issuer and subject, or "" (the static token, or no
@@ -176,102 +231,162 @@ func newHandle() string {
 	return "sess_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// expiresAt is when e ends if no call comes; called with s.mu held.
-func (s *sessions) expiresAt(e *sessionEntry) time.Time { return s.recordLocked(e).ExpiresAt() }
-
-// arm (re)starts e's expiry timer; called with s.mu held.
-func (s *sessions) arm(e *sessionEntry) {
-	if e.timer != nil {
-		e.timer.Stop()
-	}
-	e.timer = time.AfterFunc(max(s.expiresAt(e).Sub(s.now()), 0), func() { s.expire(e) })
-}
-
-// expire ends e if it is still idle and due; a call in flight re-arms at its end.
-func (s *sessions) expire(e *sessionEntry) {
-	s.mu.Lock()
-	if s.open[e.id] != e || e.inCall {
-		s.mu.Unlock()
-		return
-	}
-	why := s.recordLocked(e).Due(s.now())
-	if why == "" {
-		s.arm(e)
-		s.mu.Unlock()
-		return
-	}
-	s.endLocked(e, why)
-	s.mu.Unlock()
-	s.log.Info().Str("session", handleHash(e.id)).Int("calls", e.count).Msg("session expired")
-	e.conn.Close()
-}
-
-// recordLocked is e as the session policy sees it (backend.SessionRecord.Due); called
-// with s.mu held.
-func (s *sessions) recordLocked(e *sessionEntry) backend.SessionRecord {
-	return backend.SessionRecord{Idle: s.o.IdleTimeout, IdleUntil: e.lastUsed.Add(s.o.IdleTimeout),
-		Expires: e.deadline, Lifetime: e.deadline.Sub(e.created).Round(time.Second), Count: e.count, Busy: e.inCall}
-}
-
-// endLocked forgets e as open and remembers why it ended; called with s.mu held.
-func (s *sessions) endLocked(e *sessionEntry, why string) {
-	delete(s.open, e.id)
-	if e.timer != nil {
-		e.timer.Stop()
-	}
-	if len(s.ended) >= maxEnded {
-		for k := range s.ended { // drop an arbitrary one: the message only gets vaguer
-			delete(s.ended, k)
-			break
-		}
-	}
-	s.ended[e.id] = endedSession{owner: e.owner, why: why}
-}
-
 func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sessionCreateInput) (*mcp.CallToolResult, sessionCreateOutput, error) {
 	owner := identity(req)
 	if err := checkEgress(in.Egress, Options{Egress: s.profiles}); err != nil {
 		return nil, sessionCreateOutput{}, err
 	}
-	if s.o.Shared != nil {
-		if in.Egress != "" {
-			// Not in the schema (sessionEgressSchema), so only a client ignoring it gets here.
-			return nil, sessionCreateOutput{}, fmt.Errorf("%w; exec without session_id takes egress", launcher.ErrSharedEgress)
+	if s.o.shared() && in.Egress != "" {
+		// Not in the schema (sessionEgressSchema), so only a client ignoring it gets here.
+		return nil, sessionCreateOutput{}, fmt.Errorf("%w; exec without session_id takes egress", launcher.ErrSharedEgress)
+	}
+	if err := s.reserve(ctx, owner); err != nil {
+		return nil, sessionCreateOutput{}, err
+	}
+	counted := false // by the store: no longer as starting
+	defer func() {
+		if !counted {
+			s.capMu.Lock()
+			s.unreserveLocked(owner)
+			s.capMu.Unlock()
 		}
-		return s.createShared(ctx, owner)
-	}
-	s.mu.Lock()
-	if len(s.open) >= s.o.Max {
-		s.mu.Unlock()
-		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
-		return nil, sessionCreateOutput{}, errTooManySessions(false, false, s.o.Max)
-	}
-	if n := s.o.MaxPerIdentity; n > 0 && s.ownedLocked(owner) >= n {
-		s.mu.Unlock()
-		s.log.Warn().Int("per_identity", n).Msg("session_create refused: too many sessions for this identity")
-		return nil, sessionCreateOutput{}, errTooManySessions(false, true, n)
-	}
-	// Reserve the place while the sandbox starts.
-	id := newHandle()
-	now := s.now()
-	e := &sessionEntry{id: id, owner: owner, egress: in.Egress, created: now, deadline: now.Add(s.o.MaxLifetime), lastUsed: now, inCall: true}
-	s.open[id] = e
-	s.mu.Unlock()
-
-	conn, err := s.o.Backend.OpenSession(ctx, launcher.SessionOptions{Expires: e.deadline, Memory: s.o.Memory, Egress: in.Egress})
-	s.mu.Lock()
+	}()
+	id, now := newHandle(), s.now()
+	c, err := s.store.Create(ctx, id, owner, backend.SessionRecord{Idle: s.o.IdleTimeout, Expires: now.Add(s.o.MaxLifetime)})
 	if err != nil {
-		delete(s.open, id)
-		s.mu.Unlock()
 		return nil, sessionCreateOutput{}, s.createFailed(err)
 	}
-	e.conn, e.inCall = conn, false
-	e.deadline = connDeadline(conn, e.deadline)
-	e.lastUsed = s.now()
-	s.arm(e)
-	expires, lifetime := s.expiresAt(e), e.deadline.Sub(e.created)
+	if err := s.start(ctx, &c, launcher.SessionOptions{Expires: c.Record.Expires, Memory: s.o.Memory, Egress: in.Egress}); err != nil {
+		s.store.End(ctx, c, "")
+		return nil, sessionCreateOutput{}, s.createFailed(err)
+	}
+	// Released and no longer starting in one step: counted once, by the store.
+	s.capMu.Lock()
+	expires, err := s.releaseStarted(ctx, c)
+	s.unreserveLocked(owner)
+	counted = true
+	s.capMu.Unlock()
+	if err != nil {
+		return nil, sessionCreateOutput{}, s.createFailed(err)
+	}
+	return s.created(id, expires, c.Record.Expires.Sub(now), in.Egress)
+}
+
+// reserve checks the bounds for one more session of owner's and counts it as starting
+// (unreserveLocked ends that). The store's count and this server's starting ones are one
+// step: two replicas creating at the same moment may each see room for one more (the
+// bound can be passed by the number of replicas creating at once).
+func (s *sessions) reserve(ctx context.Context, owner string) error {
+	s.capMu.Lock()
+	defer s.capMu.Unlock()
+	all, owned, err := s.store.Count(ctx, owner)
+	if err != nil {
+		return s.createFailed(err)
+	}
+	if all+s.starting >= s.o.Max {
+		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
+		return errTooManySessions(s.o.shared(), false, s.o.Max)
+	}
+	if n := s.o.MaxPerIdentity; n > 0 && owned+s.startingBy[owner] >= n {
+		s.log.Warn().Int("per_identity", n).Msg("session_create refused: too many sessions for this identity")
+		return errTooManySessions(s.o.shared(), true, n)
+	}
+	s.starting++
+	s.startingBy[owner]++
+	return nil
+}
+
+// unreserveLocked ends reserve's count of a session as starting; called with capMu held.
+func (s *sessions) unreserveLocked(owner string) {
+	s.starting--
+	if s.startingBy[owner]--; s.startingBy[owner] == 0 {
+		delete(s.startingBy, owner)
+	}
+}
+
+// start starts the sandbox of claim c (from Create or Restart) with so and the claim's
+// labels and annotations, and names it in c: attached (the store is shared) or held
+// here. A held sandbox may end sooner than asked (expirer): c's record then says so.
+func (s *sessions) start(ctx context.Context, c *backend.SessionClaim, so launcher.SessionOptions) error {
+	so.Labels, so.Annotations = c.Labels, c.Annotations
+	if s.o.shared() {
+		id, err := s.o.Attach.OpenAttached(ctx, so)
+		c.Sandbox = id
+		return err
+	}
+	conn, err := s.o.Backend.OpenSession(ctx, so)
+	if err != nil {
+		return err
+	}
+	c.Record.Expires = connDeadline(conn, c.Record.Expires)
+	s.mu.Lock()
+	s.heldID++
+	c.Sandbox = "held-" + strconv.Itoa(s.heldID)
+	s.held[c.Sandbox] = heldSandbox{conn: conn, egress: so.Egress}
 	s.mu.Unlock()
-	return s.created(id, expires, lifetime, in.Egress)
+	return nil
+}
+
+// releaseStarted releases the creation claim of c, whose sandbox runs: when the session
+// ends if no call comes. A sandbox whose session could not be released goes.
+func (s *sessions) releaseStarted(ctx context.Context, c backend.SessionClaim) (time.Time, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	expires, err := s.store.Release(rctx, c)
+	if err == nil && expires.IsZero() {
+		err = fmt.Errorf("starting the session: its sandbox %s went away", c.Sandbox)
+	}
+	if err != nil {
+		if s.o.shared() {
+			s.o.Attach.AttachSession(c.Sandbox).Close()
+		} else {
+			s.endHeld(c.Sandbox)
+		}
+		return time.Time{}, err
+	}
+	return expires, nil
+}
+
+// conn is the session conn of sandbox: the one held here, or an attachment.
+func (s *sessions) conn(sandbox string) SessionConn {
+	if s.o.shared() {
+		return s.o.Attach.AttachSession(sandbox)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.held[sandbox]; ok {
+		return h.conn
+	}
+	return closedConn{}
+}
+
+// endHeld closes the held sandbox of a session that ended (the memory store's expiry
+// and close call it).
+func (s *sessions) endHeld(sandbox string) {
+	s.mu.Lock()
+	h, ok := s.held[sandbox]
+	delete(s.held, sandbox)
+	s.mu.Unlock()
+	if ok {
+		h.conn.Close()
+	}
+}
+
+// closedConn is the conn of a held sandbox already closed (its session ended while a
+// call was claimed).
+type closedConn struct{}
+
+func (closedConn) Exec(context.Context, launcher.Job) (launcher.Result, error) {
+	return launcher.Result{}, launcher.ErrSessionClosed
+}
+func (closedConn) Close() {}
+
+func (s *sessions) createFailed(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	s.log.Error().Err(err).Msg("session_create failed: sandbox unavailable")
+	return fmt.Errorf("sandbox unavailable: %w", err)
 }
 
 // errTooManySessions is session_create's refusal at a bound of n sessions: one
@@ -286,14 +401,6 @@ func errTooManySessions(shared, perIdentity bool, n int) error {
 		return fmt.Errorf("too many sessions: at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS; on Kubernetes, every replica's together); %s", n, tail)
 	}
 	return fmt.Errorf("too many sessions: this server holds at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS); %s", n, tail)
-}
-
-func (s *sessions) createFailed(err error) error {
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	s.log.Error().Err(err).Msg("session_create failed: sandbox unavailable")
-	return fmt.Errorf("sandbox unavailable: %w", err)
 }
 
 // created is session_create's result for the session id ending at expires (if no call
@@ -320,48 +427,6 @@ func (s *sessions) created(id string, expires time.Time, maxLifetime time.Durati
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }
 
-// createShared is session_create with a SharedSessionStore. The bounds count the
-// store's sessions plus those this server is starting; two replicas creating at the
-// same moment may each see room for one more (the bound can be passed by the number of
-// replicas creating at once).
-func (s *sessions) createShared(ctx context.Context, owner string) (*mcp.CallToolResult, sessionCreateOutput, error) {
-	all, owned, err := s.o.Shared.Count(ctx, owner)
-	if err != nil {
-		return nil, sessionCreateOutput{}, s.createFailed(err)
-	}
-	s.mu.Lock()
-	all += s.starting
-	owned += s.startingBy[owner]
-	if all >= s.o.Max {
-		s.mu.Unlock()
-		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
-		return nil, sessionCreateOutput{}, errTooManySessions(true, false, s.o.Max)
-	}
-	if n := s.o.MaxPerIdentity; n > 0 && owned >= n {
-		s.mu.Unlock()
-		s.log.Warn().Int("per_identity", n).Msg("session_create refused: too many sessions for this identity")
-		return nil, sessionCreateOutput{}, errTooManySessions(false, true, n)
-	}
-	s.starting++
-	s.startingBy[owner]++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.starting--
-		if s.startingBy[owner]--; s.startingBy[owner] == 0 {
-			delete(s.startingBy, owner)
-		}
-		s.mu.Unlock()
-	}()
-	id := newHandle()
-	expires, err := s.o.Shared.Create(ctx, id, owner, s.o.IdleTimeout,
-		launcher.SessionOptions{Expires: s.now().Add(s.o.MaxLifetime), Memory: s.o.Memory})
-	if err != nil {
-		return nil, sessionCreateOutput{}, s.createFailed(err)
-	}
-	return s.created(id, expires, s.o.MaxLifetime, "")
-}
-
 // expirer is a SessionConn that knows when its sandbox's expiry label says it ends
 // (launcher.Session: sooner than asked for a sandbox taken from the session pool).
 type expirer interface{ Expires() time.Time }
@@ -376,47 +441,17 @@ func connDeadline(conn SessionConn, deadline time.Time) time.Time {
 	return deadline
 }
 
-// ownedLocked counts the sessions open (or starting) for owner; called with s.mu held.
-func (s *sessions) ownedLocked(owner string) int {
-	n := 0
-	for _, e := range s.open {
-		if e.owner == owner {
-			n++
-		}
-	}
-	return n
-}
-
 func (s *sessions) close(ctx context.Context, req *mcp.CallToolRequest, in sessionCloseInput) (*mcp.CallToolResult, sessionCloseOutput, error) {
-	owner := identity(req)
-	if s.o.Shared != nil {
-		closed, err := s.o.Shared.Close(ctx, in.SessionID, owner)
-		if err != nil {
-			s.log.Error().Err(err).Str("session", handleHash(in.SessionID)).Msg("session_close failed")
-			return nil, sessionCloseOutput{}, fmt.Errorf("closing the session failed, try again: %w", err)
-		}
-		if !closed {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed: false (no open session with this session_id)"}}}, sessionCloseOutput{}, nil
-		}
-		s.log.Info().Str("session", handleHash(in.SessionID)).Msg("session closed")
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed: true"}}}, sessionCloseOutput{Closed: true}, nil
+	closed, err := s.store.Close(ctx, in.SessionID, identity(req))
+	if err != nil {
+		s.log.Error().Err(err).Str("session", handleHash(in.SessionID)).Msg("session_close failed")
+		return nil, sessionCloseOutput{}, fmt.Errorf("closing the session failed, try again: %w", err)
 	}
-	s.mu.Lock()
-	e := s.open[in.SessionID]
-	if e == nil || e.owner != owner || e.conn == nil {
-		s.mu.Unlock()
+	if !closed {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed: false (no open session with this session_id)"}}}, sessionCloseOutput{}, nil
 	}
-	s.endLocked(e, "closed by session_close")
-	s.mu.Unlock()
-	s.log.Info().Str("session", handleHash(e.id)).Int("calls", e.count).Msg("session closed")
-	e.conn.Close()
+	s.log.Info().Str("session", handleHash(in.SessionID)).Msg("session closed")
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "closed: true"}}}, sessionCloseOutput{Closed: true}, nil
-}
-
-// errSessionNotFound is what a caller learns of a handle it does not own.
-func errSessionNotFound() error {
-	return &sessionError{fmt.Sprintf("session_id not found: no session of yours has this id; call %s for a new session", toolSessionCreate)}
 }
 
 // sessionError is a tool error about the session itself (not found, expired, busy):
@@ -425,68 +460,77 @@ type sessionError struct{ msg string }
 
 func (e *sessionError) Error() string { return e.msg }
 
-// exec runs job in the session id, for the caller of req.
+// exec runs job in the session id, for the caller of req: claim, call, then release
+// (or, when an attached sandbox was lost, a new one for the session).
 func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string, job launcher.Job) (launcher.Result, *sessionInfo, error) {
-	owner := identity(req)
-	if s.o.Shared != nil {
-		return s.execShared(ctx, owner, id, job)
-	}
-	s.mu.Lock()
-	e := s.open[id]
-	if e == nil || e.owner != owner || e.conn == nil {
-		ended, ok := s.ended[id]
-		s.mu.Unlock()
-		if ok && ended.owner == owner {
-			return launcher.Result{}, nil, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", ended.why, toolSessionCreate)}
-		}
-		return launcher.Result{}, nil, errSessionNotFound()
-	}
-	if e.inCall {
-		s.mu.Unlock()
+	c, err := s.store.Claim(ctx, id, identity(req), job.Timeout)
+	var gone *backend.GoneError
+	switch {
+	case errors.Is(err, backend.ErrSessionBusy):
 		return launcher.Result{}, nil, errSessionBusy()
+	case errors.As(err, &gone):
+		return launcher.Result{}, nil, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", gone.Why, toolSessionCreate)}
+	case errors.Is(err, backend.ErrSessionGone):
+		// Another identity's handle gets the same.
+		return launcher.Result{}, nil, &sessionError{fmt.Sprintf("session_id not found: %s; call %s for a new session", err, toolSessionCreate)}
+	case err != nil:
+		return launcher.Result{}, nil, err
 	}
-	e.inCall = true
-	e.count++
-	count := e.count
-	s.mu.Unlock()
-
-	res, err := e.conn.Exec(ctx, job)
-
-	s.mu.Lock()
-	e.inCall = false
-	e.lastUsed = s.now()
-	info := &sessionInfo{ID: id, ExecutionCount: count, State: res.SessionState, ExpiresAt: s.expiresAt(e).UTC().Format(time.RFC3339), egress: e.egress}
-	if s.open[id] == e {
-		s.arm(e)
+	var egress string
+	if !s.o.shared() {
+		s.mu.Lock()
+		egress = s.held[c.Sandbox].egress
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
+	res, err := s.conn(c.Sandbox).Exec(ctx, job)
+	var expires time.Time
+	if res.SessionState == launcher.SessionLost && s.o.shared() {
+		// The launcher removed the attached sandbox; the session starts again, empty,
+		// in a new one (as a held session does), keeping its handle, owner, count and
+		// maximum lifetime.
+		expires = s.restart(ctx, c)
+	} else {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		var rerr error
+		expires, rerr = s.store.Release(rctx, c)
+		cancel()
+		if rerr != nil {
+			s.log.Warn().Err(rerr).Str("session", handleHash(id)).Msg("releasing a session's call")
+		}
+	}
+	if expires.IsZero() {
+		expires = c.Record.ExpiresAt()
+	}
 	if errors.Is(err, launcher.ErrSessionBusy) {
 		return res, nil, errSessionBusy()
 	}
 	if errors.Is(err, launcher.ErrSessionClosed) {
 		return res, nil, &sessionError{fmt.Sprintf("session closed while the call ran; call %s for a new session", toolSessionCreate)}
 	}
-	return res, info, err
+	return res, &sessionInfo{ID: id, ExecutionCount: c.Record.Count, State: res.SessionState, ExpiresAt: expires.UTC().Format(time.RFC3339), egress: egress}, err
 }
 
-// execShared is exec in a session of the SharedSessionStore.
-func (s *sessions) execShared(ctx context.Context, owner, id string, job launcher.Job) (launcher.Result, *sessionInfo, error) {
-	res, count, expires, err := s.o.Shared.Exec(ctx, id, owner, job)
-	switch {
-	case errors.Is(err, launcher.ErrSessionBusy):
-		return res, nil, errSessionBusy()
-	case errors.Is(err, launcher.ErrSessionGone):
-		// Why, when this replica ended it (a GoneError); else "closed, expired, or
-		// never existed" (another identity's handle gets the same).
-		var gone *launcher.GoneError
-		if !errors.As(err, &gone) {
-			return res, nil, &sessionError{fmt.Sprintf("session_id not found: %s; call %s for a new session", err, toolSessionCreate)}
+// restart gives the session of claim c, whose attached sandbox was lost, a new one: when
+// it ends if no call comes, or zero when it could not (the session then ends, saying so
+// to its owner).
+func (s *sessions) restart(ctx context.Context, c backend.SessionClaim) time.Time {
+	n, err := s.store.Restart(context.WithoutCancel(ctx), c)
+	var expires time.Time
+	if err == nil {
+		sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), n.StartBy)
+		err = s.start(sctx, &n, launcher.SessionOptions{Expires: n.Record.Expires, Memory: n.Memory})
+		cancel()
+		if err == nil {
+			expires, err = s.releaseStarted(ctx, n)
 		}
-		return res, nil, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", gone.Why, toolSessionCreate)}
-	case count == 0:
-		return res, nil, err
+		if err != nil {
+			s.store.End(ctx, n, "ended: its interpreter was lost and a new one could not start")
+		}
 	}
-	return res, &sessionInfo{ID: id, ExecutionCount: count, State: res.SessionState, ExpiresAt: expires.UTC().Format(time.RFC3339)}, err
+	if err != nil {
+		s.log.Warn().Err(err).Str("session", handleHash(c.Handle)).Msg("restarting a session after its interpreter was lost")
+	}
+	return expires
 }
 
 func errSessionBusy() error {
@@ -528,7 +572,7 @@ func sessionCreateSchema(o Options) *jsonschema.Schema {
 
 // sessionEgressNote is what session_create's description adds with egress profiles.
 func sessionEgressNote(o Options) string {
-	if len(o.Egress) == 0 || o.Sessions.Shared != nil {
+	if len(o.Egress) == 0 || o.Sessions.shared() {
 		return ""
 	}
 	return "\n\nEgress: with \"egress\" set to a profile's name, every exec call in the session may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set; TLS is end to end; a refused host, port or address is answered 403 with the reason), within the profile's caps, which count per call; there is still no DNS, no UDP and no other way out. The profile is fixed for the session: exec calls with its session_id leave \"egress\" out. Without it the session has no network at all. " + egressList(o.Egress)

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -12,10 +13,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
-// fakeStore is a SharedSessionStore in memory that several servers share, as replicas
-// share the cluster: a session is its owner, its call count and whether a call runs.
+// fakeStore is a SessionStore in memory that several servers share, as replicas share
+// the cluster: a session is its owner, its call count and whether a call runs. It is
+// their AttachBackend too: its sandboxes answer with the session's count in stdout.
 type fakeStore struct {
 	mu       sync.Mutex
 	sessions map[string]*fakeShared
@@ -34,44 +37,76 @@ func newFakeStore() *fakeStore {
 	return &fakeStore{sessions: map[string]*fakeShared{}, ended: map[string]string{}}
 }
 
-func (f *fakeStore) Create(_ context.Context, handle, owner string, idle time.Duration, o launcher.SessionOptions) (time.Time, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sessions[handle] = &fakeShared{owner: owner}
-	f.created = append(f.created, o)
-	return time.Now().Add(idle), nil
+func (f *fakeStore) Create(_ context.Context, handle, owner string, rec backend.SessionRecord) (backend.SessionClaim, error) {
+	return backend.SessionClaim{Handle: handle, Owner: owner, Record: rec}, nil
 }
 
-func (f *fakeStore) Exec(ctx context.Context, handle, owner string, _ launcher.Job) (launcher.Result, int, time.Time, error) {
+func (f *fakeStore) OpenAttached(_ context.Context, o launcher.SessionOptions) (string, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.created = append(f.created, o)
+	return "pod", nil
+}
+
+func (f *fakeStore) Release(_ context.Context, c backend.SessionClaim) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.sessions[c.Handle]; s != nil {
+		s.busy = false
+	} else {
+		f.sessions[c.Handle] = &fakeShared{owner: c.Owner}
+	}
+	return time.Now().Add(time.Minute), nil
+}
+
+func (f *fakeStore) Claim(_ context.Context, handle, owner string, _ time.Duration) (backend.SessionClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	s := f.sessions[handle]
 	if s == nil || s.owner != owner {
-		why, ok := f.ended[handle]
-		f.mu.Unlock()
-		if ok {
-			return launcher.Result{}, 0, time.Time{}, &launcher.GoneError{Why: why}
+		if why, ok := f.ended[handle]; ok {
+			return backend.SessionClaim{}, &launcher.GoneError{Why: why}
 		}
-		return launcher.Result{}, 0, time.Time{}, launcher.ErrSessionGone
+		return backend.SessionClaim{}, launcher.ErrSessionGone
 	}
 	if s.busy {
-		f.mu.Unlock()
-		return launcher.Result{}, 0, time.Time{}, launcher.ErrSessionBusy
+		return backend.SessionClaim{}, launcher.ErrSessionBusy
 	}
 	s.busy = true
 	s.count++
-	n, gate := s.count, f.gate
-	f.mu.Unlock()
+	return backend.SessionClaim{Handle: handle, Owner: owner, Sandbox: handle, Record: backend.SessionRecord{Count: s.count}}, nil
+}
+
+func (f *fakeStore) Restart(context.Context, backend.SessionClaim) (backend.SessionClaim, error) {
+	return backend.SessionClaim{}, errors.New("not in this fake")
+}
+
+func (f *fakeStore) End(context.Context, backend.SessionClaim, string) {}
+
+// AttachSession: the fake's sandbox ids are the handles.
+func (f *fakeStore) AttachSession(handle string) SessionConn { return fakeAttached{f, handle} }
+
+type fakeAttached struct {
+	f      *fakeStore
+	handle string
+}
+
+func (a fakeAttached) Exec(ctx context.Context, _ launcher.Job) (launcher.Result, error) {
+	a.f.mu.Lock()
+	gate := a.f.gate
+	a.f.mu.Unlock()
 	if gate != nil {
 		select {
 		case <-gate:
 		case <-ctx.Done():
 		}
 	}
-	f.mu.Lock()
-	s.busy = false
-	f.mu.Unlock()
-	return launcher.Result{Stdout: strings.Repeat("x", n), SessionState: launcher.SessionKept}, n, time.Now().Add(time.Minute), nil
+	a.f.mu.Lock()
+	defer a.f.mu.Unlock()
+	return launcher.Result{Stdout: strings.Repeat("x", a.f.sessions[a.handle].count), SessionState: launcher.SessionKept}, nil
 }
+
+func (a fakeAttached) Close() {}
 
 func (f *fakeStore) Close(_ context.Context, handle, owner string) (bool, error) {
 	f.mu.Lock()
@@ -97,10 +132,10 @@ func (f *fakeStore) Count(_ context.Context, owner string) (all, owned int, err 
 }
 
 func sharedOpts(f *fakeStore) SessionOptions {
-	return SessionOptions{Shared: f, Max: 2, IdleTimeout: time.Minute, MaxLifetime: time.Hour, Memory: 512 << 20}
+	return SessionOptions{Store: f, Attach: f, Max: 2, IdleTimeout: time.Minute, MaxLifetime: time.Hour, Memory: 512 << 20}
 }
 
-// TestSharedSessionsAnyReplica: with a SharedSessionStore, two servers (replicas) serve
+// TestSharedSessionsAnyReplica: with a shared SessionStore, two servers (replicas) serve
 // one session alternately: created on A, its calls count on B and A in turn, a call
 // while another runs on the other replica is busy, a close on B ends it for A, and the
 // bound counts both replicas' sessions. The logs name the session by its hash only.
@@ -189,7 +224,7 @@ func TestSharedSessionsAnyReplica(t *testing.T) {
 	}
 }
 
-// TestSharedSessionsIdentity: with a SharedSessionStore, another identity's handle is
+// TestSharedSessionsIdentity: with a shared SessionStore, another identity's handle is
 // "not found", its close closes nothing, and the per-identity bound counts the store's.
 func TestSharedSessionsIdentity(t *testing.T) {
 	f := newFakeStore()

@@ -348,7 +348,7 @@ func isLoopback(a net.Addr) bool {
 
 // sessionOptions offers sessions on the docker backend (Docker or Podman, under runc,
 // crun or gVisor's runsc) and on the kubernetes backend (a pod per session that every
-// replica serves: launcher/kube's SharedSessions, whose sweeper runs until ctx ends),
+// replica serves: launcher/kube's SessionStore, whose sweeper runs until ctx ends),
 // under the node's default runtime or the gVisor RuntimeClass. Not on the process
 // backend, which cannot keep one run's memory, stdin and files from the next
 // (docs/sessions.md): there the session tools are absent, and the log says why.
@@ -361,7 +361,7 @@ func sessionOptions(ctx context.Context, cfg Config, l *launcher.Launcher, log z
 		return mcpserver.SessionOptions{}
 	}
 	o := mcpserver.SessionOptions{
-		Backend:        launcherSessions{l},
+		Backend:        mcpserver.LauncherSessions{L: l},
 		Max:            cfg.MaxSessions,
 		MaxPerIdentity: cfg.MaxSessionsPerIdentity,
 		IdleTimeout:    cfg.SessionIdleTimeout,
@@ -369,9 +369,9 @@ func sessionOptions(ctx context.Context, cfg Config, l *launcher.Launcher, log z
 		Memory:         cfg.SessionMemory,
 	}
 	if kb, ok := l.Backend().(*kube.Backend); ok {
-		shared := kube.NewSharedSessions(l, kb, log)
-		go shared.RunSweeper(ctx, sweepEvery(cfg.SessionIdleTimeout))
-		o.Backend, o.Shared = nil, kubeSessions{shared}
+		store := kube.NewSessionStore(kb, log)
+		go store.RunSweeper(ctx, sweepEvery(cfg.SessionIdleTimeout))
+		o.Backend, o.Store, o.Attach = nil, store, mcpserver.LauncherSessions{L: l}
 	}
 	return o
 }
@@ -381,36 +381,4 @@ func sessionOptions(ctx context.Context, cfg Config, l *launcher.Launcher, log z
 // call that finds it).
 func sweepEvery(idle time.Duration) time.Duration {
 	return min(max(idle/4, time.Second), 30*time.Second)
-}
-
-// kubeSessions adapts launcher/kube's SharedSessions to mcpserver.SharedSessionStore.
-type kubeSessions struct{ s *kube.SharedSessions }
-
-func (k kubeSessions) Create(ctx context.Context, handle, owner string, idle time.Duration, o launcher.SessionOptions) (time.Time, error) {
-	info, err := k.s.Create(ctx, handle, owner, idle, o)
-	return info.ExpiresAt, err
-}
-
-func (k kubeSessions) Exec(ctx context.Context, handle, owner string, job launcher.Job) (launcher.Result, int, time.Time, error) {
-	res, info, err := k.s.Exec(ctx, handle, owner, job)
-	return res, info.Count, info.ExpiresAt, err
-}
-
-func (k kubeSessions) Close(ctx context.Context, handle, owner string) (bool, error) {
-	return k.s.Close(ctx, handle, owner)
-}
-
-func (k kubeSessions) Count(ctx context.Context, owner string) (int, int, error) {
-	return k.s.Count(ctx, owner)
-}
-
-// launcherSessions adapts launcher.Launcher to mcpserver.SessionBackend.
-type launcherSessions struct{ l *launcher.Launcher }
-
-func (s launcherSessions) OpenSession(ctx context.Context, o launcher.SessionOptions) (mcpserver.SessionConn, error) {
-	sess, err := s.l.OpenSession(ctx, o)
-	if err != nil {
-		return nil, err // never a typed nil in the interface
-	}
-	return sess, nil
 }

@@ -15,7 +15,7 @@ const (
 	LabelInstance = "dev.mcp-exec.instance" // the launcher's Options.Instance
 	RoleSandbox   = "sandbox"
 	// LabelSessionKey marks a session sandbox that every replica of the server may
-	// serve (launcher/kube's SharedSessions): its value is a truncated hash of the
+	// serve (launcher/kube's SessionStore): its value is a truncated hash of the
 	// session's handle, never the handle. Such a sandbox is not its instance's alone:
 	// List leaves it out, so no replica's reaper, orphan sweep or shutdown removes it;
 	// the session's own expiry does (every replica's sweeper).

@@ -70,3 +70,22 @@ func (r SessionRecord) Due(now time.Time) string {
 	}
 	return ""
 }
+
+// SessionClaim is a session claimed by one call, or by its creation until its sandbox
+// runs: what its store gives the server that drives it, and takes back to release it.
+// It holds the handle and the owner's identity in memory only; no store writes them.
+type SessionClaim struct {
+	Handle, Owner string
+	Token         string // the claim's, for its release
+	// Sandbox is the session's sandbox id; "" from Create and Restart until the server
+	// has started one and set it.
+	Sandbox string
+	Record  SessionRecord // the session as claimed: Count includes this call
+	Memory  int64         // the sandbox's memory limit in bytes, where the store keeps it; 0 if not
+	// Labels and Annotations, from Create and Restart, go on the sandbox to start (on
+	// Kubernetes the pod is the record: its labels find it, its annotations are it).
+	Labels, Annotations map[string]string
+	// StartBy, from Create and Restart, is when the creation's claim lapses if its
+	// sandbox is not ready; zero: it does not lapse.
+	StartBy time.Time
+}

@@ -1,7 +1,9 @@
 // Package kube is the Kubernetes backend: one hardened Pod per sandbox, created through the
 // API server and attached over the API (client-go's remotecommand, SPDY), never through
 // kubectl. It satisfies launcher.Backend; the launcher owns everything else (bootstrap,
-// frames, pool, timeouts, limits check, reaping).
+// frames, pool, timeouts, limits check, reaping). Its SessionStore keeps the sessions
+// that every replica serves in their pods' annotations (shared.go). It depends on
+// launcher/backend only, never on the launcher.
 //
 // # Invariants
 //

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
@@ -29,8 +28,10 @@ import (
 // wins, the other's call is busy). The handle is never stored: the annotations hold its
 // SHA-256, against which a presented handle is checked in constant time, and a hash of
 // the owner's identity salted with the handle (no one can test a guessed identity without
-// the handle). Each call attaches anew (launcher.AttachedSession, Backend.Reattach,
-// a fresh seal key per call). Every replica's sweeper deletes the session pods whose
+// the handle). The store keeps only the state: the server that uses it (mcpserver)
+// starts the pod with the labels and annotations a claim names and attaches to it anew
+// for each call (launcher.AttachedSession, Backend.Reattach, a fresh seal key per call).
+// The rule that ends a session is backend.SessionRecord.Due, as in a server's memory. Every replica's sweeper deletes the session pods whose
 // idle deadline or maximum lifetime has passed, whoever made them; activeDeadlineSeconds
 // is the backstop should no replica run.
 const (
@@ -60,10 +61,9 @@ const claimMargin = 30 * time.Second
 // here, and the error says only that.
 var ErrSessionGone = backend.ErrSessionGone
 
-// SharedSessions makes and serves shared sessions through a launcher on the Kubernetes
-// backend. Any number of them (one per replica) may serve the same namespace.
-type SharedSessions struct {
-	l   *launcher.Launcher
+// SessionStore keeps shared sessions in the annotations of their pods, in the backend's
+// namespace. Any number of them (one per replica) may serve the same namespace.
+type SessionStore struct {
 	b   *Backend
 	log zerolog.Logger
 	now func() time.Time
@@ -81,7 +81,7 @@ type endedShared struct {
 const maxEnded = 4096
 
 // gone is ErrSessionGone for handle and owner, with why when this replica ended it.
-func (s *SharedSessions) gone(handle, owner string) error {
+func (s *SessionStore) gone(handle, owner string) error {
 	s.mu.Lock()
 	e, ok := s.ended[SessionKey(handle)]
 	s.mu.Unlock()
@@ -92,7 +92,7 @@ func (s *SharedSessions) gone(handle, owner string) error {
 }
 
 // remember records why the session of pod p ended, for its owner's next call here.
-func (s *SharedSessions) remember(p *corev1.Pod, why string) {
+func (s *SessionStore) remember(p *corev1.Pod, why string) {
 	key := p.Labels[backend.LabelSessionKey]
 	if key == "" {
 		return
@@ -111,9 +111,9 @@ func (s *SharedSessions) remember(p *corev1.Pod, why string) {
 	s.ended[key] = endedShared{owner: p.Annotations[annOwner], why: why}
 }
 
-// NewSharedSessions serves shared sessions with l, whose backend is b.
-func NewSharedSessions(l *launcher.Launcher, b *Backend, log zerolog.Logger) *SharedSessions {
-	return &SharedSessions{l: l, b: b, log: log, now: time.Now}
+// NewSessionStore keeps shared sessions in b's namespace.
+func NewSessionStore(b *Backend, log zerolog.Logger) *SessionStore {
+	return &SessionStore{b: b, log: log, now: time.Now}
 }
 
 func handleSum(handle string) []byte {
@@ -135,7 +135,7 @@ func ownerSum(handle, owner string) []byte {
 	return s[:]
 }
 
-// SessionInfo is what a shared session's call reports besides its result.
+// SessionInfo is what a claim found besides the pod: the session as claimed.
 type SessionInfo struct {
 	Count     int       // calls claimed so far, this one included
 	ExpiresAt time.Time // the idle deadline or the maximum lifetime, the earlier
@@ -145,43 +145,26 @@ type SessionInfo struct {
 	memory  int64         // its pod's memory limit, bytes
 }
 
-// Create starts the session handle for owner: its pod, labelled with SessionKey(handle)
-// and the expiry, its state in annotations, ready and detached. so.Expires is the
-// maximum lifetime's end.
-func (s *SharedSessions) Create(ctx context.Context, handle, owner string, idle time.Duration, so launcher.SessionOptions) (SessionInfo, error) {
-	return s.create(ctx, handle, owner, idle, so, 0)
-}
-
-// create is Create for a session that has had count calls (a restart).
-func (s *SharedSessions) create(ctx context.Context, handle, owner string, idle time.Duration, so launcher.SessionOptions, count int) (SessionInfo, error) {
+// Create starts handle's session for owner: the claim names the labels (SessionKey) and
+// annotations (its state, claimed by its creation: no call, no sweep touches it while
+// its pod starts) of the pod to start, which is the record; Release, once the pod is
+// ready, starts its idle clock. rec gives the idle timeout, the maximum lifetime's end
+// and (after a restart) the call count.
+func (s *SessionStore) Create(ctx context.Context, handle, owner string, rec backend.SessionRecord) (backend.SessionClaim, error) {
 	now := s.now()
-	// While its pod starts, the session is claimed by its creation (no call, no sweep
-	// touches it); the release once it is ready starts its idle clock.
 	tok := make([]byte, 16)
 	if _, err := rand.Read(tok); err != nil {
-		return SessionInfo{}, fmt.Errorf("making a claim token: %w", err)
+		return backend.SessionClaim{}, fmt.Errorf("making a claim token: %w", err)
 	}
 	token := hex.EncodeToString(tok)
-	so.Labels = map[string]string{backend.LabelSessionKey: SessionKey(handle)}
-	so.Annotations = sessionAnnotations(handle, owner, idle, now.Add(idle), so.Expires)
-	so.Annotations[annBusyUntil] = ms(now.Add(s.b.opts.StartTimeout + claimMargin))
-	so.Annotations[annBusyBy] = token
-	so.Annotations[annCount] = strconv.Itoa(count)
-	sess, err := s.l.OpenAttached(ctx, so)
-	if err != nil {
-		return SessionInfo{}, err
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	exp, err := s.release(rctx, sess.ID(), token)
-	if err == nil && exp.IsZero() {
-		err = fmt.Errorf("starting the session: its pod %s went away", sess.ID())
-	}
-	if err != nil {
-		sess.Close()
-		return SessionInfo{}, err
-	}
-	return SessionInfo{ExpiresAt: exp}, nil
+	startBy := now.Add(s.b.opts.StartTimeout + claimMargin)
+	ann := sessionAnnotations(handle, owner, rec.Idle, now.Add(rec.Idle), rec.Expires)
+	ann[annBusyUntil] = ms(startBy)
+	ann[annBusyBy] = token
+	ann[annCount] = strconv.Itoa(rec.Count)
+	rec.IdleUntil, rec.Busy, rec.BusyUntil = now.Add(rec.Idle), true, startBy
+	return backend.SessionClaim{Handle: handle, Owner: owner, Token: token, Record: rec, StartBy: startBy,
+		Labels: map[string]string{backend.LabelSessionKey: SessionKey(handle)}, Annotations: ann}, nil
 }
 
 // sessionAnnotations is a new session's state: idle, nothing claimed.
@@ -201,7 +184,7 @@ func sessionAnnotations(handle, owner string, idle time.Duration, idleUntil, exp
 
 // find returns handle's pod, checked against the stored hashes (constant time).
 // Another identity's session is ErrSessionGone, as is none.
-func (s *SharedSessions) find(ctx context.Context, handle, owner string) (*corev1.Pod, error) {
+func (s *SessionStore) find(ctx context.Context, handle, owner string) (*corev1.Pod, error) {
 	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: backend.LabelSessionKey + "=" + SessionKey(handle)})
 	if err != nil {
@@ -266,7 +249,7 @@ const claimTries = 8
 
 // claim marks handle's session busy for one call of timeout, by an update conditioned on
 // the pod's resourceVersion. It returns the pod's name, the claim's token and the count.
-func (s *SharedSessions) claim(ctx context.Context, handle, owner string, timeout time.Duration) (string, string, SessionInfo, error) {
+func (s *SessionStore) claim(ctx context.Context, handle, owner string, timeout time.Duration) (string, string, SessionInfo, error) {
 	tok := make([]byte, 16)
 	if _, err := rand.Read(tok); err != nil {
 		return "", "", SessionInfo{}, fmt.Errorf("making a claim token: %w", err)
@@ -307,7 +290,7 @@ func (s *SharedSessions) claim(ctx context.Context, handle, owner string, timeou
 }
 
 // release ends the claim token on pod name and restarts the idle clock.
-func (s *SharedSessions) release(ctx context.Context, name, token string) (time.Time, error) {
+func (s *SessionStore) release(ctx context.Context, name, token string) (time.Time, error) {
 	pods := s.b.core.Pods(s.b.opts.Namespace)
 	for try := 0; try <= claimTries; try++ {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
@@ -336,64 +319,57 @@ func (s *SharedSessions) release(ctx context.Context, name, token string) (time.
 	return time.Time{}, fmt.Errorf("releasing session pod %s: conflicting updates %d times", name, claimTries+1)
 }
 
-// Exec runs job in handle's session for owner, on whichever replica this is. A second
-// call while one runs, on any replica, is backend.ErrSessionBusy; a handle with no open
-// session of owner's is ErrSessionGone.
-func (s *SharedSessions) Exec(ctx context.Context, handle, owner string, job launcher.Job) (launcher.Result, SessionInfo, error) {
-	timeout := job.Timeout
+// defaultClaimTimeout is a call's timeout for its claim when the call names none: the
+// longest a call may run.
+const defaultClaimTimeout = 300 * time.Second
+
+// Claim marks handle's session busy for one call of timeout, on whichever replica this
+// is. A second call while one runs, on any replica, is backend.ErrSessionBusy; a handle
+// with no open session of owner's is ErrSessionGone; a session that is due ends here.
+func (s *SessionStore) Claim(ctx context.Context, handle, owner string, timeout time.Duration) (backend.SessionClaim, error) {
 	if timeout <= 0 {
-		timeout = s.l.Options().DefaultTimeout
+		timeout = defaultClaimTimeout
 	}
 	name, token, info, err := s.claim(ctx, handle, owner, timeout)
 	if err != nil {
-		return launcher.Result{}, SessionInfo{}, err
+		return backend.SessionClaim{}, err
 	}
-	res, err := s.l.AttachSession(name).Exec(ctx, job)
-	if res.SessionState == launcher.SessionLost {
-		// The launcher removes the pod; the session starts again, empty, in a new one
-		// (as a session one server holds does), keeping its handle, owner, count and
-		// maximum lifetime.
-		exp, rerr := s.restart(ctx, handle, owner, name, info)
-		if rerr != nil {
-			s.log.Warn().Err(rerr).Str("pod", name).Msg("restarting a shared session after its interpreter was lost")
-			return res, info, err
-		}
-		info.ExpiresAt = exp
-		return res, info, err
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	exp, rerr := s.release(rctx, name, token)
-	if rerr != nil {
-		s.log.Warn().Err(rerr).Str("pod", name).Msg("releasing a shared session's call")
-	} else if !exp.IsZero() {
-		info.ExpiresAt = exp
-	}
-	return res, info, err
+	rec := backend.SessionRecord{Idle: info.idle, IdleUntil: info.ExpiresAt, Expires: info.expires, Count: info.Count}
+	return backend.SessionClaim{Handle: handle, Owner: owner, Token: token, Sandbox: name, Record: rec, Memory: info.memory}, nil
 }
 
-// restart replaces the lost pod old of handle's session by a new, empty one. It fails
-// (and the session ends, saying so to its owner) when the maximum lifetime is over or
-// the pod cannot start.
-func (s *SharedSessions) restart(ctx context.Context, handle, owner, old string, info SessionInfo) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.opts.StartTimeout+claimMargin)
-	defer cancel()
-	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{backend.LabelSessionKey: SessionKey(handle)},
-		Annotations: map[string]string{annOwner: hex.EncodeToString(ownerSum(handle, owner))}}}
-	if err := s.b.Remove(ctx, old); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		s.remember(gone, "ended: its interpreter was lost and its pod could not be removed")
-		return time.Time{}, fmt.Errorf("removing the lost pod %s: %w", old, err)
+// Release ends claim c on its pod and restarts the idle clock: it returns when the
+// session ends if no call comes, zero if it ended during the call.
+func (s *SessionStore) Release(ctx context.Context, c backend.SessionClaim) (time.Time, error) {
+	return s.release(ctx, c.Sandbox, c.Token)
+}
+
+// Restart is Create for c's session, whose interpreter was lost (and its pod with it):
+// a new, empty pod keeps its handle, owner, count and maximum lifetime. It fails (and
+// the session ends, saying so to its owner) when the maximum lifetime is over or the
+// old pod cannot be removed.
+func (s *SessionStore) Restart(ctx context.Context, c backend.SessionClaim) (backend.SessionClaim, error) {
+	if err := s.b.Remove(ctx, c.Sandbox); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		s.End(ctx, c, "ended: its interpreter was lost and its pod could not be removed")
+		return backend.SessionClaim{}, fmt.Errorf("removing the lost pod %s: %w", c.Sandbox, err)
 	}
-	if !s.now().Before(info.expires) {
-		s.remember(gone, "expired: it reached its maximum lifetime")
-		return time.Time{}, errors.New("past its maximum lifetime")
+	if !s.now().Before(c.Record.Expires) {
+		s.End(ctx, c, "expired: it reached its maximum lifetime")
+		return backend.SessionClaim{}, errors.New("past its maximum lifetime")
 	}
-	ni, err := s.create(ctx, handle, owner, info.idle, launcher.SessionOptions{Expires: info.expires, Memory: info.memory}, info.Count)
-	if err != nil {
-		s.remember(gone, "ended: its interpreter was lost and a new one could not start")
-		return time.Time{}, err
+	n, err := s.Create(ctx, c.Handle, c.Owner, backend.SessionRecord{Idle: c.Record.Idle, Expires: c.Record.Expires, Count: c.Record.Count})
+	n.Memory = c.Memory
+	return n, err
+}
+
+// End records why c's session ended (its pod is gone or never started), for its owner's
+// next call on this replica; "" records nothing.
+func (s *SessionStore) End(_ context.Context, c backend.SessionClaim, why string) {
+	if why == "" {
+		return
 	}
-	return ni.ExpiresAt, nil
+	s.remember(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{backend.LabelSessionKey: SessionKey(c.Handle)},
+		Annotations: map[string]string{annOwner: hex.EncodeToString(ownerSum(c.Handle, c.Owner))}}}, why)
 }
 
 // podMemory is p's sandbox container's memory limit in bytes, 0 if it has none (the
@@ -408,7 +384,7 @@ func podMemory(p *corev1.Pod) int64 {
 }
 
 // Close deletes handle's session pod for owner: true when it was open.
-func (s *SharedSessions) Close(ctx context.Context, handle, owner string) (bool, error) {
+func (s *SessionStore) Close(ctx context.Context, handle, owner string) (bool, error) {
 	p, err := s.find(ctx, handle, owner)
 	if errors.Is(err, ErrSessionGone) {
 		return false, nil
@@ -425,7 +401,7 @@ func (s *SharedSessions) Close(ctx context.Context, handle, owner string) (bool,
 
 // deleteIf deletes p unless it changed since it was read (a precondition on its
 // resourceVersion: a call that claimed it meanwhile wins).
-func (s *SharedSessions) deleteIf(ctx context.Context, p *corev1.Pod, why string) bool {
+func (s *SessionStore) deleteIf(ctx context.Context, p *corev1.Pod, why string) bool {
 	rv := p.ResourceVersion
 	err := s.b.core.Pods(s.b.opts.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr(int64(0)),
@@ -447,7 +423,7 @@ func (s *SharedSessions) deleteIf(ctx context.Context, p *corev1.Pod, why string
 // Sweep deletes every shared session pod of the namespace that is due, whoever made it:
 // past its maximum lifetime, idle past its idle deadline, claimed by a call whose claim
 // ran out (its replica went away), ended, or unreadable. It returns how many it deleted.
-func (s *SharedSessions) Sweep(ctx context.Context) (int, error) {
+func (s *SessionStore) Sweep(ctx context.Context) (int, error) {
 	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
 	if err != nil {
 		return 0, fmt.Errorf("listing shared sessions: %w", s.b.classify(err))
@@ -474,7 +450,7 @@ func (s *SharedSessions) Sweep(ctx context.Context) (int, error) {
 // are owner's (not those being deleted): for --max-sessions and
 // --max-sessions-per-identity, which on Kubernetes bound every replica's sessions
 // together.
-func (s *SharedSessions) Count(ctx context.Context, owner string) (all, owned int, err error) {
+func (s *SessionStore) Count(ctx context.Context, owner string) (all, owned int, err error) {
 	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
 	if err != nil {
 		return 0, 0, fmt.Errorf("counting shared sessions: %w", s.b.classify(err))
@@ -494,7 +470,7 @@ func (s *SharedSessions) Count(ctx context.Context, owner string) (all, owned in
 }
 
 // RunSweeper sweeps every interval until ctx ends.
-func (s *SharedSessions) RunSweeper(ctx context.Context, every time.Duration) {
+func (s *SessionStore) RunSweeper(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

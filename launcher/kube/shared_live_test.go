@@ -40,8 +40,69 @@ func sharedPods(t *testing.T, admin clients, handle string) []string {
 	return out
 }
 
+// replica drives a SessionStore with its launcher as a server does (mcpserver's
+// sessions.go: create, start, release; claim, call, release or restart), so that the
+// live tests below exercise the store's pods and claims with real sandboxes.
+type replica struct {
+	*SessionStore
+	l *launcher.Launcher
+}
+
+// Create starts handle's session for owner, idle for idle, ending at so.Expires.
+func (r replica) Create(ctx context.Context, handle, owner string, idle time.Duration, so launcher.SessionOptions) (SessionInfo, error) {
+	c, err := r.SessionStore.Create(ctx, handle, owner, backend.SessionRecord{Idle: idle, Expires: so.Expires})
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	exp, err := r.start(ctx, c, so)
+	return SessionInfo{ExpiresAt: exp}, err
+}
+
+func (r replica) start(ctx context.Context, c backend.SessionClaim, so launcher.SessionOptions) (time.Time, error) {
+	so.Labels, so.Annotations = c.Labels, c.Annotations
+	a, err := r.l.OpenAttached(ctx, so)
+	if err != nil {
+		return time.Time{}, err
+	}
+	c.Sandbox = a.ID()
+	exp, err := r.Release(context.WithoutCancel(ctx), c)
+	if err == nil && exp.IsZero() {
+		err = errors.New("the session's pod went away")
+	}
+	if err != nil {
+		a.Close()
+	}
+	return exp, err
+}
+
+// Exec runs job in handle's session for owner.
+func (r replica) Exec(ctx context.Context, handle, owner string, job launcher.Job) (launcher.Result, SessionInfo, error) {
+	c, err := r.Claim(ctx, handle, owner, job.Timeout)
+	if err != nil {
+		return launcher.Result{}, SessionInfo{}, err
+	}
+	info := SessionInfo{Count: c.Record.Count, ExpiresAt: c.Record.ExpiresAt()}
+	res, err := r.l.AttachSession(c.Sandbox).Exec(ctx, job)
+	var exp time.Time
+	if res.SessionState == launcher.SessionLost {
+		n, rerr := r.Restart(context.WithoutCancel(ctx), c)
+		if rerr == nil {
+			exp, rerr = r.start(context.WithoutCancel(ctx), n, launcher.SessionOptions{Expires: n.Record.Expires, Memory: n.Memory})
+		}
+		if rerr != nil {
+			r.End(ctx, n, "ended: its interpreter was lost and a new one could not start")
+		}
+	} else {
+		exp, _ = r.Release(context.WithoutCancel(ctx), c)
+	}
+	if !exp.IsZero() {
+		info.ExpiresAt = exp
+	}
+	return res, info, err
+}
+
 // TestLiveSharedSession: two replicas (two launchers of different instances, each with
-// its SharedSessions, as the server's ServiceAccount, on one namespace) serve one session
+// its SessionStore, as the server's ServiceAccount, on one namespace) serve one session
 // alternately: x = 41 on A, print(x + 1) on B; a call on A makes a concurrent one on B
 // busy (the claim's compare-and-swap); another identity is refused on both, with the
 // answer of a handle that does not exist; close on B, then A finds no session; B's
@@ -63,7 +124,7 @@ func liveSharedSession(t *testing.T, kopts Options, opts launcher.Options) {
 	la, ba, admin := testLauncherWith(t, kopts, oa)
 	lb, bb, _ := testLauncherWith(t, kopts, ob)
 	log := zerolog.New(zerolog.NewTestWriter(t))
-	A, B := NewSharedSessions(la, ba, log), NewSharedSessions(lb, bb, log)
+	A, B := replica{NewSessionStore(ba, log), la}, replica{NewSessionStore(bb, log), lb}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	handle, owner := testHandle(), "oauth https://issuer.example alice"
@@ -93,7 +154,7 @@ func liveSharedSession(t *testing.T, kopts Options, opts launcher.Options) {
 		}
 	}
 
-	run := func(s *SharedSessions, who, code string, timeout time.Duration) (launcher.Result, SessionInfo) {
+	run := func(s replica, who, code string, timeout time.Duration) (launcher.Result, SessionInfo) {
 		t.Helper()
 		t0 := time.Now()
 		res, info, err := s.Exec(ctx, handle, owner, launcher.Job{Code: code, Timeout: timeout})
@@ -175,7 +236,7 @@ func liveSharedSession(t *testing.T, kopts Options, opts launcher.Options) {
 	}
 
 	// Another identity: the answer of a handle that never existed, on both.
-	for _, s := range []*SharedSessions{A, B} {
+	for _, s := range []replica{A, B} {
 		if _, _, err := s.Exec(ctx, handle, "oauth https://issuer.example mallory", launcher.Job{Code: "print(x)"}); !errors.Is(err, ErrSessionGone) {
 			t.Errorf("another identity: got %v, want ErrSessionGone", err)
 		}

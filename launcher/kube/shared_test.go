@@ -78,9 +78,9 @@ type fakeReplicas struct {
 	now time.Time
 }
 
-func (f *fakeReplicas) replica() *SharedSessions {
+func (f *fakeReplicas) replica() *SessionStore {
 	b := &Backend{cfg: &rest.Config{Host: "https://fake"}, core: f.cs.CoreV1(), opts: Options{Namespace: "ns"}.withDefaults(), log: zerolog.Nop()}
-	return &SharedSessions{b: b, log: zerolog.Nop(), now: func() time.Time { return f.now }}
+	return &SessionStore{b: b, log: zerolog.Nop(), now: func() time.Time { return f.now }}
 }
 
 // add makes handle's pod as Create would, idle for idle, and returns its name.
