@@ -28,17 +28,6 @@ type stack struct {
 	session string
 }
 
-// benchSessions adapts the launcher to mcpserver.SessionBackend, as cmd/mcp-exec does.
-type benchSessions struct{ l *launcher.Launcher }
-
-func (b benchSessions) OpenSession(ctx context.Context, o launcher.SessionOptions) (mcpserver.SessionConn, error) {
-	s, err := b.l.OpenSession(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // openSession creates a session through session_create; the calls that follow run in it.
 func (s *stack) openSession(ctx context.Context) error {
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "session_create", Arguments: map[string]any{}})
@@ -93,7 +82,7 @@ func newStackUpstreams(ctx context.Context, cli *client.Client, image, runtime s
 	st, ct := mcp.NewInMemoryTransports()
 	o := mcpserver.Options{Name: "mcp-exec-bench", Upstreams: ups}
 	if ups == nil { // no sessions in code mode
-		o.Sessions = mcpserver.SessionOptions{Backend: benchSessions{l}, Max: 2, Memory: sessionMemory}
+		o.Sessions = mcpserver.SessionOptions{Backend: mcpserver.LauncherSessions{L: l}, Max: 2, Memory: sessionMemory}
 	}
 	s.ss, err = mcpserver.New(l, o).Connect(ctx, st, nil)
 	if err != nil {
