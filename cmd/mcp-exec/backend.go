@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/kube"
@@ -25,7 +26,7 @@ type sandboxBackend struct {
 }
 
 // openBackend connects to the configured backend without contacting it.
-func openBackend(cfg Config, log zerolog.Logger) (*sandboxBackend, error) {
+func openBackend(cfg config.Config, log zerolog.Logger) (*sandboxBackend, error) {
 	if cfg.Backend == "kubernetes" {
 		return openKube(cfg, log)
 	}
@@ -47,7 +48,7 @@ func openBackend(cfg Config, log zerolog.Logger) (*sandboxBackend, error) {
 
 // openKube makes the Kubernetes backend: in a pod with its ServiceAccount, else from a
 // kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) and --kube-context.
-func openKube(cfg Config, log zerolog.Logger) (*sandboxBackend, error) {
+func openKube(cfg config.Config, log zerolog.Logger) (*sandboxBackend, error) {
 	rc, podNS, err := kube.ClientConfig(cfg.Kubeconfig, cfg.KubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
@@ -111,7 +112,7 @@ func ociSeccompProfile(gvisor bool) (string, error) {
 // activeDeadline is the sandbox pods' activeDeadlineSeconds: an hour more than the
 // longest exec, and with sessions on, more than a session's maximum lifetime and the
 // longest exec together (a session pod lives that long).
-func activeDeadline(cfg Config) time.Duration {
+func activeDeadline(cfg config.Config) time.Duration {
 	d := cfg.MaxTimeout + time.Hour
 	if cfg.MaxSessions > 0 {
 		d = max(d, cfg.SessionMaxLifetime+cfg.MaxTimeout+time.Minute)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
 
@@ -23,7 +24,7 @@ import (
 // 64 KiB more hold the JSON-RPC envelope and the other arguments. With the defaults
 // (1 MiB code, 1 MiB stdin, 32 files, 16 MiB of files) it is 35,216,856 bytes
 // (33.6 MiB).
-func requestLimit(cfg Config) int64 {
+func requestLimit(cfg config.Config) int64 {
 	const perFile = 4 + 6*mcpserver.MaxFileNameBytes + 64 // padding, escaped name, framing
 	files := (cfg.MaxFilesBytes+2)/3*4 + int64(cfg.MaxFiles)*perFile
 	return 6*(cfg.MaxCodeBytes+cfg.MaxStdinBytes) + files + 64<<10
@@ -89,7 +90,7 @@ type httpLimits struct {
 	bodyTimeout time.Duration // to read a whole body, from the first byte asked for
 }
 
-func newHTTPLimits(cfg Config) httpLimits {
+func newHTTPLimits(cfg config.Config) httpLimits {
 	limit := requestLimit(cfg)
 	return httpLimits{
 		max:         limit,
@@ -130,7 +131,7 @@ func limitBody(lim httpLimits, next http.Handler) http.Handler {
 			defer func() { <-lim.slots }()
 		default:
 			busy(w, fmt.Sprintf("too many requests in flight (at most %d, %s); try again shortly",
-				cap(lim.slots), cfgName("http-max-requests")))
+				cap(lim.slots), config.Name("http-max-requests")))
 			return
 		}
 		if r.Body == nil || r.Body == http.NoBody {
@@ -219,6 +220,6 @@ func (w *timedWriter) refuse() {
 	w.once.Do(func() {
 		w.ResponseWriter.Header().Set("Connection", "close")
 		http.Error(w.ResponseWriter, fmt.Sprintf("request body not received within %s s (%s)",
-			cfgFormatSeconds(w.timeout), cfgName("http-body-timeout-s")), http.StatusRequestTimeout)
+			config.FormatSeconds(w.timeout), config.Name("http-body-timeout-s")), http.StatusRequestTimeout)
 	})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 	"github.com/mcp-exec/mcp-exec/mcpserver/httpauth"
 )
@@ -30,12 +31,12 @@ import (
 // escape; file names of '<', escaped likewise; every file at its cap in base64) and
 // checks that it fits the limit, for the defaults and for other limits.
 func TestRequestLimitFitsLargestCall(t *testing.T) {
-	def := cfgDefaults()
+	def := config.Defaults()
 	small := def
 	small.MaxCodeBytes, small.MaxStdinBytes, small.MaxFiles, small.MaxFileBytes, small.MaxFilesBytes = 1000, 10, 3, 7, 20
 	big := def
 	big.MaxCodeBytes, big.MaxStdinBytes = 4<<20, 0
-	for _, cfg := range []Config{def, small, big} {
+	for _, cfg := range []config.Config{def, small, big} {
 		body := largestCall(t, cfg)
 		if got, limit := int64(len(body)), requestLimit(cfg); got > limit {
 			t.Errorf("largest legal call for code %d, stdin %d, files %d×%d (%d together) is %d bytes, over the limit %d",
@@ -47,7 +48,7 @@ func TestRequestLimitFitsLargestCall(t *testing.T) {
 	}
 }
 
-func largestCall(t *testing.T, cfg Config) []byte {
+func largestCall(t *testing.T, cfg config.Config) []byte {
 	t.Helper()
 	type file struct {
 		Name     string `json:"name"`
@@ -226,7 +227,7 @@ func TestLargeBodiesLive(t *testing.T) {
 	bin := e2eBuild(t)
 	token := e2eRandom()
 	s := e2eServe(t, bin, e2eEnv(), "http", "test-bodies", token)
-	limit := requestLimit(cfgDefaults())
+	limit := requestLimit(config.Defaults())
 	pid := s.cmd.Process.Pid
 	t.Logf("request limit %d bytes; peak RSS after start %d KiB", limit, vmKiB(t, pid, "VmHWM"))
 

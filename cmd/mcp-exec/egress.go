@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
@@ -18,25 +19,6 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/owner"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
-
-// cfgEgressProfiles checks --egress-profiles: the file parses and vets (no IP
-// literal, no special name, no wildcard over a public suffix), and the backend can
-// give a sandbox its channel. Kubernetes and the process backend are refused in this
-// version: see docs/egress.md. Whether the runtime lets the
-// channel through (gVisor needs runsc's --host-uds=open) is checked at start-up with a
-// sandbox (checkEgress).
-func cfgEgressProfiles(c Config) string {
-	if c.EgressProfiles == "" {
-		return ""
-	}
-	if _, err := egress.LoadProfiles(c.EgressProfiles); err != nil {
-		return err.Error()
-	}
-	if c.Backend != "docker" && c.Backend != "kubernetes" {
-		return fmt.Sprintf("needs --backend docker (Docker or Podman) or kubernetes, got %q: the %s backend cannot give a sandbox a channel of its own to the proxy", c.Backend, c.Backend)
-	}
-	return ""
-}
 
 // inContainer reports whether this process runs in a Docker or Podman container.
 var inContainer = func() bool {
@@ -53,37 +35,37 @@ var inContainer = func() bool {
 // own host: so the engine must be local (a unix socket), and a server in a container
 // must be told a directory that is the same path in the container and on the host.
 // self (launcher.Options.Owner) keeps a live server of the same instance's channels.
-func newEgress(cfg Config, engineHost string, self owner.ID, log zerolog.Logger) (*proxy.Server, error) {
+func newEgress(cfg config.Config, engineHost string, self owner.ID, log zerolog.Logger) (*proxy.Server, error) {
 	if cfg.EgressProfiles == "" {
 		return nil, nil
 	}
 	ps, err := egress.LoadProfiles(cfg.EgressProfiles)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfgName("egress-profiles"), err)
+		return nil, fmt.Errorf("%s: %w", config.Name("egress-profiles"), err)
 	}
 	if cfg.Backend == "kubernetes" {
 		// No socket: the backend carries each pod's connections over port-forward
 		// streams to its channel (launcher/kube, egress.go).
 		srv, err := proxy.New(ps, "", cfg.Instance, self, log.With().Str("component", "egress").Logger())
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfgName("egress-profiles"), err)
+			return nil, fmt.Errorf("%s: %w", config.Name("egress-profiles"), err)
 		}
 		log.Info().Strs("profiles", ps.Names()).Msg("egress profiles loaded (channels over port-forward streams)")
 		return srv, nil
 	}
 	if engineHost != "" && !strings.HasPrefix(engineHost, "unix://") {
-		return nil, fmt.Errorf("%s: the engine at %s is not on this machine, and a sandbox's channel is a Unix socket of this machine bind-mounted by the engine: egress profiles need a local engine (unix://)", cfgName("egress-profiles"), engineHost)
+		return nil, fmt.Errorf("%s: the engine at %s is not on this machine, and a sandbox's channel is a Unix socket of this machine bind-mounted by the engine: egress profiles need a local engine (unix://)", config.Name("egress-profiles"), engineHost)
 	}
 	dir := cfg.EgressDir
 	if dir == "" {
 		if inContainer() {
-			return nil, errors.New(cfgName("egress-profiles") + ": the server runs in a container, and the engine bind-mounts a sandbox's channel from a path on its own host: set " + cfgName("egress-dir") + " to a directory mounted at the same path in this container and on the host (docs/egress.md)")
+			return nil, errors.New(config.Name("egress-profiles") + ": the server runs in a container, and the engine bind-mounts a sandbox's channel from a path on its own host: set " + config.Name("egress-dir") + " to a directory mounted at the same path in this container and on the host (docs/egress.md)")
 		}
 		dir = filepath.Join(os.TempDir(), "mcp-exec-egress-"+cfg.Instance)
 	}
 	srv, err := proxy.New(ps, dir, cfg.Instance, self, log.With().Str("component", "egress").Logger())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfgName("egress-dir"), err)
+		return nil, fmt.Errorf("%s: %w", config.Name("egress-dir"), err)
 	}
 	log.Info().Strs("profiles", ps.Names()).Str("dir", dir).Msg("egress profiles loaded")
 	return srv, nil
@@ -92,7 +74,7 @@ func newEgress(cfg Config, engineHost string, self owner.ID, log zerolog.Logger)
 // checkEgress runs the launcher's start-up check of the egress channel (a sandbox
 // connects to a socket of the server's), when profiles are configured; its error
 // names the setting and, under gVisor, the runtime flag it lacks.
-func checkEgress(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) error {
+func checkEgress(ctx context.Context, cfg config.Config, l *launcher.Launcher, log zerolog.Logger) error {
 	if l.Options().Egress == nil {
 		return nil
 	}
@@ -105,11 +87,11 @@ func checkEgress(ctx context.Context, cfg Config, l *launcher.Launcher, log zero
 		log.Info().Int64("duration_ms", time.Since(t0).Milliseconds()).Msg("egress channel checked: a sandbox reaches it")
 		return nil
 	}
-	hint := "run without " + cfgName("egress-profiles")
+	hint := "run without " + config.Name("egress-profiles")
 	if backend.GVisor(cfg.Runtime) {
-		hint = "name it in " + cfgName("runtime") + ", or " + hint
+		hint = "name it in " + config.Name("runtime") + ", or " + hint
 	}
-	return fmt.Errorf("%s: %w; %s (docs/egress.md)", cfgName("egress-profiles"), err, hint)
+	return fmt.Errorf("%s: %w; %s (docs/egress.md)", config.Name("egress-profiles"), err, hint)
 }
 
 // egressTool describes the profiles of srv for exec's schema; nil without any.

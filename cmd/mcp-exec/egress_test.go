@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
@@ -20,56 +21,11 @@ func writeProfiles(t *testing.T, body string) string {
 	return p
 }
 
-// TestEgressConfig: a profiles file is vetted at start-up, and the backends that
-// cannot give a sandbox a channel of its own are refused, each error naming the flag
-// and the variable.
-func TestEgressConfig(t *testing.T) {
-	good := writeProfiles(t, `{"profiles": {"deb": {"hosts": ["deb.debian.org"]}}}`)
-	tests := []struct {
-		name string
-		edit func(*Config)
-		want string // "" for no error
-	}{
-		{"good", func(c *Config) { c.EgressProfiles = good }, ""},
-		{"none", func(c *Config) {}, ""},
-		{"missing file", func(c *Config) { c.EgressProfiles = "/nonexistent/egress.json" }, "--egress-profiles (MCP_EXEC_EGRESS_PROFILES) reading egress profiles"},
-		{"ip literal", func(c *Config) {
-			c.EgressProfiles = writeProfiles(t, `{"profiles": {"x": {"hosts": ["10.0.0.1"]}}}`)
-		}, `--egress-profiles (MCP_EXEC_EGRESS_PROFILES) egress profiles`},
-		{"private name", func(c *Config) {
-			c.EgressProfiles = writeProfiles(t, `{"profiles": {"x": {"hosts": ["db.internal"]}}}`)
-		}, `profile "x": hosts[0] "db.internal"`},
-		{"wide wildcard", func(c *Config) {
-			c.EgressProfiles = writeProfiles(t, `{"profiles": {"x": {"hosts": ["*.co.uk"]}}}`)
-		}, "a wildcard over a public suffix"},
-		// Kubernetes: the backend carries each pod's connections (port-forward streams).
-		{"kubernetes", func(c *Config) { c.EgressProfiles, c.Backend = good, "kubernetes" }, ""},
-		{"process", func(c *Config) { c.EgressProfiles, c.Backend = good, "process" }, `--egress-profiles (MCP_EXEC_EGRESS_PROFILES) needs --backend docker (Docker or Podman) or kubernetes, got "process"`},
-		// gVisor is checked at start-up, with a sandbox (checkEgress): the runtime's
-		// flags are the engine's, not the server's.
-		{"gvisor", func(c *Config) { c.EgressProfiles, c.Runtime = good, "runsc" }, ""},
-		{"relative dir", func(c *Config) { c.EgressDir = "egress" }, `--egress-dir (MCP_EXEC_EGRESS_DIR) must be an absolute path, got "egress"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := cfgWantDefaults()
-			tt.edit(&c)
-			err := c.Validate()
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("Validate: %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("Validate: got %v, want an error containing %q", err, tt.want)
-			}
-		})
-	}
-}
-
 // TestNewEgress: the proxy starts only with profiles; a remote engine, and a server in
 // a container without --egress-dir, are refused with what to do.
 func TestNewEgress(t *testing.T) {
 	good := writeProfiles(t, `{"profiles": {"deb": {"hosts": ["deb.debian.org"]}, "org": {"hosts": ["example.org"], "ports": [443, 8443]}}}`)
-	c := cfgWantDefaults()
+	c := config.Defaults()
 	if srv, err := newEgress(c, "unix:///var/run/docker.sock", owner.ID{}, zerolog.Nop()); srv != nil || err != nil {
 		t.Fatalf("no profiles: got %v, %v", srv, err)
 	}

@@ -34,14 +34,14 @@ func TestInsecureEngineRefused(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "")
 	var stderr bytes.Buffer
 	code := run(t.Context(), []string{"run", "--engine-host", host, "-"}, strings.NewReader("print(1)"),
-		&bytes.Buffer{}, &stderr, cfgEnv(map[string]string{"MCP_EXEC_LOG_FORMAT": "json"}))
+		&bytes.Buffer{}, &stderr, mapEnv(map[string]string{"MCP_EXEC_LOG_FORMAT": "json"}))
 	if code == 0 || !strings.Contains(stderr.String(), "refusing plain TCP") || !strings.Contains(stderr.String(), "MCP_EXEC_ALLOW_INSECURE_ENGINE") {
 		t.Fatalf("exit %d, stderr %q: want a refusal naming the override", code, stderr.String())
 	}
 
 	stderr.Reset()
 	code = run(t.Context(), []string{"run", "--engine-host", host, "-"}, strings.NewReader("print(1)"),
-		&bytes.Buffer{}, &stderr, cfgEnv(map[string]string{"MCP_EXEC_LOG_FORMAT": "json", "MCP_EXEC_ALLOW_INSECURE_ENGINE": "true"}))
+		&bytes.Buffer{}, &stderr, mapEnv(map[string]string{"MCP_EXEC_LOG_FORMAT": "json", "MCP_EXEC_ALLOW_INSECURE_ENGINE": "true"}))
 	out := stderr.String()
 	if code == 0 || !strings.Contains(out, `"level":"error"`) || !strings.Contains(out, "UNSAFE: engine connection to "+host+" is plain TCP") {
 		t.Fatalf("exit %d, stderr %q: want the UNSAFE error logged, then a connection failure", code, out)

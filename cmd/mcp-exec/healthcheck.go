@@ -7,13 +7,15 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 )
 
 // healthcheck is `mcp-exec healthcheck`, for compose healthchecks and for stdio
 // deployments: with http or sse it asks the local server's /readyz; with stdio, where
 // there is no server to ask, it checks the engine and the image itself. It never
 // touches containers.
-func healthcheck(ctx context.Context, cfg Config, stderr io.Writer) int {
+func healthcheck(ctx context.Context, cfg config.Config, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if cfg.Transport == "stdio" && cfg.Backend == "process" {

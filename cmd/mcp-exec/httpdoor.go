@@ -11,13 +11,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/mcpserver/httpauth"
 )
 
 // newGuard builds the HTTP door from the configuration: nil (open) when
 // neither a token nor an OAuth issuer is set. With an issuer it fetches the
 // issuer's keys now, so a wrong issuer stops the start.
-func newGuard(ctx context.Context, cfg Config, log zerolog.Logger) (*httpauth.Guard, error) {
+func newGuard(ctx context.Context, cfg config.Config, log zerolog.Logger) (*httpauth.Guard, error) {
 	o := httpauth.Options{Token: cfg.AuthToken.Reveal(), TokenSHA256: cfg.TokenSum(), Logger: log}
 	if cfg.OAuthIssuer != "" {
 		o.OAuth = &httpauth.OAuthOptions{
@@ -30,7 +31,7 @@ func newGuard(ctx context.Context, cfg Config, log zerolog.Logger) (*httpauth.Gu
 	}
 	g, err := httpauth.New(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfgName("oauth-issuer"), err)
+		return nil, fmt.Errorf("%s: %w", config.Name("oauth-issuer"), err)
 	}
 	return g, nil
 }
@@ -39,17 +40,17 @@ func newGuard(ctx context.Context, cfg Config, log zerolog.Logger) (*httpauth.Gu
 // exec is the most privileged tool an agent can hold, and such a server gives it to
 // whoever reaches the port. --insecure-no-auth lets it through, logged as an error.
 // stdio has no door, and a token or OAuth closes it.
-func checkOpenDoor(cfg Config, log zerolog.Logger) error {
+func checkOpenDoor(cfg config.Config, log zerolog.Logger) error {
 	if cfg.Transport == "stdio" || cfg.AuthOn() || loopbackAddr(cfg.Addr) {
 		return nil
 	}
 	if cfg.InsecureNoAuth {
-		log.Error().Str("addr", cfg.Addr).Msgf("UNSAFE: serving beyond loopback WITHOUT authentication (%s): anyone who reaches this port can run code", cfgName("insecure-no-auth"))
+		log.Error().Str("addr", cfg.Addr).Msgf("UNSAFE: serving beyond loopback WITHOUT authentication (%s): anyone who reaches this port can run code", config.Name("insecure-no-auth"))
 		return nil
 	}
 	return fmt.Errorf("refusing to serve %s on %s without authentication: that is beyond loopback, and anyone who reaches it could run code; "+
 		"set a token (%s, %s or %s) or OAuth (%s), or listen on loopback (127.0.0.1:PORT); to serve it open anyway, at your own risk, set %s",
-		cfg.Transport, cfg.Addr, cfgAuthTokenEnv, cfgName("auth-token-file"), cfgName("auth-token-sha256"), cfgName("oauth-issuer"), cfgName("insecure-no-auth"))
+		cfg.Transport, cfg.Addr, config.AuthTokenEnv, config.Name("auth-token-file"), config.Name("auth-token-sha256"), config.Name("oauth-issuer"), config.Name("insecure-no-auth"))
 }
 
 // loopbackAddr reports whether a listen address (host:port) binds loopback only: a

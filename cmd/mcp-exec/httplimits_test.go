@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 )
 
 func testLimits(max int64, requests int, bodyTimeout time.Duration) httpLimits {
@@ -158,7 +160,7 @@ func TestSlowBodiesLive(t *testing.T) {
 	env := e2eEnv("MCP_EXEC_MAX_CODE_BYTES=512k", fmt.Sprintf("MCP_EXEC_HTTP_MAX_REQUESTS=%d", maxReqs),
 		fmt.Sprintf("MCP_EXEC_HTTP_BODY_TIMEOUT_S=%d", timeoutS))
 	s := e2eServe(t, bin, env, "http", "test-slow-bodies", token)
-	cfg := cfgDefaults()
+	cfg := config.Defaults()
 	cfg.MaxCodeBytes = 512 << 10
 	soft := memoryLimit(requestLimit(cfg))
 	pid := s.cmd.Process.Pid

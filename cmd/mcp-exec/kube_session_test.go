@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"maps"
 	"net/http"
 	"os"
@@ -264,7 +265,7 @@ func TestKubeSessionInvariants(t *testing.T) {
 	if p := os.Getenv("MCP_EXEC_KUBE_SECCOMP_PROFILE"); p != "" {
 		env["MCP_EXEC_KUBE_SECCOMP_PROFILE"] = p
 	}
-	cfg, err := cfgLoad(nil, env)
+	cfg, err := loadConfig(flag.NewFlagSet("mcp-exec", flag.ContinueOnError), nil, mapEnv(env))
 	if err != nil {
 		t.Fatal(err)
 	}

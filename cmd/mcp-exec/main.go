@@ -4,6 +4,8 @@
 // launcher, server and signals together.
 package main
 
+//go:generate go test ./internal/config -run ^TestConfigDocCurrent$ -update-config-doc
+
 import (
 	"context"
 	"errors"
@@ -22,6 +24,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/nodump"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
@@ -66,7 +69,7 @@ type cmdEnv struct {
 	ctx            context.Context
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	cfg            Config
+	cfg            config.Config
 	log            zerolog.Logger
 	args           []string
 	jsonOut        bool // run --json
@@ -121,7 +124,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if cmd.noToken {
 		env := getenv
 		getenv = func(k string) string {
-			if k == cfgAuthTokenEnv || k == "MCP_EXEC_AUTH_TOKEN_FILE" {
+			if k == config.AuthTokenEnv || k == "MCP_EXEC_AUTH_TOKEN_FILE" {
 				return ""
 			}
 			return env(k)
@@ -132,7 +135,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if cmd.flags != nil {
 		cmd.flags(fs, e)
 	}
-	cfg, err := Load(fs, args, getenv)
+	cfg, err := loadConfig(fs, args, getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -142,6 +145,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	e.cfg, e.log, e.args = cfg, newLogger(cfg, stderr), fs.Args()
 	return cmd.run(e)
+}
+
+// loadConfig is config.Load with mcp-exec's help text: the synopsis and the
+// subcommands, then the settings.
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (config.Config, error) {
+	fs.Usage = func() { usage(fs, fs.Output()) }
+	return config.Load(fs, args, getenv)
+}
+
+// usage writes the help text: the synopsis and the subcommands, then every flag
+// (config.Usage).
+func usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintln(w, "Usage: mcp-exec [serve|run|selftest|healthcheck|version] [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Subcommands:")
+	for _, c := range subcommands {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.help)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	config.Usage(fs, w)
 }
 
 // oneOff gives a one-off command (run, selftest) an instance name of its own, so that
@@ -218,7 +242,7 @@ func serveCmd(e *cmdEnv) int {
 	return 0
 }
 
-func newLogger(cfg Config, w io.Writer) zerolog.Logger {
+func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
 	level, err := zerolog.ParseLevel(cfg.LogLevel)
 	if err != nil {
 		level = zerolog.InfoLevel
@@ -234,7 +258,7 @@ func newLogger(cfg Config, w io.Writer) zerolog.Logger {
 
 // newLauncher connects to the engine, checks it and the image, and removes sandboxes
 // an earlier run of this instance left behind. Its errors say what to do.
-func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics, reap bool) (*launcher.Launcher, func(), error) {
+func newLauncher(ctx context.Context, cfg config.Config, log zerolog.Logger, m *metrics, reap bool) (*launcher.Launcher, func(), error) {
 	if cfg.Backend == "process" {
 		return newProcessLauncher(ctx, cfg, log, m, reap)
 	}
@@ -292,7 +316,7 @@ func newLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics
 // startLauncher makes the launcher over be and checks the backend and the image
 // within ctx. Its cleanup closes the launcher, then be (closeBackend), within
 // ShutdownGrace; on an error both are closed already.
-func startLauncher(ctx context.Context, cfg Config, be launcher.Backend, opts launcher.Options, m *metrics, log zerolog.Logger, closeBackend func(context.Context)) (*launcher.Launcher, func(), error) {
+func startLauncher(ctx context.Context, cfg config.Config, be launcher.Backend, opts launcher.Options, m *metrics, log zerolog.Logger, closeBackend func(context.Context)) (*launcher.Launcher, func(), error) {
 	l, err := launcher.New(be, opts)
 	if err != nil {
 		closeBackend(context.Background())
@@ -316,7 +340,7 @@ func startLauncher(ctx context.Context, cfg Config, be launcher.Backend, opts la
 
 // launcherOptions are the launcher's options every backend takes from the
 // configuration; a backend's own (runtime, engine wait) are set by its caller.
-func launcherOptions(cfg Config, image string, m *metrics, log zerolog.Logger) launcher.Options {
+func launcherOptions(cfg config.Config, image string, m *metrics, log zerolog.Logger) launcher.Options {
 	return launcher.Options{
 		Image:          image,
 		Python:         cfg.Python,
@@ -332,7 +356,7 @@ func launcherOptions(cfg Config, image string, m *metrics, log zerolog.Logger) l
 		MaxConcurrent:  cfg.MaxConcurrent,
 		MaxQueue:       cfg.MaxQueue,
 		PoolSize:       cfg.PoolSize,
-		Preload:        splitList(cfg.Preload),
+		Preload:        config.SplitList(cfg.Preload),
 		Metrics:        m,
 		Logger:         log,
 	}
@@ -344,14 +368,14 @@ func launcherOptions(cfg Config, image string, m *metrics, log zerolog.Logger) l
 // pod's name) and the zero value keeps that rule; so it does where /proc cannot be
 // read, with a warning, since a second server of the same instance would then lose
 // its sandboxes to this one's start.
-func serverOwner(cfg Config, log zerolog.Logger) owner.ID {
+func serverOwner(cfg config.Config, log zerolog.Logger) owner.ID {
 	if cfg.Backend != "docker" {
 		return owner.ID{}
 	}
 	host, _ := os.Hostname()
 	o, err := owner.Proc{}.Self(host)
 	if err != nil {
-		log.Warn().Err(err).Msg("this server cannot name itself as its sandboxes' owner: its start will remove every sandbox of its instance, a live server's too; give each server its own " + cfgName("instance"))
+		log.Warn().Err(err).Msg("this server cannot name itself as its sandboxes' owner: its start will remove every sandbox of its instance, a live server's too; give each server its own " + config.Name("instance"))
 		return owner.ID{}
 	}
 	return o
@@ -360,7 +384,7 @@ func serverOwner(cfg Config, log zerolog.Logger) owner.ID {
 // sessionPool is the launcher's session pool: on the docker backend only (Kubernetes
 // sessions start their pod cold), none without sessions, and never larger than
 // --max-sessions. A one-off command (run, selftest) opens no session and keeps none.
-func sessionPool(cfg Config) launcher.SessionPoolOptions {
+func sessionPool(cfg config.Config) launcher.SessionPoolOptions {
 	if cfg.Backend != "docker" || cfg.MaxSessions == 0 {
 		return launcher.SessionPoolOptions{}
 	}
@@ -373,7 +397,7 @@ func sessionPool(cfg Config) launcher.SessionPoolOptions {
 
 // engineClient connects to the configured engine (engine.NewClientWith), logging
 // an insecure connection that --allow-insecure-engine let through as an error.
-func engineClient(cfg Config, log zerolog.Logger) (*client.Client, error) {
+func engineClient(cfg config.Config, log zerolog.Logger) (*client.Client, error) {
 	return engine.NewClientWith(cfg.EngineHost, engine.ConnOptions{
 		AllowInsecure: cfg.AllowInsecureEngine,
 		Warn:          func(msg string) { log.Error().Msg(msg) },
@@ -382,7 +406,7 @@ func engineClient(cfg Config, log zerolog.Logger) (*client.Client, error) {
 
 // checkEngine is Launcher.Check on a backend of its own: the engine answers and the
 // image is present.
-func checkEngine(ctx context.Context, cfg Config) error {
+func checkEngine(ctx context.Context, cfg config.Config) error {
 	be, err := openBackend(cfg, zerolog.Nop())
 	if err != nil {
 		return err
@@ -395,16 +419,9 @@ func checkEngine(ctx context.Context, cfg Config) error {
 	return l.Check(ctx)
 }
 
-func splitList(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, ",")
-}
-
 // verifyLimits runs one sandbox that reports the limits it actually gets, and refuses
 // to serve when the engine ignores one, unless the operator overrode that loudly.
-func verifyLimits(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) error {
+func verifyLimits(ctx context.Context, cfg config.Config, l *launcher.Launcher, log zerolog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	err := l.VerifyLimits(ctx)

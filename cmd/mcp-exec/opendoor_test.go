@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 )
 
 // TestCheckOpenDoor: http/sse without a token or OAuth is refused beyond loopback,
@@ -20,26 +22,26 @@ import (
 func TestCheckOpenDoor(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		edit    func(*Config)
+		edit    func(*config.Config)
 		refused bool
 	}{
-		{"all interfaces", func(c *Config) { c.Addr = ":8080" }, true},
-		{"0.0.0.0", func(c *Config) { c.Addr = "0.0.0.0:8080" }, true},
-		{"[::]", func(c *Config) { c.Addr = "[::]:8080" }, true},
-		{"a LAN address", func(c *Config) { c.Addr = "192.168.1.5:8080" }, true},
-		{"a name", func(c *Config) { c.Addr = "mcp.example.com:8080" }, true},
-		{"sse", func(c *Config) { c.Transport, c.Addr = "sse", ":8080" }, true},
-		{"127.0.0.1", func(c *Config) { c.Addr = "127.0.0.1:8080" }, false},
-		{"127.0.0.0/8", func(c *Config) { c.Addr = "127.3.2.1:8080" }, false},
-		{"::1", func(c *Config) { c.Addr = "[::1]:8080" }, false},
-		{"localhost", func(c *Config) { c.Addr = "LocalHost:8080" }, false},
-		{"token", func(c *Config) { c.Addr, c.AuthToken = ":8080", Secret("t") }, false},
-		{"token digest", func(c *Config) { c.Addr, c.AuthTokenSHA256 = ":8080", strings.Repeat("a", 64) }, false},
-		{"oauth", func(c *Config) { c.Addr, c.OAuthIssuer = ":8080", "https://issuer.example.com" }, false},
-		{"stdio", func(c *Config) { c.Transport, c.Addr = "stdio", ":8080" }, false},
+		{"all interfaces", func(c *config.Config) { c.Addr = ":8080" }, true},
+		{"0.0.0.0", func(c *config.Config) { c.Addr = "0.0.0.0:8080" }, true},
+		{"[::]", func(c *config.Config) { c.Addr = "[::]:8080" }, true},
+		{"a LAN address", func(c *config.Config) { c.Addr = "192.168.1.5:8080" }, true},
+		{"a name", func(c *config.Config) { c.Addr = "mcp.example.com:8080" }, true},
+		{"sse", func(c *config.Config) { c.Transport, c.Addr = "sse", ":8080" }, true},
+		{"127.0.0.1", func(c *config.Config) { c.Addr = "127.0.0.1:8080" }, false},
+		{"127.0.0.0/8", func(c *config.Config) { c.Addr = "127.3.2.1:8080" }, false},
+		{"::1", func(c *config.Config) { c.Addr = "[::1]:8080" }, false},
+		{"localhost", func(c *config.Config) { c.Addr = "LocalHost:8080" }, false},
+		{"token", func(c *config.Config) { c.Addr, c.AuthToken = ":8080", config.Secret("t") }, false},
+		{"token digest", func(c *config.Config) { c.Addr, c.AuthTokenSHA256 = ":8080", strings.Repeat("a", 64) }, false},
+		{"oauth", func(c *config.Config) { c.Addr, c.OAuthIssuer = ":8080", "https://issuer.example.com" }, false},
+		{"stdio", func(c *config.Config) { c.Transport, c.Addr = "stdio", ":8080" }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := cfgDefaults()
+			cfg := config.Defaults()
 			cfg.Transport = "http"
 			tc.edit(&cfg)
 			err := checkOpenDoor(cfg, zerolog.Nop())

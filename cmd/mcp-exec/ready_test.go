@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/mcpserver/httpauth"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
@@ -105,7 +106,7 @@ func TestReadyzAndMetricsBehindTheDoor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := cfgDefaults()
+	cfg := config.Defaults()
 	cfg.Transport = "http"
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
 	ready := &readyCache{now: time.Now}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
@@ -15,7 +16,7 @@ import (
 // for people and scripts. The program's stdout and stderr go to ours; a summary line
 // goes to stderr; the exit status is the program's. With --json the tool's own
 // structured result (mcpserver.Structured, files listed) is printed on stdout instead.
-func runOnce(ctx context.Context, l *launcher.Launcher, cfg Config, args []string, jsonOut bool, stdin io.Reader, stdout, stderr io.Writer) int {
+func runOnce(ctx context.Context, l *launcher.Launcher, cfg config.Config, args []string, jsonOut bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "usage: mcp-exec run [flags] [--json] FILE|-")
 		return 2

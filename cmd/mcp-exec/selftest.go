@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/probe"
 )
@@ -23,7 +24,7 @@ import (
 // run through the configured engine, image and limits, one line per invariant and a
 // final "N passed, N failed". It exits non-zero on any failure, so a deployment can
 // prove itself (and fail closed) before it serves.
-func selftest(ctx context.Context, cfg Config, l *launcher.Launcher, stdout io.Writer) int {
+func selftest(ctx context.Context, cfg config.Config, l *launcher.Launcher, stdout io.Writer) int {
 	canaryName := "MCP_EXEC_SELFTEST_CANARY_" + strings.ToUpper(randomHex(4))
 	canaryValue := randomHex(16)
 	os.Setenv(canaryName, canaryValue)
@@ -236,7 +237,7 @@ var perExec = map[string]string{
 
 // scopeNote says, with the process backend, whether an invariant holds per exec or
 // only per container.
-func scopeNote(cfg Config, name string) string {
+func scopeNote(cfg config.Config, name string) string {
 	if cfg.Backend != "process" {
 		return ""
 	}

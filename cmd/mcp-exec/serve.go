@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/kube"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
@@ -22,7 +23,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
-func serve(ctx context.Context, cfg Config, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
+func serve(ctx context.Context, cfg config.Config, l *launcher.Launcher, m *metrics, log zerolog.Logger) error {
 	var ups mcpserver.Upstreams
 	if cfg.Upstreams != "" {
 		ucfg, err := upstream.Load(cfg.Upstreams)
@@ -101,7 +102,7 @@ var upstreams *upstream.Manager
 
 // serveStdio serves until the client closes stdin or a signal arrives. On a signal
 // the execs in flight get the grace period to finish before the session ends.
-func serveStdio(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, log zerolog.Logger) error {
+func serveStdio(ctx context.Context, cfg config.Config, srv *mcp.Server, l *launcher.Launcher, log zerolog.Logger) error {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	errc := make(chan error, 1)
@@ -127,7 +128,7 @@ func serveStdio(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.La
 
 // drain lets the execs in flight finish within the grace period, then kills the rest
 // and waits for their containers to be removed.
-func drain(cfg Config, l *launcher.Launcher, log zerolog.Logger) {
+func drain(cfg config.Config, l *launcher.Launcher, log zerolog.Logger) {
 	log.Info().Dur("grace", cfg.ShutdownGrace).Msg("shutting down: no new execs; waiting for those in flight")
 	gctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
@@ -136,7 +137,7 @@ func drain(cfg Config, l *launcher.Launcher, log zerolog.Logger) {
 	}
 }
 
-func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, ready *readyCache, log zerolog.Logger) error {
+func serveHTTP(ctx context.Context, cfg config.Config, srv *mcp.Server, l *launcher.Launcher, m *metrics, ready *readyCache, log zerolog.Logger) error {
 	guard, err := newGuard(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -159,7 +160,7 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 	// resolved).
 	if !cfg.AuthOn() && !cfg.InsecureNoAuth && !isLoopback(ln.Addr()) {
 		ln.Close()
-		return fmt.Errorf("refusing to serve on %s (%s) without authentication: it is beyond loopback (%s)", ln.Addr(), cfg.Addr, cfgName("insecure-no-auth"))
+		return fmt.Errorf("refusing to serve on %s (%s) without authentication: it is beyond loopback (%s)", ln.Addr(), cfg.Addr, config.Name("insecure-no-auth"))
 	}
 	hs := &http.Server{
 		Handler:           mux,
@@ -194,7 +195,7 @@ func serveHTTP(ctx context.Context, cfg Config, srv *mcp.Server, l *launcher.Lau
 // httpMux routes the MCP endpoint (behind guard, then the body limit) at the path it
 // returns, the OAuth metadata, /healthz, /readyz and, unless it has a listener of its
 // own (--metrics-addr), /metrics behind guard.
-func httpMux(cfg Config, srv *mcp.Server, guard *httpauth.Guard, lim httpLimits, m *metrics, ready *readyCache) (*http.ServeMux, string, error) {
+func httpMux(cfg config.Config, srv *mcp.Server, guard *httpauth.Guard, lim httpLimits, m *metrics, ready *readyCache) (*http.ServeMux, string, error) {
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	bodyLimit := lim.max
 	// Authentication first, so that a request without credentials is refused before
@@ -352,7 +353,7 @@ func isLoopback(a net.Addr) bool {
 // under the node's default runtime or the gVisor RuntimeClass. Not on the process
 // backend, which cannot keep one run's memory, stdin and files from the next
 // (docs/sessions.md): there the session tools are absent, and the log says why.
-func sessionOptions(ctx context.Context, cfg Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
+func sessionOptions(ctx context.Context, cfg config.Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.SessionOptions {
 	if cfg.MaxSessions == 0 {
 		return mcpserver.SessionOptions{}
 	}

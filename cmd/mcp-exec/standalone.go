@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/process"
-	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
 // scratchRoot is where the process backend's runs get their directories: the
@@ -25,7 +23,7 @@ const scratchRoot = "/tmp"
 // newProcessLauncher is newLauncher for the process backend (standalone mode): it
 // refuses to start unless the container is locked down, then runs each exec as a
 // child process. Its errors name the missing lock and the flag that provides it.
-func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *metrics, verify bool) (*launcher.Launcher, func(), error) {
+func newProcessLauncher(ctx context.Context, cfg config.Config, log zerolog.Logger, m *metrics, verify bool) (*launcher.Launcher, func(), error) {
 	if err := checkAlone(cfg); err != nil {
 		return nil, nil, err
 	}
@@ -42,7 +40,7 @@ func newProcessLauncher(ctx context.Context, cfg Config, log zerolog.Logger, m *
 		Scratch:      scratchRoot,
 		Network:      cfg.Transport != "stdio",
 		EgressDenied: cfg.EgressDenied,
-		Probes:       splitList(cfg.EgressProbes),
+		Probes:       config.SplitList(cfg.EgressProbes),
 		Python:       cfg.Python,
 		Pids:         cfg.Pids,
 	}
@@ -128,7 +126,7 @@ func networkNote(network bool) string {
 // could read it. A file on a writable tmpfs can be removed; a bind mount (a compose
 // secret) or a read-only mount (a Kubernetes secret volume) cannot: pass the token's
 // SHA-256 there, which gives programs nothing (MCP_EXEC_AUTH_TOKEN is refused in this
-// mode, Config.Validate).
+// mode, config.Config.Validate).
 func dropTokenFile(path string) error {
 	if path == "" {
 		return nil
@@ -137,7 +135,7 @@ func dropTokenFile(path string) error {
 	f, err := os.Open(path)
 	if err == nil {
 		f.Close()
-		return fmt.Errorf("refusing to start the process backend (standalone mode): the token file %s is still readable after start-up (removing it: %v), and programs run as the server's user: put it where the server can remove it (a writable tmpfs), or set %s to the token's SHA-256 instead, which gives programs nothing", path, rmErr, cfgName("auth-token-sha256"))
+		return fmt.Errorf("refusing to start the process backend (standalone mode): the token file %s is still readable after start-up (removing it: %v), and programs run as the server's user: put it where the server can remove it (a writable tmpfs), or set %s to the token's SHA-256 instead, which gives programs nothing", path, rmErr, config.Name("auth-token-sha256"))
 	}
 	if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("checking the token file %s: %w", path, err)
@@ -181,77 +179,19 @@ func ignoreSignals(context.Context, zerolog.Logger) {
 // pool or more than one run at a time (runs share one user, and nothing separates
 // them: one could open another's stdin through /proc/<pid>/fd/0 and inject or read
 // its code, or read its directory).
-func checkAlone(cfg Config) error {
+func checkAlone(cfg config.Config) error {
 	var errs []error
 	if pid := os.Getpid(); pid != 1 {
 		errs = append(errs, fmt.Errorf("the server is pid %d, not PID 1 of its PID namespace: programs could signal it, their leftovers would not come back to it, and it could not kill them all at once; run the image as the container's own process (docker run without --init; Kubernetes without shareProcessNamespace)", pid))
 	}
 	if cfg.PoolSize > 0 {
-		errs = append(errs, fmt.Errorf("%s is %d: a warm sandbox would wait for the next caller's code while another caller's program runs as the same user, which could open its stdin (/proc/<pid>/fd/0) and inject or read that code; the process backend starts no sandbox ahead of its call: set it to 0 (scale with replicas)", cfgName("pool-size"), cfg.PoolSize))
+		errs = append(errs, fmt.Errorf("%s is %d: a warm sandbox would wait for the next caller's code while another caller's program runs as the same user, which could open its stdin (/proc/<pid>/fd/0) and inject or read that code; the process backend starts no sandbox ahead of its call: set it to 0 (scale with replicas)", config.Name("pool-size"), cfg.PoolSize))
 	}
 	if cfg.MaxConcurrent > 1 {
-		errs = append(errs, fmt.Errorf("%s is %d: concurrent runs share one user and nothing separates them (one could read the other's stdin, directory or memory); the process backend runs one at a time: set it to 1 (scale with replicas)", cfgName("max-concurrent"), cfg.MaxConcurrent))
+		errs = append(errs, fmt.Errorf("%s is %d: concurrent runs share one user and nothing separates them (one could read the other's stdin, directory or memory); the process backend runs one at a time: set it to 1 (scale with replicas)", config.Name("max-concurrent"), cfg.MaxConcurrent))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("refusing to start the process backend (standalone mode):\n%w", err)
 	}
 	return nil
-}
-
-// cfgStandalone is what Validate refuses with the process backend (standalone mode)
-// beyond the locks: whatever would put a secret, an upstream or an unauthenticated
-// listener within the programs' reach. Programs run as the server's user, and the container's environment reaches
-// every process started in it besides the server (the image's healthcheck, docker
-// exec, kubectl exec), dumpable ones among them: a program scanning /proc/*/environ
-// finds a secret there in the healthcheck's processes, caught before their
-// non-dumpable init runs (a busy CPU makes that window long). So the whole
-// environment counts as the programs': no secret may come from it. The
-// server's secret-bearing settings are the token (MCP_EXEC_AUTH_TOKEN) and the
-// upstreams file's ${env:NAME} references; OAuth has no client secret.
-func cfgStandalone(c Config) []error {
-	if c.Backend != "process" {
-		return nil
-	}
-	var errs []error
-	if c.AuthToken.Set() && c.AuthTokenFile == "" {
-		errs = append(errs, fmt.Errorf("%s is refused with the process backend (standalone mode): programs run as the server's user and can read the container's environment in any process that inherits it (the healthcheck, docker exec, kubectl exec); set %s to the token's SHA-256 instead (the server never holds the token), or pass the token in a file the server can remove, %s",
-			cfgAuthTokenEnv, cfgName("auth-token-sha256"), cfgName("auth-token-file")))
-	}
-	// Programs share the server's network namespace here: a listener without
-	// authentication is theirs to ask.
-	if c.MetricsAddr != "" && c.MetricsAddr != "off" {
-		errs = append(errs, fmt.Errorf("%s %q is refused with the process backend (standalone mode): programs share the server's network, so a listener without authentication answers them too; leave it empty (/metrics on the MCP listener, behind its authentication) or off",
-			cfgName("metrics-addr"), c.MetricsAddr))
-	}
-	if c.Upstreams == "" {
-		return errs
-	}
-	// A command upstream is a child of the server, as the programs' user, dumpable,
-	// without the runs' seccomp filter and rlimits: a program read its environment and
-	// wrote a tools/call outside the allowlist to its /proc/<pid>/fd/0, which it ran;
-	// and the sweep after every run killed it.
-	errs = append(errs, fmt.Errorf("%s is refused with the process backend (standalone mode): code mode's upstreams would run beside the programs as their own user (a command upstream as the server's child, dumpable, without the runs' seccomp filter and rlimits), so a program could read an upstream's secrets (its /proc/<pid>/environ, the ${file:} files) and write tool calls outside the allowlist to its stdin (/proc/<pid>/fd/0), bypassing the allowlist, approvals, budget and log; and the sweep after every run would kill it. Use code mode with --backend docker (Docker or Podman) or kubernetes, where programs never reach the server's container",
-		cfgName("upstreams")))
-	for _, name := range upstreamEnvRefs(c.Upstreams) {
-		errs = append(errs, fmt.Errorf("%s takes %s from the environment (${env:%s}): with the process backend (standalone mode) the container's environment is readable by programs (every process started in the container inherits it, the healthcheck and docker exec among them, and a program reads their /proc/<pid>/environ), so a secret there is theirs: keep %s out of this container's environment, and give upstream secrets as files (${file:/path}, on a mount only the server's container has) to a server on the docker or kubernetes backend",
-			cfgName("upstreams"), name, name, name))
-	}
-	return errs
-}
-
-// upstreamEnvRefs lists the variables the upstreams file at path references with
-// ${env:NAME} where it resolves them (env and headers values), sorted, without
-// reading either the variables or the ${file:} files. A file that does not parse
-// yields what was found before the error (the error itself is the upstreams check's).
-func upstreamEnvRefs(path string) []string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	_, _ = upstream.Parse(data, upstream.Resolver{
-		LookupEnv: func(name string) (string, bool) { seen[name] = true; return "", true },
-		ReadFile:  func(string) ([]byte, error) { return nil, nil },
-	})
-	return slices.Sorted(maps.Keys(seen))
 }

@@ -1,8 +1,6 @@
-package main
+package config
 
 import (
-	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
-
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher/kube"
+	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
 // Config is the whole configuration of mcp-exec. Every field has a flag, an
@@ -108,8 +107,8 @@ type Config struct {
 	EgressDir              string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
 }
 
-// cfgAuthTokenEnv is the only source of the token besides the token file.
-const cfgAuthTokenEnv = "MCP_EXEC_AUTH_TOKEN"
+// AuthTokenEnv is the only source of the token besides the token file.
+const AuthTokenEnv = "MCP_EXEC_AUTH_TOKEN"
 
 // Limits enforced by Validate.
 
@@ -159,7 +158,7 @@ type cfgField struct {
 
 // cfgFields is the table of settings, bound to no Config in use: what each setting
 // is called and defaults to. init fills it: a check may name another setting
-// (cfgName), which reads the table.
+// (Name), which reads the table.
 var cfgFields []cfgField
 
 func init() { cfgFields = cfgTable(new(Config)) }
@@ -185,7 +184,7 @@ func cfgTable(c *Config) []cfgField {
 		{"standalone-egress-probes", "MCP_EXEC_STANDALONE_EGRESS_PROBES", "", "comma-separated host:port (TCP) or udp:host:port (a DNS query) the start-up egress check must fail to reach (empty: public resolvers over IPv4 and IPv6, one address per private range); the container's resolvers, gateways and neighbours are always tried too",
 			(*cfgString)(&c.EgressProbes),
 			func() string {
-				for _, p := range splitList(c.EgressProbes) {
+				for _, p := range SplitList(c.EgressProbes) {
 					if !cfgIsHostPort(strings.TrimPrefix(p, "udp:")) {
 						return fmt.Sprintf("must be host:port (TCP) or udp:host:port (a DNS query) entries separated by commas, got %q", p)
 					}
@@ -204,7 +203,7 @@ func cfgTable(c *Config) []cfgField {
 					return fmt.Sprintf("must be %d hex digits (printf %%s \"$TOKEN\" | sha256sum), got %d characters", 2*sha256.Size, len(c.AuthTokenSHA256))
 				}
 				if c.AuthToken.Set() || c.AuthTokenFile != "" {
-					return fmt.Sprintf("and %s or %s are both set; use one", cfgAuthTokenEnv, cfgName("auth-token-file"))
+					return fmt.Sprintf("and %s or %s are both set; use one", AuthTokenEnv, Name("auth-token-file"))
 				}
 				return ""
 			}},
@@ -214,7 +213,7 @@ func cfgTable(c *Config) []cfgField {
 			(*cfgString)(&c.OAuthResource),
 			func() string {
 				if c.OAuthIssuer != "" && c.OAuthResource == "" {
-					return fmt.Sprintf("must be set with %s: the URL clients reach this server's MCP endpoint at", cfgName("oauth-issuer"))
+					return fmt.Sprintf("must be set with %s: the URL clients reach this server's MCP endpoint at", Name("oauth-issuer"))
 				}
 				return cfgNeedsIssuer(*c, c.OAuthResource)
 			}},
@@ -230,13 +229,13 @@ func cfgTable(c *Config) []cfgField {
 			(*cfgSeconds)(&c.DefaultTimeout),
 			func() string {
 				return cmp.Or(cfgAtLeastOneSecond(c.DefaultTimeout), cfgUnless(c.DefaultTimeout <= c.MaxTimeout, "must not exceed %s, which is %s; got %s",
-					cfgName("max-timeout-s"), cfgFormatSeconds(c.MaxTimeout), cfgFormatSeconds(c.DefaultTimeout)))
+					Name("max-timeout-s"), FormatSeconds(c.MaxTimeout), FormatSeconds(c.DefaultTimeout)))
 			}},
 		{"max-timeout-s", "MCP_EXEC_MAX_TIMEOUT_S", "300", "largest wall-clock limit in seconds a call may ask for",
 			(*cfgSeconds)(&c.MaxTimeout),
 			func() string {
 				return cmp.Or(cfgAtLeastOneSecond(c.MaxTimeout), cfgUnless(c.MaxTimeout <= cfgMaxTimeoutCap, "must be at most %d, got %s",
-					int64(cfgMaxTimeoutCap/time.Second), cfgFormatSeconds(c.MaxTimeout)))
+					int64(cfgMaxTimeoutCap/time.Second), FormatSeconds(c.MaxTimeout)))
 			}},
 		{"max-code-bytes", "MCP_EXEC_MAX_CODE_BYTES", "1m", "largest accepted program (bytes, or with unit k/m)",
 			(*cfgSize)(&c.MaxCodeBytes), func() string { return cfgSizeRange(c.MaxCodeBytes, 1, cfgMaxInputBytes) }},
@@ -390,8 +389,8 @@ func cfgTable(c *Config) []cfgField {
 // cfgHostDefault, as a default, stands for the host name (cfgHostname).
 const cfgHostDefault = "$HOSTNAME"
 
-// cfgDefaults returns the built-in defaults, before environment and flags.
-func cfgDefaults() Config {
+// Defaults returns the built-in defaults, before environment and flags.
+func Defaults() Config {
 	var c Config
 	for _, f := range cfgTable(&c) {
 		def := f.def
@@ -408,7 +407,7 @@ func cfgDefaults() Config {
 // cfgNeedsIssuer: an OAuth setting given without --oauth-issuer.
 func cfgNeedsIssuer(c Config, v string) string {
 	if c.OAuthIssuer == "" && v != "" {
-		return "needs " + cfgName("oauth-issuer")
+		return "needs " + Name("oauth-issuer")
 	}
 	return ""
 }
@@ -445,7 +444,7 @@ func cfgIntRange(got, min, max int) string {
 }
 
 func cfgAtLeastOneSecond(got time.Duration) string {
-	return cfgUnless(got >= time.Second, "must be at least 1, got %s", cfgFormatSeconds(got))
+	return cfgUnless(got >= time.Second, "must be at least 1, got %s", FormatSeconds(got))
 }
 
 func cfgPositiveUpTo(got, max float64) string {
@@ -454,7 +453,7 @@ func cfgPositiveUpTo(got, max float64) string {
 }
 
 func cfgSecondsUpTo(got, max time.Duration) string {
-	return cfgUnless(got >= 0 && got <= max, "must be from 0 to %d, got %s", int64(max/time.Second), cfgFormatSeconds(got))
+	return cfgUnless(got >= 0 && got <= max, "must be from 0 to %d, got %s", int64(max/time.Second), FormatSeconds(got))
 }
 
 func cfgSizeRange(got, min, max int64) string {
@@ -467,20 +466,20 @@ func cfgSizeRange(got, min, max int64) string {
 	return ""
 }
 
-// cfgName is how errors name a setting: "--memory (MCP_EXEC_MEMORY)".
-func cfgName(flagName string) string {
+// Name is how errors name a setting: "--memory (MCP_EXEC_MEMORY)".
+func Name(flagName string) string {
 	for _, f := range cfgFields {
 		if f.flag == flagName {
 			return fmt.Sprintf("--%s (%s)", flagName, f.env)
 		}
 	}
-	panic("cfgName: no setting --" + flagName)
+	panic("config.Name: no setting --" + flagName)
 }
 
 // Load builds the configuration from the environment (getenv) and the arguments
 // (flag syntax), validates it, and returns it. fs is the flag set to register on
-// (so subcommands can reuse it); its Usage is set to print usage(fs, fs.Output()).
-// A nil getenv means os.Getenv. An empty variable counts as unset. A variable
+// (so subcommands can reuse it); its Usage is the caller's, which prints Usage's
+// text among its own. A nil getenv means os.Getenv. An empty variable counts as unset. A variable
 // that does not parse is an error naming the variable, even when the flag is
 // also given. flag.ErrHelp is returned as is. On error the Config is zero.
 func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
@@ -490,7 +489,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	c := cfgDefaults()
+	c := Defaults()
 	var errs []error
 	for _, f := range cfgTable(&c) {
 		v := f.value
@@ -502,8 +501,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		// The variable, already applied, becomes the flag's default.
 		fs.Var(v, f.flag, f.help+" ("+f.env+")")
 	}
-	c.AuthToken = Secret(getenv(cfgAuthTokenEnv))
-	fs.Usage = func() { usage(fs, fs.Output()) }
+	c.AuthToken = Secret(getenv(AuthTokenEnv))
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -524,9 +522,9 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 
 	if c.AuthTokenFile != "" {
 		if c.AuthToken.Set() {
-			errs = append(errs, fmt.Errorf("%s and %s are both set; use one", cfgAuthTokenEnv, cfgName("auth-token-file")))
+			errs = append(errs, fmt.Errorf("%s and %s are both set; use one", AuthTokenEnv, Name("auth-token-file")))
 		} else if tok, err := cfgReadToken(c.AuthTokenFile); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", cfgName("auth-token-file"), err))
+			errs = append(errs, fmt.Errorf("%s: %w", Name("auth-token-file"), err))
 		} else {
 			c.AuthToken = Secret(tok)
 		}
@@ -562,7 +560,7 @@ func (c Config) Validate() error {
 			continue
 		}
 		if msg := f.check(); msg != "" {
-			errs = append(errs, fmt.Errorf("%s %s", cfgName(f.flag), msg))
+			errs = append(errs, fmt.Errorf("%s %s", Name(f.flag), msg))
 		}
 	}
 	errs = append(errs, cfgStandalone(c)...)
@@ -571,9 +569,18 @@ func (c Config) Validate() error {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}) {
 		errs = append(errs, fmt.Errorf("the auth token (%s or %s) must not contain spaces or control characters",
-			cfgAuthTokenEnv, cfgName("auth-token-file")))
+			AuthTokenEnv, Name("auth-token-file")))
 	}
 	return errors.Join(errs...)
+}
+
+// SplitList splits a comma-separated setting (--preload, --standalone-egress-probes);
+// empty is none.
+func SplitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // sessionsPerIdentity resolves --max-sessions-per-identity's -1: under OAuth, where
@@ -639,18 +646,10 @@ func (c Config) LogFields(e *zerolog.Event) *zerolog.Event {
 	return e
 }
 
-// usage writes the help text: the synopsis, then every flag with its default,
-// description and variable, then the settings that exist only as variables.
-// Flags registered on fs by others are listed after the configuration flags.
-func usage(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprintln(w, "Usage: mcp-exec [serve|run|selftest|healthcheck|version] [flags] [args]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Subcommands:")
-	for _, c := range subcommands {
-		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.help)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w)
+// Usage writes the help text of the settings: every flag with its default,
+// description and variable, then the settings that exist only as variables. Flags
+// registered on fs by others (a subcommand's) are listed after the settings' flags.
+func Usage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintln(w, "Flags (each defaults to its environment variable when set; a flag given here wins):")
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	line := func(f *flag.Flag) {
@@ -685,7 +684,7 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment only (no flag, since flags are visible in ps):")
 	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	fmt.Fprintf(tw, "  %s\t%s\n", cfgAuthTokenEnv, "bearer token http/sse clients must send; or use --auth-token-file, not both")
+	fmt.Fprintf(tw, "  %s\t%s\n", AuthTokenEnv, "bearer token http/sse clients must send; or use --auth-token-file, not both")
 	tw.Flush()
 }
 
@@ -760,7 +759,7 @@ func (v *cfgFloat) Set(s string) error {
 // cfgSeconds is a time.Duration given as a whole number of seconds.
 type cfgSeconds time.Duration
 
-func (v *cfgSeconds) String() string { return cfgFormatSeconds(time.Duration(*v)) }
+func (v *cfgSeconds) String() string { return FormatSeconds(time.Duration(*v)) }
 func (v *cfgSeconds) Get() any       { return time.Duration(*v) }
 func (v *cfgSeconds) Set(s string) error {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
@@ -816,9 +815,9 @@ func cfgFormatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// cfgFormatSeconds writes d as whole seconds ("30"), or as a duration ("1.5s")
+// FormatSeconds writes d as whole seconds ("30"), or as a duration ("1.5s")
 // when it is not a whole number of seconds.
-func cfgFormatSeconds(d time.Duration) string {
+func FormatSeconds(d time.Duration) string {
 	if d%time.Second == 0 {
 		return strconv.FormatInt(int64(d/time.Second), 10)
 	}

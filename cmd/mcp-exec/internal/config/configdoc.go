@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -7,13 +7,12 @@ import (
 	"strings"
 )
 
-//go:generate go test -run ^TestConfigDocCurrent$ -update-config-doc .
-
 // The settings table of docs/configuration.md is generated from cfgFields and
-// cfgDocs, between these two lines; the prose around it is written by hand.
+// cfgDocs, between these two lines (go generate ./cmd/mcp-exec runs
+// TestConfigDocCurrent with -update-config-doc); the prose around it is written by hand.
 // TestConfigDocCurrent fails when the page differs from what configDoc writes.
 const (
-	cfgDocBegin = "<!-- BEGIN settings: generated from cmd/mcp-exec/config.go by `go generate ./cmd/mcp-exec`; do not edit -->"
+	cfgDocBegin = "<!-- BEGIN settings: generated from cmd/mcp-exec/internal/config/config.go by `go generate ./cmd/mcp-exec`; do not edit -->"
 	cfgDocEnd   = "<!-- END settings -->"
 )
 
@@ -122,9 +121,9 @@ func configDoc(page []byte) ([]byte, error) {
 	}
 	tokenDone := false
 	for _, f := range cfgFields {
-		if !tokenDone && strings.HasPrefix(f.env, cfgAuthTokenEnv+"_") {
+		if !tokenDone && strings.HasPrefix(f.env, AuthTokenEnv+"_") {
 			tokenDone = true
-			if err := row("(none)", cfgAuthTokenEnv, ""); err != nil {
+			if err := row("(none)", AuthTokenEnv, ""); err != nil {
 				return nil, err
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ func TestConfigDocListsEverySetting(t *testing.T) {
 			rows[m[2]] = m[1:]
 		}
 	}
-	known := map[string]bool{cfgAuthTokenEnv: true}
+	known := map[string]bool{AuthTokenEnv: true}
 	for _, f := range cfgFields {
 		known[f.env] = true
 		cells, ok := rows[f.env]

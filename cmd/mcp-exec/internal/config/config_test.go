@@ -1,10 +1,9 @@
-package main
+package config
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -288,20 +287,6 @@ func TestLoadBadFlag(t *testing.T) {
 	}
 }
 
-func TestLoadHelp(t *testing.T) {
-	cfgStubHostname(t)
-	fs := flag.NewFlagSet("mcp-exec", flag.ContinueOnError)
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	_, err := Load(fs, []string{"-h"}, cfgEnv(nil))
-	if !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("Load(-h): got error %v, want flag.ErrHelp", err)
-	}
-	if !strings.HasPrefix(out.String(), "Usage: mcp-exec") {
-		t.Errorf("Load(-h) output: got %q, want the usage text", out.String())
-	}
-}
-
 func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 	tests := []struct {
 		name string
@@ -520,8 +505,8 @@ func TestSizeAndSecondsFormat(t *testing.T) {
 		{0, "0"}, {30 * time.Second, "30"}, {1500 * time.Millisecond, "1.5s"},
 	}
 	for _, tt := range secs {
-		if got := cfgFormatSeconds(tt.in); got != tt.want {
-			t.Errorf("cfgFormatSeconds(%v): got %q, want %q", tt.in, got, tt.want)
+		if got := FormatSeconds(tt.in); got != tt.want {
+			t.Errorf("FormatSeconds(%v): got %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -642,7 +627,7 @@ func TestTokenNeverShown(t *testing.T) {
 		t.Fatalf("Load: got token %q (set %v), want the canary", c.AuthToken.Reveal(), c.TokenSet())
 	}
 	var help bytes.Buffer
-	usage(fs, &help)
+	Usage(fs, &help)
 	if strings.Contains(help.String(), cfgTestCanary) {
 		t.Errorf("usage: got the token in the help text, want it absent")
 	}
@@ -734,12 +719,9 @@ func TestUsageListsEveryFlag(t *testing.T) {
 		t.Fatalf("Load: got error %v, want nil", err)
 	}
 	var buf bytes.Buffer
-	usage(fs, &buf)
+	Usage(fs, &buf)
 	help := buf.String()
 
-	if first, _, _ := strings.Cut(help, "\n"); first != "Usage: mcp-exec [serve|run|selftest|healthcheck|version] [flags] [args]" {
-		t.Errorf("usage first line: got %q, want the synopsis", first)
-	}
 	lines := strings.Split(help, "\n")
 	lineOf := func(prefix string) string {
 		for _, l := range lines {
@@ -883,24 +865,6 @@ func TestLoadBadUpstreams(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Load: got %v, want an error naming %s", err, want)
 		}
-	}
-}
-
-// TestActiveDeadlineCoversSessions: the sandbox pods' backstop outlasts the longest exec
-// by an hour and, with sessions on, a session's maximum lifetime with an exec begun at
-// its end.
-func TestActiveDeadlineCoversSessions(t *testing.T) {
-	c := Config{MaxTimeout: 5 * time.Minute, SessionMaxLifetime: 24 * time.Hour}
-	if got, want := activeDeadline(c), 65*time.Minute; got != want {
-		t.Errorf("sessions off: got %v, want %v", got, want)
-	}
-	c.MaxSessions = 4
-	if got, want := activeDeadline(c), 24*time.Hour+6*time.Minute; got != want {
-		t.Errorf("sessions on, a day's lifetime: got %v, want %v", got, want)
-	}
-	c.SessionMaxLifetime = time.Minute
-	if got, want := activeDeadline(c), 65*time.Minute; got != want {
-		t.Errorf("sessions on, a minute's lifetime: got %v, want %v", got, want)
 	}
 }
 
