@@ -99,7 +99,9 @@ type EgressChannel interface {
 
 // EgressTunnelEnv, in a sandbox's environment, tells its bootstrap that its egress
 // relay takes its upstream connections from the backend (Spec.EgressConns) on the
-// loopback port EgressTunnelPort instead of dialling the mounted socket.
+// loopback port EgressTunnelPort instead of dialling the mounted socket. It is the
+// wire between the server and the bootstrap, not configuration: no operator sets it,
+// which is why a library may spell it.
 const EgressTunnelEnv = "MCP_EXEC_EGRESS=tunnel"
 
 // EgressTunnelPort is the loopback port where the bootstrap of a sandbox whose channel

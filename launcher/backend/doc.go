@@ -1,7 +1,8 @@
 // Package backend defines what a sandbox backend is given and gives back: the
 // backend-neutral Spec of one sandbox, the Conn to its attached standard streams, its
-// Exit as the backend recorded it, the labels that mark a sandbox's owner, and the
-// errors every backend classifies its failures into.
+// Exit as the backend recorded it, the labels that mark a sandbox's owner, the
+// errors every backend classifies its failures into, and the Setting by which every
+// library names an operator's setting (never by its environment variable).
 //
 // It owns no behaviour and imports nothing but the standard library, so that a
 // backend (launcher/docker for Docker and Podman, launcher/kube for Kubernetes pods,
