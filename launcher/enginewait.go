@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Engine restarts. A call that finds the engine away (a create refused, a sandbox
@@ -31,8 +33,10 @@ func (l *Launcher) runWaiting(ctx context.Context, job Job, attempt func() (Resu
 		}
 		left := bound - waited
 		if left <= 0 {
-			return res, waited, fmt.Errorf("%w (waited %s for the engine to come back, the limit: --engine-wait-s, MCP_EXEC_ENGINE_WAIT_S, or the call's timeout)",
-				err, waited.Round(time.Millisecond))
+			return res, waited, engineWaitError(err, func(v backend.Vars) string {
+				return fmt.Sprintf("%v (waited %s for the engine to come back, the limit: %s, or the call's timeout)",
+					err, waited.Round(time.Millisecond), v.Name(SettingEngineWait))
+			})
 		}
 		l.log.Info().Err(err).Dur("wait_left", left).Msg("engine away: waiting for it")
 		t0 := time.Now()
@@ -50,11 +54,22 @@ func (l *Launcher) runWaiting(ctx context.Context, job Job, attempt func() (Resu
 			return Result{}, waited, ctx.Err()
 		}
 		if werr != nil {
-			return res, waited, fmt.Errorf("%w (the engine did not answer again within %s: --engine-wait-s, MCP_EXEC_ENGINE_WAIT_S, or the call's timeout)",
-				err, bound)
+			return res, waited, engineWaitError(err, func(v backend.Vars) string {
+				return fmt.Sprintf("%v (the engine did not answer again within %s: %s, or the call's timeout)", err, bound, v.Name(SettingEngineWait))
+			})
 		}
 		l.log.Info().Dur("waited", waited).Msg("engine back: running the call in a new sandbox")
 	}
+}
+
+// SettingEngineWait bounds how long a call waits for an engine that went away
+// (Options.EngineWait).
+const SettingEngineWait backend.Setting = "engine-wait-s"
+
+// engineWaitError is err, the engine's, after the wait: the message says how long the
+// call waited and names the setting that bounds it.
+func engineWaitError(err error, text func(backend.Vars) string) error {
+	return &backend.SettingError{Setting: SettingEngineWait, Err: err, Text: text}
 }
 
 // engineAway reports whether err came from the engine going away rather than from

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // ErrLimitsNotEnforced: the engine accepted a limit but does not apply it (rootless
@@ -38,9 +40,9 @@ type LimitsHinter interface {
 
 // SeccompHinter is implemented by a backend that can tell the deployer which setting
 // gives its sandboxes a seccomp profile of their own, for the refusal when io_uring is
-// allowed in one.
+// allowed in one. The hint's Text says how; its Err is nil; nil: no hint.
 type SeccompHinter interface {
-	SeccompHint() string
+	SeccompHint() *backend.SettingError
 }
 
 // Limits are the limits a sandbox's cgroups carry, as seen from inside.
@@ -141,8 +143,12 @@ func (l *Launcher) verifySeccomp(lim Limits) error {
 		seen = "nothing (the limits program did not say)"
 	}
 	hint := "the bootstrap's seccomp filter (launcher/syscalls, installed by boot.py before any program runs) is not in force there, and the runtime's profile does not deny io_uring either"
-	if h, ok := l.be.(SeccompHinter); ok && h.SeccompHint() != "" {
-		hint += "; " + h.SeccompHint()
+	if h, ok := l.be.(SeccompHinter); ok {
+		if adv := h.SeccompHint(); adv != nil {
+			return &backend.SettingError{Setting: adv.Setting, Err: ErrSeccompNotEnforced, Text: func(v backend.Vars) string {
+				return fmt.Sprintf("%v: io_uring_setup in a sandbox answered %s, want EPERM (%s; %s)", ErrSeccompNotEnforced, seen, hint, adv.Text(v))
+			}}
+		}
 	}
 	return fmt.Errorf("%w: io_uring_setup in a sandbox answered %s, want EPERM (%s)", ErrSeccompNotEnforced, seen, hint)
 }

@@ -77,7 +77,7 @@ func checkEgress(name string, o Options) error {
 		return nil
 	}
 	if len(o.Egress) == 0 {
-		return &invalidInput{"egress", "egress: this server has no egress profiles (MCP_EXEC_EGRESS_PROFILES): leave it out"}
+		return &invalidInput{"egress", "egress: this server has no egress profiles (" + o.Vars.Var(SettingEgressProfiles) + "): leave it out"}
 	}
 	names := make([]string, len(o.Egress))
 	for i, e := range o.Egress {

@@ -71,7 +71,7 @@ func TestCheckEgress(t *testing.T) {
 	if err := checkEgress("npm", o); err == nil || err.Error() != `egress is "npm"; it must be one of deb, pypi` {
 		t.Errorf("unknown profile: %v", err)
 	}
-	if err := checkEgress("deb", Options{}); err == nil || !strings.Contains(err.Error(), "MCP_EXEC_EGRESS_PROFILES") {
+	if err := checkEgress("deb", Options{Vars: testVars}); err == nil || !strings.Contains(err.Error(), "MCP_EXEC_EGRESS_PROFILES") {
 		t.Errorf("no profiles: %v", err)
 	}
 	if err := checkEgress("", Options{}); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Runner runs one job in a fresh sandbox. launcher.Launcher satisfies it.
@@ -79,6 +80,10 @@ type Options struct {
 	// Logger receives one metadata-only line per call. The zero value logs
 	// nothing (a zero zerolog.Logger has no writer, like zerolog.Nop()).
 	Logger zerolog.Logger
+	// Vars names the operator's settings in tool errors by their environment
+	// variables too (backend.Vars), the runner's errors included (backend.Spell).
+	// nil: by flag alone ("--max-code-bytes").
+	Vars backend.Vars
 }
 
 const mib = 1 << 20
@@ -245,11 +250,11 @@ func (h *handler) runnerFailed(id string, job launcher.Job, err error) error {
 	}
 	// Runner errors describe the infrastructure, never the program, so
 	// logging err keeps the no-caller-data rule.
-	h.log.Error().Err(err).Str("exec_id", id).
+	h.log.Error().Err(backend.Spelled(err, h.opts.Vars)).Str("exec_id", id).
 		Int("code_bytes", len(job.Code)).Int("stdin_bytes", len(job.Stdin)).
 		Int64("timeout_ms", job.Timeout.Milliseconds()).
 		Msg("exec failed: sandbox unavailable")
-	return fmt.Errorf("sandbox unavailable: %w", err)
+	return backend.Spelled(fmt.Errorf("sandbox unavailable: %w", err), h.opts.Vars)
 }
 
 func (h *handler) logRejected(id string, in execInput, err error) {

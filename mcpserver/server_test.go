@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // jobOpts compare launcher.Jobs by what the runner is asked to do.
@@ -351,8 +352,13 @@ func TestCallValid(t *testing.T) {
 	}
 }
 
+// testVars spells settings as cmd/mcp-exec's table does: MCP_EXEC_ and the flag.
+func testVars(s backend.Setting) string {
+	return "MCP_EXEC_" + strings.ToUpper(strings.ReplaceAll(string(s), "-", "_"))
+}
+
 func TestCallInvalid(t *testing.T) {
-	opts := Options{MaxCodeBytes: 100, MaxStdinBytes: 50}
+	opts := Options{MaxCodeBytes: 100, MaxStdinBytes: 50, Vars: testVars}
 	tests := []badCall{
 		{"no arguments", `{}`, `missing properties: ["code"]`},
 		{"missing code", `{"stdin":"x"}`, `missing properties: ["code"]`},

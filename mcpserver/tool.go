@@ -127,10 +127,10 @@ func newJob(in execInput, o Options) (launcher.Job, error) {
 	if strings.TrimSpace(in.Code) == "" {
 		return launcher.Job{}, &invalidInput{"code", `code is empty: send the Python program to run in "code"`}
 	}
-	if err := checkSize("code", in.Code, o.MaxCodeBytes, "MCP_EXEC_MAX_CODE_BYTES"); err != nil {
+	if err := checkSize("code", in.Code, o.MaxCodeBytes, o.Vars.Var(SettingMaxCodeBytes)); err != nil {
 		return launcher.Job{}, err
 	}
-	if err := checkSize("stdin", in.Stdin, o.MaxStdinBytes, "MCP_EXEC_MAX_STDIN_BYTES"); err != nil {
+	if err := checkSize("stdin", in.Stdin, o.MaxStdinBytes, o.Vars.Var(SettingMaxStdinBytes)); err != nil {
 		return launcher.Job{}, err
 	}
 	timeout, err := effectiveTimeout(in.TimeoutS, o)
@@ -152,11 +152,11 @@ func newJob(in execInput, o Options) (launcher.Job, error) {
 	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout, Files: files, Egress: in.Egress}, nil
 }
 
-func checkSize(field, s string, limit int, env string) error {
+func checkSize(field, s string, limit int, setting string) error {
 	if len(s) <= limit {
 		return nil
 	}
-	msg := fmt.Sprintf("%s is %d bytes; the limit is %d bytes (%s)", field, len(s), limit, env)
+	msg := fmt.Sprintf("%s is %d bytes; the limit is %d bytes (%s)", field, len(s), limit, setting)
 	return &invalidInput{field, msg}
 }
 

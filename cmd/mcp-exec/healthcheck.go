@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // healthcheck is `mcp-exec healthcheck`, for compose healthchecks and for stdio
@@ -25,7 +26,7 @@ func healthcheck(ctx context.Context, cfg config.Config, stderr io.Writer) int {
 	}
 	if cfg.Transport == "stdio" {
 		if err := checkEngine(ctx, cfg); err != nil {
-			fmt.Fprintf(stderr, "unhealthy: %v\n", err)
+			fmt.Fprintf(stderr, "unhealthy: %s\n", backend.Spell(err, config.Var))
 			return 1
 		}
 		return 0

@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/nodump"
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
@@ -257,8 +258,10 @@ func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
 }
 
 // newLauncher connects to the engine, checks it and the image, and removes sandboxes
-// an earlier run of this instance left behind. Its errors say what to do.
-func newLauncher(ctx context.Context, cfg config.Config, log zerolog.Logger, m *metrics, reap bool) (*launcher.Launcher, func(), error) {
+// an earlier run of this instance left behind. Its errors say what to do, naming each
+// setting by flag and variable (backend.Spelled).
+func newLauncher(ctx context.Context, cfg config.Config, log zerolog.Logger, m *metrics, reap bool) (_ *launcher.Launcher, _ func(), err error) {
+	defer func() { err = backend.Spelled(err, config.Var) }()
 	if cfg.Backend == "process" {
 		return newProcessLauncher(ctx, cfg, log, m, reap)
 	}

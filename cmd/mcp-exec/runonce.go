@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
 
@@ -28,7 +29,7 @@ func runOnce(ctx context.Context, l *launcher.Launcher, cfg config.Config, args 
 	}
 	res, err := l.Run(ctx, launcher.Job{Code: code, Timeout: cfg.DefaultTimeout})
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
+		fmt.Fprintf(stderr, "mcp-exec: %s\n", backend.Spell(err, config.Var))
 		return 1
 	}
 	if jsonOut {

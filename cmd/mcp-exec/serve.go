@@ -30,7 +30,7 @@ func serve(ctx context.Context, cfg config.Config, l *launcher.Launcher, m *metr
 		if err != nil {
 			return fmt.Errorf("--upstreams (MCP_EXEC_UPSTREAMS): %w", err)
 		}
-		ucfg.MaxSessions, ucfg.IdleTimeout = cfg.UpstreamMaxSessions, cfg.UpstreamIdleTimeout
+		ucfg.MaxSessions, ucfg.IdleTimeout, ucfg.Vars = cfg.UpstreamMaxSessions, cfg.UpstreamIdleTimeout, config.Var
 		um := upstream.New(ucfg, version, log)
 		um.Start(ctx, 10*time.Second) // the tool description lists the tools of those up by then
 		ups, upstreams = um, um
@@ -52,6 +52,7 @@ func serve(ctx context.Context, cfg config.Config, l *launcher.Launcher, m *metr
 		Egress:              egressOf(l),
 		Sessions:            sessionOptions(ctx, cfg, l, log),
 		Logger:              log,
+		Vars:                config.Var,
 	})
 	ready := readyHandler(l) // one, so that both listeners share its cache
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {

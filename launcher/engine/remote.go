@@ -14,6 +14,8 @@ import (
 
 	"github.com/docker/go-connections/tlsconfig"
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Environment variables the engine connection reads, as the Docker CLI does.
@@ -181,6 +183,10 @@ func NewClientWith(host string, o ConnOptions) (*client.Client, error) {
 	return newClient(host, o, os.Getenv, defaultDiscovery())
 }
 
+// SettingAllowInsecure (ConnOptions.AllowInsecure) accepts a remote engine without
+// verified TLS.
+const SettingAllowInsecure backend.Setting = "allow-insecure-engine"
+
 func newClient(host string, o ConnOptions, getenv func(string) string, d discovery) (*client.Client, error) {
 	p, err := planConn(host, getenv, d)
 	if err != nil {
@@ -188,13 +194,15 @@ func newClient(host string, o ConnOptions, getenv func(string) string, d discove
 	}
 	if p.insecure != "" {
 		if !o.AllowInsecure {
-			return nil, fmt.Errorf("engine host %s: refusing %s to an engine that is not on this machine: "+
-				"the Engine API is root on that host and the connection carries the callers' code and output; "+
-				"use TLS (DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH with ca.pem, cert.pem, key.pem) or ssh://, "+
-				"or accept the risk with --allow-insecure-engine (MCP_EXEC_ALLOW_INSECURE_ENGINE=true)", p.host, p.insecure)
+			return nil, &backend.SettingError{Setting: SettingAllowInsecure, Text: func(v backend.Vars) string {
+				return fmt.Sprintf("engine host %s: refusing %s to an engine that is not on this machine: "+
+					"the Engine API is root on that host and the connection carries the callers' code and output; "+
+					"use TLS (DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH with ca.pem, cert.pem, key.pem) or ssh://, "+
+					"or accept the risk by setting %s to true", p.host, p.insecure, v.Name(SettingAllowInsecure))
+			}}
 		}
 		if o.Warn != nil {
-			o.Warn(fmt.Sprintf("UNSAFE: engine connection to %s is %s (allowed by --allow-insecure-engine)", p.host, p.insecure))
+			o.Warn(fmt.Sprintf("UNSAFE: engine connection to %s is %s (allowed by %s)", p.host, p.insecure, SettingAllowInsecure))
 		}
 	}
 	opts := []client.Opt{client.WithAPIVersionFromEnv()}

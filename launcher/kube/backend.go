@@ -428,10 +428,15 @@ func (b *Backend) LimitsHint() string {
 		"(KubeletConfiguration, per pod, on every node that runs sandboxes), which must be set and at most --pids"
 }
 
+// SettingSeccompProfile (Options.SeccompProfile) names the pods' Localhost profile.
+const SettingSeccompProfile backend.Setting = "kube-seccomp-profile"
+
 // SeccompHint (launcher.SeccompHinter) names the setting that gives the pods a profile
 // of their own, which would deny io_uring where the bootstrap's filter did not.
-func (b *Backend) SeccompHint() string {
-	return "on Kubernetes, --kube-seccomp-profile (MCP_EXEC_KUBE_SECCOMP_PROFILE) names a Localhost profile that denies io_uring: `mcp-exec seccomp-profile` prints one to install on the nodes (docs/kubernetes.md)"
+func (b *Backend) SeccompHint() *backend.SettingError {
+	return &backend.SettingError{Setting: SettingSeccompProfile, Text: func(v backend.Vars) string {
+		return "on Kubernetes, name a Localhost profile that denies io_uring in " + v.Name(SettingSeccompProfile) + ": `mcp-exec seccomp-profile` prints one to install on the nodes (docs/kubernetes.md)"
+	}}
 }
 
 // AwaitGone (launcher.GoneAwaiter) waits until no sandbox pod in the namespace holds a container or pod sandbox

@@ -178,11 +178,11 @@ type noFilter struct{ launcher.Backend }
 
 // SeccompHint is the wrapped backend's (launcher.SeccompHinter), for the refusal the
 // control expects.
-func (b noFilter) SeccompHint() string {
+func (b noFilter) SeccompHint() *backend.SettingError {
 	if h, ok := b.Backend.(launcher.SeccompHinter); ok {
 		return h.SeccompHint()
 	}
-	return ""
+	return nil
 }
 
 func (b noFilter) Create(ctx context.Context, spec backend.Spec) (string, error) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Lockdown says what the container must give the server before it runs programs as
@@ -66,11 +68,22 @@ var DefaultProbes = []string{
 type LockError struct {
 	Lock string // short name: "not root", "no capabilities", ...
 	Msg  string // what was found and how to provide the lock
+	// Err is the *backend.SettingError Msg was written from when a setting provides
+	// the lock, so that the command spells the setting (backend.Spell); else nil.
+	Err error
 }
 
 func (e *LockError) Error() string {
 	return "standalone lock " + strconv.Quote(e.Lock) + " missing: " + e.Msg
 }
+
+func (e *LockError) Unwrap() error { return e.Err }
+
+// The settings that provide a lock, as Check's errors name them.
+const (
+	SettingTmpfsSize    backend.Setting = "tmpfs-size"
+	SettingEgressDenied backend.Setting = "standalone-egress-denied"
+)
 
 // Status is what the check found, for the start-up log.
 type Status struct {
@@ -94,6 +107,10 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	var errs []error
 	miss := func(lock, format string, a ...any) {
 		errs = append(errs, &LockError{Lock: lock, Msg: fmt.Sprintf(format, a...)})
+	}
+	missSetting := func(lock string, s backend.Setting, text func(backend.Vars) string) {
+		se := &backend.SettingError{Setting: s, Text: text}
+		errs = append(errs, &LockError{Lock: lock, Msg: se.Error(), Err: se})
 	}
 	st.UID = os.Getuid()
 	if os.Getuid() == 0 || os.Geteuid() == 0 || os.Getgid() == 0 || os.Getegid() == 0 {
@@ -136,7 +153,9 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 		case fs.Type != unix.TMPFS_MAGIC:
 			miss("/tmp a size-limited tmpfs", "/tmp is not a tmpfs (filesystem magic %#x): what a run leaves there would outlive the container's memory limit; docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m (Kubernetes: an emptyDir with medium Memory and sizeLimit)", fs.Type)
 		case l.MaxTmpfs > 0 && size > l.MaxTmpfs:
-			miss("/tmp a size-limited tmpfs", "/tmp is a tmpfs of %d bytes, more than the %d allowed (MCP_EXEC_TMPFS_SIZE, --tmpfs-size); mount it with size=: docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m", size, l.MaxTmpfs)
+			missSetting("/tmp a size-limited tmpfs", SettingTmpfsSize, func(v backend.Vars) string {
+				return fmt.Sprintf("/tmp is a tmpfs of %d bytes, more than the %d allowed (%s); mount it with size=: docker run --tmpfs /tmp:rw,noexec,nosuid,size=64m", size, l.MaxTmpfs, v.Name(SettingTmpfsSize))
+			})
 		}
 	}
 	// What a run's user could write; as root (a lock missing already) that is everything.
@@ -178,9 +197,13 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 	switch {
 	case len(others) == 0:
 	case !l.Network:
-		miss("network namespace holds only loopback", "interfaces %s besides loopback: a program could reach the network; docker run --network none (serving HTTP or SSE needs a network: then set MCP_EXEC_STANDALONE_EGRESS_DENIED=true behind a NetworkPolicy that denies egress)", strings.Join(others, ", "))
+		missSetting("network namespace holds only loopback", SettingEgressDenied, func(v backend.Vars) string {
+			return fmt.Sprintf("interfaces %s besides loopback: a program could reach the network; docker run --network none (serving HTTP or SSE needs a network: then set %s=true behind a NetworkPolicy that denies egress)", strings.Join(others, ", "), v.Var(SettingEgressDenied))
+		})
 	case !l.EgressDenied:
-		miss("egress denied", "serving %s needs a network (interfaces %s), and a program would share it: deny egress outside the container (the Kubernetes NetworkPolicy in docs/deploy/standalone, a firewall) and say so with MCP_EXEC_STANDALONE_EGRESS_DENIED=true (--standalone-egress-denied)", "HTTP/SSE", strings.Join(others, ", "))
+		missSetting("egress denied", SettingEgressDenied, func(v backend.Vars) string {
+			return fmt.Sprintf("serving %s needs a network (interfaces %s), and a program would share it: deny egress outside the container (the Kubernetes NetworkPolicy in docs/deploy/standalone, a firewall) and say so by setting %s to true", "HTTP/SSE", strings.Join(others, ", "), v.Name(SettingEgressDenied))
+		})
 	default:
 		reached, tried, err := l.probeEgress(ctx)
 		st.ProbedEgress = tried
@@ -188,7 +211,9 @@ func (l Lockdown) Check(ctx context.Context) (Status, error) {
 			return st, fmt.Errorf("probing egress: %w", err)
 		}
 		if len(reached) > 0 {
-			miss("egress denied", "MCP_EXEC_STANDALONE_EGRESS_DENIED=true, but %s: egress is open; deny it (NetworkPolicy, firewall; a network of the server's own, without peers) or serve stdio with --network none", describeReached(reached))
+			missSetting("egress denied", SettingEgressDenied, func(v backend.Vars) string {
+				return fmt.Sprintf("%s=true, but %s: egress is open; deny it (NetworkPolicy, firewall; a network of the server's own, without peers) or serve stdio with --network none", v.Var(SettingEgressDenied), describeReached(reached))
+			})
 		}
 	}
 	return st, errors.Join(errs...)

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Config is the upstreams file: the servers whose tools programs may call, and the
@@ -27,6 +29,9 @@ type Config struct {
 	// file; 0 is 16 and 5 minutes.
 	MaxSessions int
 	IdleTimeout time.Duration
+	// Vars names settings in messages by their variables too (backend.Vars); nil:
+	// by flag alone.
+	Vars backend.Vars
 }
 
 // Server is one upstream MCP server: a command run as a child of ours (stdio) or a

@@ -15,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // Manager keeps a client session per upstream server, its main session: it connects
@@ -38,6 +40,7 @@ type Manager struct {
 
 	maxSessions int
 	idle        time.Duration
+	vars        backend.Vars
 
 	// Backoff between connection attempts: from minBackoff, doubling, at most
 	// maxBackoff. Tests shorten them.
@@ -46,6 +49,12 @@ type Manager struct {
 
 // ErrUnavailable: the upstream server is not connected.
 var ErrUnavailable = errors.New("upstream server unavailable")
+
+// The settings that bound the callers' sessions (Config.MaxSessions, IdleTimeout).
+const (
+	SettingMaxSessions backend.Setting = "upstream-max-sessions"
+	SettingIdleTimeout backend.Setting = "upstream-idle-timeout-s"
+)
 
 // unavailableError is ErrUnavailable with its cause, which errors.Unwrap returns.
 type unavailableError struct{ cause error }
@@ -85,6 +94,7 @@ const (
 func New(cfg *Config, version string, log zerolog.Logger) *Manager {
 	m := &Manager{cfg: cfg, log: log, version: version, limit: messageLimit(cfg.Limits), ctx: context.Background(),
 		maxSessions: cmp.Or(cfg.MaxSessions, DefaultMaxSessions), idle: cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		vars:       cfg.Vars,
 		minBackoff: time.Second, maxBackoff: 30 * time.Second}
 	for _, s := range cfg.Servers {
 		m.conns = append(m.conns, &conn{srv: s, tried: make(chan struct{}), owned: map[string]*owned{}})
@@ -301,7 +311,7 @@ func (m *Manager) session(ctx context.Context, c *conn, identity string) (*mcp.C
 		if len(c.owned) >= m.maxSessions {
 			c.mu.Unlock()
 			m.log.Warn().Str("upstream", c.srv.Name).Int("sessions", m.maxSessions).Msg("upstream call refused: every session is taken")
-			return nil, nil, &unavailableError{fmt.Errorf("it has a session open for each of %d other identities, the most it may have (--upstream-max-sessions, MCP_EXEC_UPSTREAM_MAX_SESSIONS); one closes after %s without a call (--upstream-idle-timeout-s)", m.maxSessions, m.idle)}
+			return nil, nil, &unavailableError{fmt.Errorf("it has a session open for each of %d other identities, the most it may have (%s); one closes after %s without a call (%s)", m.maxSessions, m.vars.Name(SettingMaxSessions), m.idle, SettingIdleTimeout)}
 		}
 		o = &owned{ready: make(chan struct{})}
 		c.owned[identity] = o

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
@@ -194,11 +195,18 @@ func TestUpstreamSessionsPerIdentity(t *testing.T) {
 	}
 }
 
+// testVars spells settings as cmd/mcp-exec's table does: MCP_EXEC_ and the flag.
+func testVars(s backend.Setting) string {
+	return "MCP_EXEC_" + strings.ToUpper(strings.ReplaceAll(string(s), "-", "_"))
+}
+
 // TestUpstreamSessionsBounded: past --upstream-max-sessions a further identity's call
 // fails as unavailable, naming the flag; a session idle for the idle timeout closes
 // (what it kept is gone) and frees its place.
 func TestUpstreamSessionsBounded(t *testing.T) {
-	m, _ := startWire(t, false, "", func(c *upstream.Config) { c.MaxSessions, c.IdleTimeout = 1, 500*time.Millisecond })
+	m, _ := startWire(t, false, "", func(c *upstream.Config) {
+		c.MaxSessions, c.IdleTimeout, c.Vars = 1, 500*time.Millisecond, testVars
+	})
 	const alice, bob = "oauth a", "oauth b"
 	for _, server := range []string{"local", "remote"} {
 		if got := textOf(callAs(t, m, alice, server, "put", map[string]string{"key": "k", "value": "v"})); got != "stored" {

@@ -24,6 +24,7 @@ import (
 	"github.com/docker/go-units"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/kube"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
@@ -474,6 +475,18 @@ func Name(flagName string) string {
 		}
 	}
 	panic("config.Name: no setting --" + flagName)
+}
+
+// Var is the environment variable of the setting s, "" when there is none: the one
+// backend.Vars, which the libraries' messages name settings with (they know flags
+// only; backend.Spell).
+func Var(s backend.Setting) string {
+	for _, f := range cfgFields {
+		if f.flag == string(s) {
+			return f.env
+		}
+	}
+	return ""
 }
 
 // Load builds the configuration from the environment (getenv) and the arguments

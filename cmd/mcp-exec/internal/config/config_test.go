@@ -16,6 +16,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/kube"
+	"github.com/mcp-exec/mcp-exec/launcher/process"
+	"github.com/mcp-exec/mcp-exec/mcpserver"
+	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
 const cfgTestHost = "testhost"
@@ -914,5 +922,26 @@ func TestMaxSessionsPerIdentityDefault(t *testing.T) {
 	}
 	if _, err := cfgLoad([]string{"--max-sessions-per-identity", "-2"}, nil); err == nil || !strings.Contains(err.Error(), "must be from -1 to 256, got -2") {
 		t.Errorf("-2: got %v, want a range error", err)
+	}
+}
+
+// TestVarNamesLibrarySettings: every setting a library's message names (by flag) is a
+// row of the table, so that Var spells it with its variable; a renamed flag fails here
+// rather than leaving a message that names a setting that no longer exists.
+func TestVarNamesLibrarySettings(t *testing.T) {
+	for _, s := range []backend.Setting{
+		launcher.SettingEngineWait, engine.SettingAllowInsecure, kube.SettingSeccompProfile,
+		process.SettingTmpfsSize, process.SettingEgressDenied,
+		mcpserver.SettingMaxCodeBytes, mcpserver.SettingMaxStdinBytes, mcpserver.SettingEgressProfiles,
+		mcpserver.SettingMaxSessions, mcpserver.SettingMaxSessionsPerIdentity,
+		upstream.SettingMaxSessions, upstream.SettingIdleTimeout,
+	} {
+		want := "MCP_EXEC_" + strings.ToUpper(strings.ReplaceAll(string(s), "-", "_"))
+		if got := Var(s); got != want {
+			t.Errorf("Var(%q): got %q, want %q", s, got, want)
+		}
+	}
+	if got := Var("no-such-setting"); got != "" {
+		t.Errorf("Var of no setting: got %q, want none", got)
 	}
 }
