@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
 )
 
 var testEgress = []EgressProfile{
@@ -32,13 +34,13 @@ func TestEgressField(t *testing.T) {
 	if p.Type != "string" || !strings.Contains(p.Description, "pypi (pypi.org, *.pythonhosted.org; ports 443)") {
 		t.Errorf("egress: type %q, description %q", p.Type, p.Description)
 	}
-	if d := description(Options{Egress: testEgress}.withDefaults()); !strings.Contains(d, "\n\nEgress: ") {
+	if d := description(Options{Egress: testEgress}.withDefaults(), limitsOf(launcher.Options{})); !strings.Contains(d, "\n\nEgress: ") {
 		t.Errorf("description lacks the egress paragraph:\n%s", d)
 	}
 	if _, ok := inputSchema(Options{}.withDefaults()).Properties["egress"]; ok {
 		t.Error("egress: a property without profiles")
 	}
-	if d := description(Options{}.withDefaults()); strings.Contains(d, "Egress") {
+	if d := description(Options{}.withDefaults(), limitsOf(launcher.Options{})); strings.Contains(d, "Egress") {
 		t.Error("description mentions egress without profiles")
 	}
 

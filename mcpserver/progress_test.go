@@ -26,6 +26,9 @@ func (f funcRunner) Run(ctx context.Context, job launcher.Job) (launcher.Result,
 	return f(ctx, job)
 }
 
+// Options: the launcher's defaults.
+func (f funcRunner) Options() launcher.Options { return launcher.Options{} }
+
 // progressClient connects a client that forwards every progress notification
 // it receives to the returned channel.
 func progressClient(t *testing.T, r Runner, opts Options) (*mcp.ClientSession, chan *mcp.ProgressNotificationParams) {
@@ -254,6 +257,8 @@ type blockingRunner struct {
 func newBlockingRunner() *blockingRunner {
 	return &blockingRunner{started: make(chan struct{}, 1), ended: make(chan time.Time, 1)}
 }
+
+func (b *blockingRunner) Options() launcher.Options { return launcher.Options{} }
 
 func (b *blockingRunner) Run(ctx context.Context, _ launcher.Job) (launcher.Result, error) {
 	b.started <- struct{}{}

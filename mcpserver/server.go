@@ -25,6 +25,11 @@ import (
 // an error means the sandbox itself could not do its job.
 type Runner interface {
 	Run(ctx context.Context, job launcher.Job) (launcher.Result, error)
+	// Options are the runner's own. The runner holds a result to their caps
+	// (MaxOutputBytes, MaxFileBytes, MaxFilesBytes) and runs their Python; the tool
+	// description states them and a truncated result names its cap, read from here
+	// so that there is one copy of each. A zero field means the launcher's default.
+	Options() launcher.Options
 }
 
 // Options configures the server. The zero value of every field means its
@@ -39,11 +44,6 @@ type Options struct {
 	// MaxStdinBytes is the largest accepted "stdin" argument, in bytes.
 	// Zero or negative means 1 MiB (1048576).
 	MaxStdinBytes int
-	// MaxOutputBytes is the runner's cap on stdout+stderr together. The
-	// runner enforces it; here it only feeds the tool description and the
-	// text of a truncated result, so set it to what the runner really uses.
-	// Zero or negative means 1 MiB (1048576).
-	MaxOutputBytes int
 	// DefaultTimeout applies when a call has no timeout_s.
 	// Zero or negative means 30s; it is lowered to MaxTimeout if above it.
 	DefaultTimeout time.Duration
@@ -59,14 +59,6 @@ type Options struct {
 	// MaxFilesBytes caps the input files of one call together, in bytes after
 	// decoding. Zero or negative means 16 MiB (16777216).
 	MaxFilesBytes int
-	// MaxOutputFileBytes and MaxOutputFilesBytes are the runner's caps on one
-	// file returned from /tmp/outputs and on all of them together. The runner
-	// enforces them; here they only feed the tool description, so set them to
-	// what the runner really uses. Zero or negative means 8 MiB and 16 MiB.
-	MaxOutputFileBytes, MaxOutputFilesBytes int
-	// Python is the interpreter's name, used only in the tool description.
-	// "" means "python3".
-	Python string
 	// Upstreams, when set, lets programs call the tools of other MCP servers
 	// (code mode): exec's description gains their index, its result tool_calls,
 	// and a second tool, tools_search, appears. nil: exec alone, as always.
@@ -92,18 +84,33 @@ const mib = 1 << 20
 func (o Options) withDefaults() Options {
 	o.Name = cmp.Or(o.Name, "mcp-exec")
 	o.Version = cmp.Or(o.Version, "dev")
-	o.Python = cmp.Or(o.Python, "python3")
 	o.MaxCodeBytes = positive(o.MaxCodeBytes, mib)
 	o.MaxStdinBytes = positive(o.MaxStdinBytes, mib)
-	o.MaxOutputBytes = positive(o.MaxOutputBytes, mib)
 	o.MaxFiles = positive(o.MaxFiles, 32)
 	o.MaxFileBytes = positive(o.MaxFileBytes, 8*mib)
 	o.MaxFilesBytes = positive(o.MaxFilesBytes, 16*mib)
-	o.MaxOutputFileBytes = positive(o.MaxOutputFileBytes, 8*mib)
-	o.MaxOutputFilesBytes = positive(o.MaxOutputFilesBytes, 16*mib)
 	o.MaxTimeout = positive(o.MaxTimeout, 300*time.Second)
 	o.DefaultTimeout = min(positive(o.DefaultTimeout, 30*time.Second), o.MaxTimeout)
 	return o
+}
+
+// runnerLimits are what the runner holds a result to (Runner.Options), as the tool
+// description and a truncated result state them.
+type runnerLimits struct {
+	Python                                  string
+	MaxOutputBytes                          int // stdout+stderr together
+	MaxOutputFileBytes, MaxOutputFilesBytes int // files from /tmp/outputs: one, all
+}
+
+// limitsOf reads the runner's options; a zero field is the launcher's default
+// (python3, 1 MiB, 8 MiB, 16 MiB).
+func limitsOf(o launcher.Options) runnerLimits {
+	return runnerLimits{
+		Python:              cmp.Or(o.Python, "python3"),
+		MaxOutputBytes:      positive(o.MaxOutputBytes, mib),
+		MaxOutputFileBytes:  positive(o.MaxFileBytes, 8*mib),
+		MaxOutputFilesBytes: positive(o.MaxFilesBytes, 16*mib),
+	}
 }
 
 func positive[T int | time.Duration](v, def T) T {
@@ -124,13 +131,13 @@ func New(r Runner, opts Options) *mcp.Server {
 		// infer), and it sends no log messages (no logging, the SDK's default).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
-	h := &handler{runner: r, opts: opts, log: opts.Logger}
+	h := &handler{runner: r, opts: opts, limits: limitsOf(r.Options()), log: opts.Logger}
 	s.AddReceivingMiddleware(h.timingMiddleware)
 	if opts.Upstreams != nil {
 		h.addCodeMode(s, opts)
 		return s
 	}
-	desc := description(opts)
+	desc := description(opts, h.limits)
 	if sessionsOn(opts) {
 		h.sessions = newSessions(opts.Sessions, opts.Logger)
 		h.sessions.addTools(s, opts)
@@ -149,6 +156,7 @@ func New(r Runner, opts Options) *mcp.Server {
 type handler struct {
 	runner   Runner
 	opts     Options
+	limits   runnerLimits // the runner's, read once
 	log      zerolog.Logger
 	sessions *sessions // nil: no session tools
 }
@@ -224,7 +232,7 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInpu
 	out.Session = sess
 	// Setting Content stops the SDK from filling it with the raw JSON of out,
 	// which reads badly for a model or a person looking at a transcript.
-	text := &mcp.TextContent{Text: render(out, images, job.Timeout, h.opts.MaxOutputBytes) + sessionText(sess)}
+	text := &mcp.TextContent{Text: render(out, images, job.Timeout, h.limits.MaxOutputBytes) + sessionText(sess)}
 	content := append([]mcp.Content{text}, files...)
 	// The deferred p.stop runs before the SDK sends this result, so no
 	// progress notification follows it (a client would not expect one).

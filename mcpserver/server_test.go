@@ -34,7 +34,10 @@ type fakeRunner struct {
 	jobs []launcher.Job
 	res  launcher.Result
 	err  error
+	opts launcher.Options // what Options says; zero: the launcher's defaults
 }
+
+func (f *fakeRunner) Options() launcher.Options { return f.opts }
 
 func (f *fakeRunner) Run(_ context.Context, job launcher.Job) (launcher.Result, error) {
 	f.mu.Lock()
@@ -171,6 +174,23 @@ func TestCapabilities(t *testing.T) {
 	}
 	if got.Tools == nil || got.Tools.ListChanged {
 		t.Errorf("tools capability: got %+v, want present with listChanged false", got.Tools)
+	}
+}
+
+// TestDescriptionAsksRunner: the caps the runner holds a result to, and its
+// interpreter, come from the runner itself (Runner.Options), not from a copy.
+func TestDescriptionAsksRunner(t *testing.T) {
+	r := &fakeRunner{opts: launcher.Options{Python: "python3.12", MaxOutputBytes: 64 << 10, MaxFileBytes: 100, MaxFilesBytes: 4 << 10}}
+	cs := connect(t, t.Context(), r, Options{})
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("ListTools: got error %v, want nil", err)
+	}
+	d := res.Tools[0].Description
+	for _, want := range []string{"(python3.12)", "capped at 64 KiB", "come back up to 100 bytes each and 4 KiB together"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("description: got %q, want it to contain %q", d, want)
+		}
 	}
 }
 

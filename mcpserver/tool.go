@@ -199,11 +199,11 @@ func size(n int) string {
 // description is written for the model choosing and calling the tool: what
 // it can import, what it cannot do, how files go in and out, and the limits it
 // will run into.
-func description(o Options) string {
-	return baseDescription(o) + egressDescription(o)
+func description(o Options, l runnerLimits) string {
+	return baseDescription(o, l) + egressDescription(o)
 }
 
-func baseDescription(o Options) string {
+func baseDescription(o Options, l runnerLimits) string {
 	return fmt.Sprintf(`Run a Python 3 program (%s) in a fresh, locked-down sandbox and return its stdout, stderr, exit code and the files it writes to /tmp/outputs.
 
 Available: the Python standard library plus PyYAML, Jinja2, Pillow, numpy, pandas and matplotlib (headless, Agg backend).
@@ -217,10 +217,10 @@ Output: print results to stdout. Files the program writes to /tmp/outputs (it ex
 Limits: timeout_s defaults to %s s and is capped at %s s. stdout and stderr together are capped at %s; beyond that they are cut and "truncated" is true. code is limited to %s and stdin to %s. Input files: at most %d, each at most %s and %s together (decoded). Files in /tmp/outputs come back up to %s each and %s together; the others are listed with the reason but not returned.
 
 Result: stdout, stderr, exit_code, duration_ms, truncated, timed_out, oom_killed, and files (every file found in /tmp/outputs: name, mime_type, size, returned, reason). A program that fails (non-zero exit_code, timed_out, oom_killed) is a normal result: read stderr and fix the code. A tool error means the arguments were invalid (the message says which limit or rule) or the sandbox itself is unavailable (retrying with other code will not help).`,
-		o.Python, seconds(o.DefaultTimeout), seconds(o.MaxTimeout),
-		size(o.MaxOutputBytes), size(o.MaxCodeBytes), size(o.MaxStdinBytes),
+		l.Python, seconds(o.DefaultTimeout), seconds(o.MaxTimeout),
+		size(l.MaxOutputBytes), size(o.MaxCodeBytes), size(o.MaxStdinBytes),
 		o.MaxFiles, size(o.MaxFileBytes), size(o.MaxFilesBytes),
-		size(o.MaxOutputFileBytes), size(o.MaxOutputFilesBytes))
+		size(l.MaxOutputFileBytes), size(l.MaxOutputFilesBytes))
 }
 
 // annotations: the tool changes nothing outside its own throwaway sandbox

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
 )
 
 func TestWithDefaults(t *testing.T) {
@@ -17,23 +19,23 @@ func TestWithDefaults(t *testing.T) {
 		want Options
 	}{{
 		name: "zero",
-		want: Options{Name: "mcp-exec", Version: "dev", Python: "python3", MaxCodeBytes: 1048576, MaxStdinBytes: 1048576,
-			MaxOutputBytes: 1048576, DefaultTimeout: 30 * time.Second, MaxTimeout: 300 * time.Second,
-			MaxFiles: 32, MaxFileBytes: 8388608, MaxFilesBytes: 16777216, MaxOutputFileBytes: 8388608, MaxOutputFilesBytes: 16777216},
+		want: Options{Name: "mcp-exec", Version: "dev", MaxCodeBytes: 1048576, MaxStdinBytes: 1048576,
+			DefaultTimeout: 30 * time.Second, MaxTimeout: 300 * time.Second,
+			MaxFiles: 32, MaxFileBytes: 8388608, MaxFilesBytes: 16777216},
 	}, {
 		name: "set values kept",
-		in: Options{Name: "n", Version: "v", Python: "python3.13", MaxCodeBytes: 1, MaxStdinBytes: 2,
-			MaxOutputBytes: 3, DefaultTimeout: time.Second, MaxTimeout: time.Minute,
-			MaxFiles: 4, MaxFileBytes: 5, MaxFilesBytes: 6, MaxOutputFileBytes: 7, MaxOutputFilesBytes: 8},
-		want: Options{Name: "n", Version: "v", Python: "python3.13", MaxCodeBytes: 1, MaxStdinBytes: 2,
-			MaxOutputBytes: 3, DefaultTimeout: time.Second, MaxTimeout: time.Minute,
-			MaxFiles: 4, MaxFileBytes: 5, MaxFilesBytes: 6, MaxOutputFileBytes: 7, MaxOutputFilesBytes: 8},
+		in: Options{Name: "n", Version: "v", MaxCodeBytes: 1, MaxStdinBytes: 2,
+			DefaultTimeout: time.Second, MaxTimeout: time.Minute,
+			MaxFiles: 4, MaxFileBytes: 5, MaxFilesBytes: 6},
+		want: Options{Name: "n", Version: "v", MaxCodeBytes: 1, MaxStdinBytes: 2,
+			DefaultTimeout: time.Second, MaxTimeout: time.Minute,
+			MaxFiles: 4, MaxFileBytes: 5, MaxFilesBytes: 6},
 	}, {
 		name: "default above max is lowered, negatives mean default",
 		in:   Options{MaxCodeBytes: -1, DefaultTimeout: time.Hour, MaxTimeout: time.Minute, MaxFiles: -1, MaxFilesBytes: -5},
-		want: Options{Name: "mcp-exec", Version: "dev", Python: "python3", MaxCodeBytes: 1048576, MaxStdinBytes: 1048576,
-			MaxOutputBytes: 1048576, DefaultTimeout: time.Minute, MaxTimeout: time.Minute,
-			MaxFiles: 32, MaxFileBytes: 8388608, MaxFilesBytes: 16777216, MaxOutputFileBytes: 8388608, MaxOutputFilesBytes: 16777216},
+		want: Options{Name: "mcp-exec", Version: "dev", MaxCodeBytes: 1048576, MaxStdinBytes: 1048576,
+			DefaultTimeout: time.Minute, MaxTimeout: time.Minute,
+			MaxFiles: 32, MaxFileBytes: 8388608, MaxFilesBytes: 16777216},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +46,26 @@ func TestWithDefaults(t *testing.T) {
 				t.Errorf("withDefaults (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLimitsOf: the runner's caps on a result and its interpreter, as the description
+// states them; a zero or negative field is the launcher's default.
+func TestLimitsOf(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   launcher.Options
+		want runnerLimits
+	}{
+		{"zero", launcher.Options{}, runnerLimits{Python: "python3", MaxOutputBytes: 1048576, MaxOutputFileBytes: 8388608, MaxOutputFilesBytes: 16777216}},
+		{"set values kept", launcher.Options{Python: "python3.13", MaxOutputBytes: 3, MaxFileBytes: 7, MaxFilesBytes: 8},
+			runnerLimits{Python: "python3.13", MaxOutputBytes: 3, MaxOutputFileBytes: 7, MaxOutputFilesBytes: 8}},
+		{"negatives mean default", launcher.Options{MaxOutputBytes: -1, MaxFilesBytes: -5},
+			runnerLimits{Python: "python3", MaxOutputBytes: 1048576, MaxOutputFileBytes: 8388608, MaxOutputFilesBytes: 16777216}},
+	} {
+		if diff := cmp.Diff(tt.want, limitsOf(tt.in)); diff != "" {
+			t.Errorf("%s: limitsOf (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }
 
@@ -112,11 +134,13 @@ func TestSize(t *testing.T) {
 	}
 }
 
-// TestDescriptionFollowsOptions checks the numbers a model relies on come from Options.
+// TestDescriptionFollowsOptions checks the numbers a model relies on come from Options
+// and from the runner's.
 func TestDescriptionFollowsOptions(t *testing.T) {
-	d := description(Options{Python: "python3.12", DefaultTimeout: 10 * time.Second, MaxTimeout: time.Minute,
-		MaxOutputBytes: 64 << 10, MaxCodeBytes: 2 << 20, MaxStdinBytes: 1000,
-		MaxFiles: 7, MaxFileBytes: 3 << 20, MaxFilesBytes: 5 << 20, MaxOutputFileBytes: 100, MaxOutputFilesBytes: 4 << 10}.withDefaults())
+	d := description(Options{DefaultTimeout: 10 * time.Second, MaxTimeout: time.Minute,
+		MaxCodeBytes: 2 << 20, MaxStdinBytes: 1000,
+		MaxFiles: 7, MaxFileBytes: 3 << 20, MaxFilesBytes: 5 << 20}.withDefaults(),
+		limitsOf(launcher.Options{Python: "python3.12", MaxOutputBytes: 64 << 10, MaxFileBytes: 100, MaxFilesBytes: 4 << 10}))
 	for _, want := range []string{"(python3.12)", "defaults to 10 s", "capped at 60 s", "capped at 64 KiB",
 		"code is limited to 2 MiB", "stdin to 1000 bytes", "no network", "/tmp", "matplotlib",
 		"Input files: at most 7, each at most 3 MiB and 5 MiB together", "come back up to 100 bytes each and 4 KiB together",

@@ -36,23 +36,19 @@ func serve(ctx context.Context, cfg config.Config, l *launcher.Launcher, m *metr
 		ups, upstreams = um, um
 	}
 	srv := mcpserver.New(l, mcpserver.Options{
-		Upstreams:           ups,
-		Version:             version,
-		MaxCodeBytes:        int(cfg.MaxCodeBytes),
-		MaxStdinBytes:       int(cfg.MaxStdinBytes),
-		MaxOutputBytes:      int(cfg.MaxOutputBytes),
-		MaxFiles:            cfg.MaxFiles,
-		MaxFileBytes:        int(cfg.MaxFileBytes),
-		MaxFilesBytes:       int(cfg.MaxFilesBytes),
-		MaxOutputFileBytes:  int(cfg.MaxFileBytes),
-		MaxOutputFilesBytes: int(cfg.MaxFilesBytes),
-		DefaultTimeout:      cfg.DefaultTimeout,
-		MaxTimeout:          cfg.MaxTimeout,
-		Python:              cfg.Python,
-		Egress:              egressOf(l),
-		Sessions:            sessionOptions(ctx, cfg, l, log),
-		Logger:              log,
-		Vars:                config.Var,
+		Upstreams:      ups,
+		Version:        version,
+		MaxCodeBytes:   int(cfg.MaxCodeBytes),
+		MaxStdinBytes:  int(cfg.MaxStdinBytes),
+		MaxFiles:       cfg.MaxFiles,
+		MaxFileBytes:   int(cfg.MaxFileBytes),
+		MaxFilesBytes:  int(cfg.MaxFilesBytes),
+		DefaultTimeout: cfg.DefaultTimeout,
+		MaxTimeout:     cfg.MaxTimeout,
+		Egress:         egressOf(l),
+		Sessions:       sessionOptions(ctx, cfg, l, log),
+		Logger:         log,
+		Vars:           config.Var,
 	})
 	ready := readyHandler(l) // one, so that both listeners share its cache
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
