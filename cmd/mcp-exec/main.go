@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if cmd.noToken {
 		env := getenv
 		getenv = func(k string) string {
-			if k == config.AuthTokenEnv || k == "MCP_EXEC_AUTH_TOKEN_FILE" {
+			if k == config.AuthTokenEnv || k == config.Var("auth-token-file") {
 				return ""
 			}
 			return env(k)

@@ -6,5 +6,5 @@
 // docs/configuration.md (configdoc.go, `go generate ./cmd/mcp-exec`).
 //
 // The table is the one place a setting's variable is spelled: the libraries name a
-// setting by its flag (backend.Setting), and Vars gives the command its variable.
+// setting by its flag (backend.Setting), and Var gives the command its variable.
 package config
