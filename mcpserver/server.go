@@ -139,7 +139,7 @@ func New(r Runner, opts Options) *mcp.Server {
 	}
 	desc := description(opts, h.limits)
 	if sessionsOn(opts) {
-		h.sessions = newSessions(opts.Sessions, opts.Logger)
+		h.sessions = newSessions(opts.Sessions, opts.Vars, opts.Logger)
 		h.sessions.addTools(s, opts)
 		desc += sessionsNote()
 	}

@@ -169,6 +169,7 @@ type sessions struct {
 	o        SessionOptions
 	store    SessionStore
 	profiles []EgressProfile // the server's egress profiles (addTools)
+	vars     backend.Vars    // spells the bounds' settings in refusals
 	log      zerolog.Logger
 	now      func() time.Time
 
@@ -195,14 +196,14 @@ type endedSession struct {
 
 const maxEnded = 4096
 
-func newSessions(o SessionOptions, log zerolog.Logger) *sessions {
+func newSessions(o SessionOptions, vars backend.Vars, log zerolog.Logger) *sessions {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 10 * time.Minute
 	}
 	if o.MaxLifetime <= 0 {
 		o.MaxLifetime = time.Hour
 	}
-	s := &sessions{o: o, log: log, now: time.Now, startingBy: map[string]int{}, held: map[string]heldSandbox{}}
+	s := &sessions{o: o, vars: vars, log: log, now: time.Now, startingBy: map[string]int{}, held: map[string]heldSandbox{}}
 	s.store = o.Store
 	if s.store == nil {
 		s.store = newMemoryStore(log, s.endHeld)
@@ -285,11 +286,11 @@ func (s *sessions) reserve(ctx context.Context, owner string) error {
 	}
 	if all+s.starting >= s.o.Max {
 		s.log.Warn().Int("open", s.o.Max).Msg("session_create refused: too many sessions")
-		return errTooManySessions(s.o.shared(), false, s.o.Max)
+		return s.errTooManySessions(false, s.o.Max)
 	}
 	if n := s.o.MaxPerIdentity; n > 0 && owned+s.startingBy[owner] >= n {
 		s.log.Warn().Int("per_identity", n).Msg("session_create refused: too many sessions for this identity")
-		return errTooManySessions(s.o.shared(), true, n)
+		return s.errTooManySessions(true, n)
 	}
 	s.starting++
 	s.startingBy[owner]++
@@ -391,16 +392,15 @@ func (s *sessions) createFailed(err error) error {
 
 // errTooManySessions is session_create's refusal at a bound of n sessions: one
 // identity's (perIdentity), or all of them, this server's or (shared) every replica's.
-// The only place that names the bounds' flags and variables.
-func errTooManySessions(shared, perIdentity bool, n int) error {
+func (s *sessions) errTooManySessions(perIdentity bool, n int) error {
 	const tail = "close one with " + toolSessionClose + " or wait for one to expire, or use exec without session_id"
 	switch {
 	case perIdentity:
-		return fmt.Errorf("too many sessions for you: one identity holds at most %d at once (--max-sessions-per-identity, MCP_EXEC_MAX_SESSIONS_PER_IDENTITY); %s", n, tail)
-	case shared:
-		return fmt.Errorf("too many sessions: at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS; on Kubernetes, every replica's together); %s", n, tail)
+		return fmt.Errorf("too many sessions for you: one identity holds at most %d at once (%s); %s", n, s.vars.Name(SettingMaxSessionsPerIdentity), tail)
+	case s.o.shared():
+		return fmt.Errorf("too many sessions: at most %d at once (%s; on Kubernetes, every replica's together); %s", n, s.vars.Name(SettingMaxSessions), tail)
 	}
-	return fmt.Errorf("too many sessions: this server holds at most %d at once (--max-sessions, MCP_EXEC_MAX_SESSIONS); %s", n, tail)
+	return fmt.Errorf("too many sessions: this server holds at most %d at once (%s); %s", n, s.vars.Name(SettingMaxSessions), tail)
 }
 
 // created is session_create's result for the session id ending at expires (if no call

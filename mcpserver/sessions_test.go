@@ -224,7 +224,7 @@ func TestSessionExpiry(t *testing.T) {
 // sessions than --max-sessions are refused naming the flag and the variable.
 func TestSessionBusyAndMax(t *testing.T) {
 	f := &fakeSessions{gate: make(chan struct{})}
-	cs := connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f)})
+	cs := connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f), Vars: testVars})
 	c := createSession(t, cs)
 	done := make(chan *mcp.CallToolResult)
 	go func() {
@@ -330,7 +330,7 @@ func TestSessionMaxPerIdentity(t *testing.T) {
 	f := &fakeSessions{}
 	o := sessionOpts(f)
 	o.Max, o.MaxPerIdentity = 3, 1
-	client := authClients(t, New(&fakeRunner{}, Options{Sessions: o}))
+	client := authClients(t, New(&fakeRunner{}, Options{Sessions: o, Vars: testVars}))
 	alice, bob := client("alice"), client("bob")
 	c := createSession(t, alice)
 	res := callNamed(t, alice, toolSessionCreate, map[string]any{})
