@@ -114,7 +114,7 @@ bash scripts/engine.sh
 # build of the server image, whose binary it takes; modules and the sandbox layers are
 # cached), a few seconds when not; a fresh machine adds the base and sandbox images
 # (206 s measured) and a cold server build (395 s). The go test step below then runs
-# TestStandalone* in cmd/mcp-exec against it: 50-85 s (each lock removed in turn, swap
+# TestStandalone* in e2e against it: 50-85 s (each lock removed in turn, swap
 # and the per-run seccomp filter, the egress probe, leftovers, the server's protection,
 # the selftest, the TypeScript client over stdio and HTTP).
 beside images bash -c 'bash scripts/images.sh && bash scripts/images.sh --standalone'
@@ -148,7 +148,7 @@ step "go test -race"
 # CI=true turns a missing engine into a failure instead of a skip.
 export CI=${CI:-}
 # One package at a time: several tests time real sandboxes, and two cores are few.
-# TestE2ESession (cmd/mcp-exec: the TypeScript client's data-analysis sequence in one
+# TestE2ESession (e2e: the TypeScript client's data-analysis sequence in one
 # session) runs here only, on Docker with runc: 14 s with -race at load ~4 (measured).
 gotest -race -count=1 -p 1 -timeout 30m ./...
 
@@ -210,7 +210,7 @@ eval "$(bash scripts/fault-engine.sh start)"
 MCP_EXEC_TEST_FAULT_HOST=$MCP_EXEC_TEST_FAULT_HOST \
   MCP_EXEC_TEST_FAULT_DOWN="bash $PWD/scripts/fault-engine.sh down" \
   MCP_EXEC_TEST_FAULT_UP="bash $PWD/scripts/fault-engine.sh up" \
-  gotest -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./cmd/mcp-exec
+  gotest -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./e2e
 bash scripts/fault-engine.sh stop
 
 step "remote engines: tcp:// with TLS (a second dockerd on 127.0.0.1) and ssh:// (an sshd on 127.0.0.1)"
@@ -248,7 +248,7 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
   MCP_EXEC_TEST_FAULT_HOST=$podman_host \
     MCP_EXEC_TEST_FAULT_DOWN="bash $PWD/scripts/podman.sh --stop-service" \
     MCP_EXEC_TEST_FAULT_UP="bash $PWD/scripts/podman.sh >/dev/null" \
-    gotest -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./cmd/mcp-exec
+    gotest -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./e2e
 
   left=$(podman ps -aq --filter label=dev.mcp-exec.role=sandbox | wc -l)
   if [ "$left" != 0 ]; then
@@ -266,7 +266,7 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
     DOCKER_HOST=unix:///run/user/$ruid/podman/podman.sock MCP_EXEC_TEST_EXPECT_UNENFORCED=1 \
       gotest -race -count=1 -p 1 -timeout 10m \
       -run '^(TestVerifyLimitsUnenforcedLive|TestRunPrograms|TestTimeoutKillsProcessTree|TestEngineNameLive|TestUnenforcedLimitsLive)$' \
-      ./launcher ./launcher/engine ./cmd/mcp-exec
+      ./launcher ./launcher/engine ./e2e
     left=$(runuser -u "$ruser" -- env XDG_RUNTIME_DIR="/run/user/$ruid" \
       podman ps -aq --filter label=dev.mcp-exec.role=sandbox | wc -l)
     if [ "$left" != 0 ]; then
@@ -292,7 +292,7 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   # the TypeScript e2e (every transport, files, cancel) 121 s; the first time also the
   # runsc build (about 9 min with a cold Go build cache, 70 s with a warm one). The warm
   # run is ./launcher only: its subpackages have no sandbox of their own to pool. The
-  # other cmd/mcp-exec tests (config, auth, health, metrics, and the long run whose
+  # other e2e and cmd/mcp-exec tests (config, auth, health, metrics, and the long run whose
   # progress resets the client's timeout: the server's relay, 56 s) do not depend on the
   # runtime; TestE2ERich has the cancel under gVisor.
   bash scripts/runsc.sh
@@ -314,12 +314,12 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   # TestSessionExpiryAndRestart: the server offers sessions under runsc (28 s at load ~6).
   # TestEgressE2E here: runsc is strict (no --host-uds), so the server must refuse its
   # egress profiles at start, naming the flag (~33 s at load ~18).
-  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestEgressE2E|TestSessionExpiryAndRestart)$' ./cmd/mcp-exec
+  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestEgressE2E|TestSessionExpiryAndRestart)$' ./e2e
   # Code mode under gVisor: the TypeScript client over HTTP, an upstream's tools called
   # from the sandbox over the bridge (~18 s). Its stdio half is left out here: the SDK's
   # stdio client kills the server 4 s after closing its stdin, and under gVisor on a
   # loaded machine the server's removal of its pool has taken up to 3.9 s.
-  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 10m -run '^TestE2ECodeMode$/^http$' ./cmd/mcp-exec
+  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 10m -run '^TestE2ECodeMode$/^http$' ./e2e
   # Egress under gVisor: runsc-egress is runsc with --host-uds=open (scripts/runsc.sh).
   # The live tests (start-up check, public host, the private channel, caps, a session
   # with a profile): 89-108 s measured at load ~18 (TestLiveEgressSession: 11 s at

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
+	"github.com/mcp-exec/mcp-exec/e2e"
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 	"github.com/mcp-exec/mcp-exec/mcpserver/httpauth"
 )
@@ -224,11 +225,11 @@ func TestBodyBudget(t *testing.T) {
 // and no sandbox) are answered with the body budget holding two at a time. Without
 // a token, 401 before the body is read.
 func TestLargeBodiesLive(t *testing.T) {
-	bin := e2eBuild(t)
-	token := e2eRandom()
-	s := e2eServe(t, bin, e2eEnv(), "http", "test-bodies", token)
+	bin := e2e.Build(t)
+	token := e2e.Random()
+	s := e2e.Serve(t, bin, e2e.Env(), "http", "test-bodies", token)
 	limit := requestLimit(config.Defaults())
-	pid := s.cmd.Process.Pid
+	pid := s.Cmd.Process.Pid
 	t.Logf("request limit %d bytes; peak RSS after start %d KiB", limit, vmKiB(t, pid, "VmHWM"))
 
 	// Headers only: the answer must come without the server reading a body.
@@ -236,20 +237,20 @@ func TestLargeBodiesLive(t *testing.T) {
 		name, token string
 		want        int
 	}{{"authenticated", token, 413}, {"no token", "", 401}} {
-		if got := headersOnly(t, s.base, tc.token, 60_000_000); got != tc.want {
+		if got := headersOnly(t, s.Base, tc.token, 60_000_000); got != tc.want {
 			t.Errorf("%s, Content-Length 60000000 and no body sent: HTTP %d, want %d", tc.name, got, tc.want)
 		}
 	}
 
 	sid := openSession(t, s, token)
 	post := func(body io.Reader, size int64) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, s.endpoint, body)
+		req, _ := http.NewRequest(http.MethodPost, s.Endpoint, body)
 		req.ContentLength = size
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		req.Header.Set(e2eAuthHeader, token)
+		req.Header.Set(e2e.AuthHeader, token)
 		resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
 		if err != nil {
 			return 0, err.Error()
@@ -321,7 +322,7 @@ func headersOnly(t *testing.T, base, token string, size int64) int {
 	defer c.Close()
 	auth := ""
 	if token != "" {
-		auth = e2eAuthHeader + ": " + token + "\r\n"
+		auth = e2e.AuthHeader + ": " + token + "\r\n"
 	}
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
 		"Accept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n", auth, size)
@@ -336,13 +337,13 @@ func headersOnly(t *testing.T, base, token string, size int64) int {
 }
 
 // openSession initializes a streamable HTTP session and returns its id.
-func openSession(t *testing.T, s *e2eServer, token string) string {
+func openSession(t *testing.T, s *e2e.Server, token string) string {
 	t.Helper()
 	send := func(body, sid string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, s.endpoint, strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, s.Endpoint, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(e2eAuthHeader, token)
+		req.Header.Set(e2e.AuthHeader, token)
 		if sid != "" {
 			req.Header.Set("Mcp-Session-Id", sid)
 			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
@@ -355,7 +356,7 @@ func openSession(t *testing.T, s *e2eServer, token string) string {
 		resp.Body.Close()
 		return resp
 	}
-	resp := send(e2eInitializeReq, "")
+	resp := send(e2e.InitializeReq, "")
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != 200 || sid == "" {
 		t.Fatalf("initialize: HTTP %d, session %q", resp.StatusCode, sid)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/cmd/mcp-exec/internal/config"
+	"github.com/mcp-exec/mcp-exec/e2e"
 )
 
 func testLimits(max int64, requests int, bodyTimeout time.Duration) httpLimits {
@@ -155,24 +156,24 @@ func TestSlowBodiesLive(t *testing.T) {
 		maxReqs  = 100
 		timeoutS = 30 // generous: 300 trickled calls on a loaded 2-core machine
 	)
-	bin := e2eBuild(t)
-	token := e2eRandom()
-	env := e2eEnv("MCP_EXEC_MAX_CODE_BYTES=512k", fmt.Sprintf("MCP_EXEC_HTTP_MAX_REQUESTS=%d", maxReqs),
+	bin := e2e.Build(t)
+	token := e2e.Random()
+	env := e2e.Env("MCP_EXEC_MAX_CODE_BYTES=512k", fmt.Sprintf("MCP_EXEC_HTTP_MAX_REQUESTS=%d", maxReqs),
 		fmt.Sprintf("MCP_EXEC_HTTP_BODY_TIMEOUT_S=%d", timeoutS))
-	s := e2eServe(t, bin, env, "http", "test-slow-bodies", token)
+	s := e2e.Serve(t, bin, env, "http", "test-slow-bodies", token)
 	cfg := config.Defaults()
 	cfg.MaxCodeBytes = 512 << 10
 	soft := memoryLimit(requestLimit(cfg))
-	pid := s.cmd.Process.Pid
+	pid := s.Cmd.Process.Pid
 	t.Logf("soft memory limit %d KiB; peak RSS after start %d KiB", soft>>10, vmKiB(t, pid, "VmHWM"))
 
 	// A trickle: a byte every 500 ms, never the end.
-	c, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.Base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
-		"Accept: application/json, text/event-stream\r\n%s: %s\r\nTransfer-Encoding: chunked\r\n\r\n", e2eAuthHeader, token)
+		"Accept: application/json, text/event-stream\r\n%s: %s\r\nTransfer-Encoding: chunked\r\n\r\n", e2e.AuthHeader, token)
 	stop := make(chan struct{})
 	go func() {
 		for {
@@ -234,13 +235,13 @@ func TestSlowBodiesLive(t *testing.T) {
 				}
 				pw.Close()
 			}()
-			req, _ := http.NewRequest(http.MethodPost, s.endpoint, pr)
+			req, _ := http.NewRequest(http.MethodPost, s.Endpoint, pr)
 			req.ContentLength = int64(len(call))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			req.Header.Set("Mcp-Session-Id", sid)
 			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-			req.Header.Set(e2eAuthHeader, token)
+			req.Header.Set(e2e.AuthHeader, token)
 			resp, err := client.Do(req)
 			begin()
 			if err != nil {

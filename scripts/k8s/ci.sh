@@ -59,10 +59,10 @@ export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXE
 go run ./cmd/mcp-exec selftest --log-level warn
 MCP_EXEC_RUNTIME=gvisor MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec-gvisor.json MCP_EXEC_PIDS=$KGVISORPIDS \
   go run ./cmd/mcp-exec selftest --log-level warn
-CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestE2ECodeMode|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas)$' ./cmd/mcp-exec
+CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestE2ECodeMode|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas)$' ./e2e
 # Sessions through the binary under the RuntimeClass gvisor (~45 s; TestLiveGVisorSharedSession
 # ran above with ./launcher/kube/...).
-MCP_EXEC_TEST_RUNTIME=gvisor CI=true go test -count=1 -timeout 10m -run '^TestKubeSessionServer$' ./cmd/mcp-exec
+MCP_EXEC_TEST_RUNTIME=gvisor CI=true go test -count=1 -timeout 10m -run '^TestKubeSessionServer$' ./e2e
 session_probes='fds_only_std|bootstrap_unreachable|environment_isolated|runs_as_unprivileged_user|capabilities_empty|no_new_privs|seccomp_filter_active|seccomp_denies_dangerous_syscalls|core_dumps_disabled|memory_limit_kills_program|memory_oom_reported_for_child|pids_limit_stops_fork_bomb|tmp_not_persisted|daemon_not_persisted'
 CI=true go test -count=1 -timeout 10m -run "^TestKubeSessionInvariants\$/^($session_probes)\$" ./cmd/mcp-exec
 
