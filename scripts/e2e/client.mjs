@@ -17,7 +17,7 @@
 // sent in the X-MCP-AUTH header of every request: the POSTs, the GET that opens the
 // event stream and, for http, the session's DELETE.
 //
-// Run `npm ci` in this directory first. cmd/mcp-exec/e2e_test.go (TestE2E) drives it.
+// Run `npm ci` in this directory first. e2e/e2e_test.go (TestE2E) drives it.
 
 
 import {

@@ -19,7 +19,7 @@
 // and exits 0 only when every check passed. For stdio the server is spawned with this
 // process's whole environment (set MCP_EXEC_UPSTREAMS there).
 //
-// Run `npm ci` in this directory first. cmd/mcp-exec/codemode_e2e_test.go drives it.
+// Run `npm ci` in this directory first. e2e/codemode_e2e_test.go drives it.
 
 import {
   AUTH_HEADER, TRANSPORT_OPTIONS, call, checkTransport, expect, newReport, parseOptions, runAndReport, short, stdioTransport, textOf, usageExit,

@@ -11,7 +11,7 @@
 // `add_header X-Upstream $upstream_addr always;`), the report counts the requests
 // each replica answered, per JSON-RPC method. It prints ONE JSON object on stdout;
 // progress goes to stderr. Exit status: 0 when every call was right, 1 otherwise,
-// 2 for a usage error. cmd/mcp-exec/lb_test.go drives it.
+// 2 for a usage error. e2e/lb_test.go drives it.
 
 
 import { CALL_TIMEOUT_MS, parseOptions, usageExit } from './common.mjs';

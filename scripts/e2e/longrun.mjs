@@ -14,7 +14,7 @@
 //   without_reset: the SDK's default (false): must fail with the SDK's timeout.
 // For http the token, if given, goes in Authorization: Bearer. It prints ONE JSON
 // object on stdout; the exit status is 0 when both behaved as described, 1 otherwise,
-// 2 for a usage error. cmd/mcp-exec/longrun_test.go drives it.
+// 2 for a usage error. e2e/longrun_test.go drives it.
 
 import { parseOptions, stdioTransport, usageExit } from './common.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';

@@ -14,7 +14,7 @@
 // cold mode (MCP_EXEC_POOL_SIZE=0, MCP_EXEC_SESSION_POOL_SIZE=0): a pool keeps idle sandboxes with that label.
 // For stdio the server is spawned with this process's whole environment.
 //
-// Run `npm ci` in this directory first. cmd/mcp-exec/rich_e2e_test.go drives it.
+// Run `npm ci` in this directory first. e2e/rich_e2e_test.go drives it.
 
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';

@@ -24,7 +24,7 @@
 // Like client.mjs it prints ONE JSON object on stdout, one line per check on stderr,
 // and exits 0 only when every check passed (1 otherwise, 2 for a usage error). The
 // report adds session_id, for the driver's check of the server's log.
-// Run `npm ci` in this directory first. cmd/mcp-exec/session_e2e_test.go drives it.
+// Run `npm ci` in this directory first. e2e/session_e2e_test.go drives it.
 
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
