@@ -31,10 +31,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
-	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
 
 const (
@@ -256,7 +256,7 @@ type Server struct {
 	Base            string // http://127.0.0.1:PORT
 	Endpoint        string // Base + /mcp or /sse
 	Cmd             *exec.Cmd
-	Logs            *launchertest.Buffer
+	Logs            *syncbuf.Buffer
 	done            chan struct{} // closed when the process has exited; then waitErr is set
 	waitErr         error
 	ready           bool // it answered
@@ -320,7 +320,7 @@ func StartServerOn(t *testing.T, host, bin string, baseEnv []string, transport, 
 		Token:    token,
 		Port:     port,
 		Base:     "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Logs:     &launchertest.Buffer{},
+		Logs:     &syncbuf.Buffer{},
 		done:     make(chan struct{}),
 	}
 	path := map[string]string{"http": "/mcp", "sse": "/sse"}[transport]

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/e2e"
-	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 )
 
 const (
@@ -238,7 +238,7 @@ http {
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &launchertest.Buffer{}
+	logs := &syncbuf.Buffer{}
 	cmd := exec.Command(nginx, "-p", dir, "-e", "stderr", "-c", confPath, "-g", "daemon off;")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

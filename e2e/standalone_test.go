@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/e2e"
-	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -178,7 +178,7 @@ func TestStandaloneEgressProbe(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "docker", args...)
-		var stderr launchertest.Buffer
+		var stderr syncbuf.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -256,7 +256,7 @@ func saSessionNamed(t *testing.T, img, name string, extra ...string) *mcp.Client
 	args := append([]string{"run", "--rm", "-i", "--name", name}, saLocked...)
 	args = append(append(args, extra...), img)
 	cmd := exec.Command("docker", args...)
-	var stderr launchertest.Buffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/e2e"
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
 )
@@ -92,7 +93,7 @@ type twoServer struct {
 	name, transport string
 	cmd             *exec.Cmd
 	cs              *mcp.ClientSession
-	logs            *launchertest.Buffer
+	logs            *syncbuf.Buffer
 	done            chan struct{}
 }
 
@@ -108,7 +109,7 @@ type twoResult struct {
 // no egress), and connects a client to it.
 func twoStart(t *testing.T, bin, transport, instance, name string) *twoServer {
 	t.Helper()
-	s := &twoServer{name: name, transport: transport, logs: &launchertest.Buffer{}, done: make(chan struct{})}
+	s := &twoServer{name: name, transport: transport, logs: &syncbuf.Buffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(bin, "--instance", instance)
 	s.cmd.Env = e2e.Env("MCP_EXEC_TRANSPORT=" + transport)
 	s.cmd.Stderr = s.logs

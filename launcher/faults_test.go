@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 )
@@ -100,31 +101,13 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// syncBuffer is a log sink the launcher's goroutines can write to concurrently.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestNoCallerDataPersisted puts canaries in the code, the stdin and the output and
 // searches the engine's records (inspect, the data root's container files and the
 // container's writable layer) while the sandbox runs and after it is gone, and our
 // own log at trace level. The output canary is computed by the program, so it is in
 // neither the code nor the stdin.
 func TestNoCallerDataPersisted(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	l := testLauncher(t, Options{PoolSize: -1})
 	l.log = zerolog.New(&logs).Level(zerolog.TraceLevel)
 	cli := testClient(t)

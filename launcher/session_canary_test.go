@@ -8,6 +8,8 @@ import (
 
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 )
 
 // TestNoSessionCallerDataPersisted: as TestNoCallerDataPersisted, for a session. The
@@ -16,7 +18,7 @@ import (
 // layers and our log at trace level hold none of them, between the calls, and after
 // the session's container is gone.
 func TestNoSessionCallerDataPersisted(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	l := testLauncher(t, Options{PoolSize: -1})
 	l.log = zerolog.New(&logs).Level(zerolog.TraceLevel)
 	cli := testClient(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher"
 )
 
@@ -102,7 +103,7 @@ func TestEgressNotInSession(t *testing.T) {
 // configuration only).
 func TestSessionEgress(t *testing.T) {
 	f := &fakeSessions{}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cs := connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f), Egress: testEgress, Logger: zerolog.New(&logs)})
 	p, desc := listedProperty(t, cs, toolSessionCreate, "egress")
 	if diff := cmp.Diff([]string{"deb", "pypi"}, p.Enum); diff != "" {

@@ -1,39 +1,20 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher"
 )
-
-// syncBuffer lets the test read what the server goroutine wrote without a race.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // logLines parses the captured JSON log lines.
 func logLines(t *testing.T, s string) []map[string]any {
@@ -65,7 +46,7 @@ func canaryFreeLines(t *testing.T, out, canary string, n int, what string) []map
 
 func TestLogsCarryNoCallerData(t *testing.T) {
 	canary := "canary-" + rand.Text()
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	r := &fakeRunner{}
 	cs := connect(t, t.Context(), r, Options{
 		Logger:       zerolog.New(&buf).Level(zerolog.TraceLevel),
@@ -143,7 +124,7 @@ func TestLogsCarryNoCallerData(t *testing.T) {
 // messages (which quote the program's output) never reach the log.
 func TestLogsCarryNoFileData(t *testing.T) {
 	canary := "canary-" + rand.Text()
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	r := funcRunner(func(_ context.Context, job launcher.Job) (launcher.Result, error) {
 		if job.Progress != nil {
 			job.Progress(launcher.Progress{Elapsed: time.Second, OutputBytes: 40, Tail: canary + "\n"})
@@ -176,7 +157,7 @@ func TestLogsCarryNoFileData(t *testing.T) {
 // TestTimingOnlyAtDebug: the per-call timing line is written at debug level and
 // below only; at info a call logs its one line, as before.
 func TestTimingOnlyAtDebug(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	r := &fakeRunner{}
 	cs := connect(t, t.Context(), r, Options{Logger: zerolog.New(&buf).Level(zerolog.InfoLevel)})
 	r.set(launcher.Result{Duration: time.Millisecond}, nil)

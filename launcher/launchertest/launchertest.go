@@ -5,14 +5,13 @@
 // instance left, no goroutine it started still running.
 //
 // Buffer is the other thing tests across packages need: a log or output sink that
-// goroutines write to while the test reads it.
+// goroutines write to while the test reads it (internal/syncbuf's).
 //
 // The launcher package's own (internal) tests cannot import it, since it imports
 // launcher; they keep an equivalent helper of their own.
 package launchertest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,7 +20,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
@@ -182,22 +181,6 @@ func HostUDS(t testing.TB, runtime string) bool {
 	return false
 }
 
-// Buffer collects what goroutines (a process's output copier, a logger) write, for
-// the test to read at any time. The zero value is ready.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-// String returns everything written so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// Buffer is syncbuf.Buffer, the sink that goroutines write to while the test reads
+// it, under the name the tests that use a live launcher know.
+type Buffer = syncbuf.Buffer

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
@@ -58,16 +58,8 @@ func spec(argv ...string) backend.Spec {
 type started struct {
 	id             string
 	conn           backend.Conn
-	stdout, stderr *syncBuf
+	stdout, stderr *syncbuf.Buffer
 }
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func start(t *testing.T, b *Backend, code string) started {
 	t.Helper()
@@ -75,7 +67,7 @@ func start(t *testing.T, b *Backend, code string) started {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	s := started{id: id, stdout: &syncBuf{}, stderr: &syncBuf{}}
+	s := started{id: id, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	s.conn, err = b.Start(t.Context(), id, s.stdout, s.stderr)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -160,7 +152,7 @@ func TestRemoveKillsLeftovers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s = started{id: id, stdout: &syncBuf{}, stderr: &syncBuf{}}
+				s = started{id: id, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 				if s.conn, err = b.Start(t.Context(), id, s.stdout, s.stderr); err != nil {
 					t.Fatal(err)
 				}

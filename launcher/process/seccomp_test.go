@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/syscalls"
 )
@@ -209,7 +210,7 @@ func TestRunForeignABIKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errb := &syncBuf{}, &syncBuf{}
+	out, errb := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	conn, err := b.Start(t.Context(), id, out, errb)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
@@ -50,21 +51,12 @@ type testServer struct {
 	res    *fakeResolver
 	mu     sync.Mutex
 	dialed []netip.AddrPort
-	logs   strings.Builder
-	logMu  sync.Mutex
+	logs   syncbuf.Buffer
 }
 
-func (ts *testServer) Write(p []byte) (int, error) {
-	ts.logMu.Lock()
-	defer ts.logMu.Unlock()
-	return ts.logs.Write(p)
-}
+func (ts *testServer) Write(p []byte) (int, error) { return ts.logs.Write(p) }
 
-func (ts *testServer) log() string {
-	ts.logMu.Lock()
-	defer ts.logMu.Unlock()
-	return ts.logs.String()
-}
+func (ts *testServer) log() string { return ts.logs.String() }
 
 func newTestServer(t *testing.T, profiles string, upstream string) *testServer {
 	t.Helper()
