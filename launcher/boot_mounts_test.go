@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // TestBootRefusesWritableMount: the bootstrap, started as the launcher starts it (its
@@ -16,7 +18,7 @@ import (
 // read-only, or none, it does not complain. (The kubelet's /dev/termination-log was
 // such a file: launcher/kube's TestLiveTerminationMessageUnreachable.)
 func TestBootRefusesWritableMount(t *testing.T) {
-	_ = testClient(t) // fails under CI without an engine
+	_ = enginetest.Client(t) // fails under CI without an engine
 	o := Options{}.withDefaults()
 	o.Preload = nil // the check runs before any import
 	file := t.TempDir() + "/motd"

@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // waitForSandbox returns the id of the first container of instance once it runs.
@@ -46,7 +47,7 @@ func waitForSandbox(t *testing.T, cli *client.Client, instance string) string {
 // a hang or a server error.
 func TestKilledFromOutside(t *testing.T) {
 	l := testLauncher(t, Options{PoolSize: -1})
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	go func() {
 		id := waitForSandbox(t, cli, l.opts.Instance)
 		time.Sleep(3 * time.Second) // the program has printed and sleeps
@@ -82,7 +83,7 @@ func TestImageDeleted(t *testing.T) {
 		_, err := l.Run(context.Background(), Job{Code: "import time; time.sleep(2); print('done')"})
 		errc <- err
 	}()
-	waitForSandbox(t, testClient(t), l.opts.Instance)
+	waitForSandbox(t, enginetest.Client(t), l.opts.Instance)
 	if out, err := exec.Command("docker", "rmi", tag).CombinedOutput(); err != nil {
 		t.Fatalf("docker rmi: %v: %s", err, out)
 	}
@@ -110,7 +111,7 @@ func TestNoCallerDataPersisted(t *testing.T) {
 	var logs syncbuf.Buffer
 	l := testLauncher(t, Options{PoolSize: -1})
 	l.log = zerolog.New(&logs).Level(zerolog.TraceLevel)
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	info, err := cli.Info(t.Context(), client.InfoOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +321,7 @@ func (b *laggingInspect) Inspect(ctx context.Context, id string) (backend.Exit, 
 // engine error for a sandbox that "still runs".
 func TestKilledFromOutsideLateRecord(t *testing.T) {
 	base := testLauncher(t, Options{PoolSize: -1})
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	l, err := New(&laggingInspect{Backend: base.be, lag: 1500 * time.Millisecond}, base.opts)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // testLauncher returns a launcher against the real engine. Outside CI a missing
@@ -24,9 +24,9 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 	if os.Getenv("MCP_EXEC_TEST_BACKEND") == "process" {
 		return testProcessLauncher(t, opts)
 	}
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	if opts.Image == "" {
-		opts.Image = os.Getenv("MCP_EXEC_IMAGE")
+		opts.Image = enginetest.Image()
 	}
 	if opts.Instance == "" {
 		opts.Instance = "test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
@@ -35,54 +35,19 @@ func testLauncher(t testing.TB, opts Options) *Launcher {
 		}
 	}
 	if opts.PoolSize == 0 {
-		// CI runs the integration suite twice: cold, and with a warm pool.
-		if n, err := strconv.Atoi(os.Getenv("MCP_EXEC_TEST_POOL_SIZE")); err == nil {
-			opts.PoolSize = n
-		}
+		opts.PoolSize = enginetest.PoolSize()
 	}
 	if opts.Runtime == "" {
-		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME") // CI runs a suite under crun too
+		opts.Runtime = enginetest.Runtime()
 	}
-	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	opts.Logger = enginetest.Logger(t)
 	l, err := New(testBackend(t, cli, opts.Logger), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAndReap(t, l)
-	startPool(t, l, func(context.Context) { assertNoContainers(t, cli, l.opts.Instance) })
+	enginetest.CheckAndReap(t, l)
+	enginetest.StartPool(t, l, func(context.Context) { assertNoContainers(t, cli, l.opts.Instance) })
 	return l
-}
-
-// checkAndReap checks l's engine (skipped outside CI, failed in it, when none answers)
-// and, like the server at start, removes what an earlier, interrupted run of the test left.
-func checkAndReap(t testing.TB, l *Launcher) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := l.Check(ctx); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no engine: %v (run scripts/engine.sh and scripts/images.sh)", err)
-		}
-		t.Fatalf("engine check: %v", err)
-	}
-	if _, err := l.Reap(ctx); err != nil {
-		t.Fatalf("reaping leftovers: %v", err)
-	}
-}
-
-// startPool starts l's pool and, at the end of the test, closes l and calls left
-// (on the same short context), which fails the test if something of l is left.
-func startPool(t testing.TB, l *Launcher, left func(ctx context.Context)) {
-	t.Helper()
-	l.StartPool()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			t.Errorf("closing launcher: %v", err)
-		}
-		left(ctx)
-	})
 }
 
 // listContainers lists containers as the engine answers, asking again while Podman
@@ -322,7 +287,7 @@ func TestMissingImage(t *testing.T) {
 }
 
 func TestEngineUnreachable(t *testing.T) {
-	cli := testClientAt(t, "unix:///nonexistent/docker.sock")
+	cli := enginetest.ClientAt(t, "unix:///nonexistent/docker.sock")
 	l, err := New(testBackend(t, cli, zerolog.Nop()), Options{})
 	if err != nil {
 		t.Fatal(err)

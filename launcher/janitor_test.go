@@ -10,6 +10,8 @@ import (
 
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // failingRemove is the engine with ContainerRemove failing while fail is set, as an
@@ -31,7 +33,7 @@ func (f *failingRemove) ContainerRemove(ctx context.Context, id string, o client
 // TestFailedRemovalRetried: a sandbox whose removal failed is removed by the janitor
 // once the engine answers again, without a restart of the server.
 func TestFailedRemovalRetried(t *testing.T) {
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	eng := &failingRemove{Client: cli}
 	instance := "test-janitor"
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // TestVerifyLimitsUnenforcedLive: against an engine known to drop the limits (rootless
@@ -45,7 +47,7 @@ func TestRuntimeLive(t *testing.T) {
 	if got := l.Options().Runtime; got != want {
 		t.Fatalf("testLauncher's runtime: got %q, want %q (MCP_EXEC_TEST_RUNTIME)", got, want)
 	}
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	done := make(chan error, 1)
 	go func() {
 		res, err := l.Run(context.Background(), Job{Code: "import time; print('up', flush=True); time.sleep(3)"})

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // lostCreate is a backend with the answer to a create dropped while drop is set: the
@@ -35,7 +36,7 @@ func (e *lostCreate) Create(ctx context.Context, spec backend.Spec) (string, err
 // launcher runs, once the grace period for creates in flight has passed and not
 // before; the sandboxes the launcher does track (the warm pool's) are left alone.
 func TestLostCreateSwept(t *testing.T) {
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 	eng := &lostCreate{Backend: testBackend(t, cli, log)}
 	instance := "test-lost-create"
@@ -137,7 +138,7 @@ func TestLostCreateSwept(t *testing.T) {
 // TestCloseSweepsLostCreate: a create whose answer was lost just before Close leaves
 // nothing behind once Close returns, grace period or not.
 func TestCloseSweepsLostCreate(t *testing.T) {
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 	eng := &lostCreate{Backend: testBackend(t, cli, log)}
 	instance := "test-lost-create-close"

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
@@ -23,7 +24,7 @@ import (
 // owner's and an unjudgeable running one never. Against the real engine's list and
 // states, with this machine's /proc.
 func TestReapByOwner(t *testing.T) {
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	host, _ := os.Hostname()
 	me, err := owner.Proc{}.Self(host)

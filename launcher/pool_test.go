@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // TestRefillHold: a refill waits for the running jobs while an idle sandbox is left
@@ -79,7 +80,7 @@ func (c *countingCreates) Create(ctx context.Context, spec backend.Spec) (string
 // the next refill begins, and the cold sandbox, finding the pool full, is removed unused
 // (five made).
 func TestPoolClaimsRefill(t *testing.T) {
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 	be := &countingCreates{Backend: testBackend(t, cli, log), delay: time.Second}
 	instance := "test-pool-claims-refill"
@@ -87,8 +88,8 @@ func TestPoolClaimsRefill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAndReap(t, l)
-	startPool(t, l, func(context.Context) { assertNoContainers(t, cli, instance) })
+	enginetest.CheckAndReap(t, l)
+	enginetest.StartPool(t, l, func(context.Context) { assertNoContainers(t, cli, instance) })
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	full := func() {
@@ -143,7 +144,7 @@ func (h *hangingStarts) Start(ctx context.Context, id string, stdout, stderr io.
 // hung, and a server stopped in that state was killed (the test harness waits 45 s
 // after SIGTERM) with its containers left behind.
 func TestCloseEndsAColdStart(t *testing.T) {
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	be := &hangingStarts{Backend: testBackend(t, cli, log), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	defer close(be.release)
@@ -153,7 +154,7 @@ func TestCloseEndsAColdStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAndReap(t, l)
+	enginetest.CheckAndReap(t, l)
 	ran := make(chan error, 1)
 	go func() {
 		_, err := l.Run(context.Background(), Job{Code: "print(1)"})

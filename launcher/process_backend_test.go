@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 	"github.com/mcp-exec/mcp-exec/launcher/process"
 )
 
@@ -23,7 +22,7 @@ func testProcessLauncher(t testing.TB, opts Options) *Launcher {
 	if err := processSubreaper(); err != nil {
 		t.Fatal(err)
 	}
-	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	opts.Logger = enginetest.Logger(t)
 	if opts.MaxConcurrent == 0 {
 		// Serialized, as the server runs this backend; the suite's parallel subtests
 		// wait their turn (the server's default queue).
@@ -47,7 +46,7 @@ func testProcessLauncher(t testing.TB, opts Options) *Launcher {
 	if err := l.Check(ctx); err != nil {
 		t.Fatalf("process backend check: %v", err)
 	}
-	startPool(t, l, func(ctx context.Context) {
+	enginetest.StartPool(t, l, func(ctx context.Context) {
 		if ids, _ := be.List(ctx, ""); len(ids) != 0 {
 			t.Errorf("got %d runs left, want 0: %v", len(ids), ids)
 		}

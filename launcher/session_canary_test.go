@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // TestNoSessionCallerDataPersisted: as TestNoCallerDataPersisted, for a session. The
@@ -21,7 +22,7 @@ func TestNoSessionCallerDataPersisted(t *testing.T) {
 	var logs syncbuf.Buffer
 	l := testLauncher(t, Options{PoolSize: -1})
 	l.log = zerolog.New(&logs).Level(zerolog.TraceLevel)
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	info, err := cli.Info(t.Context(), client.InfoOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // TestSessionPoolMaxAge: a twelfth of the lifetime, from 10 s to 5 min, never more
@@ -31,7 +33,7 @@ func TestSessionPoolMaxAge(t *testing.T) {
 // served one whose expiry label (its creation plus the lifetime) has come closer than
 // the lifetime less that age. The age is shortened to 2 s here.
 func TestSessionPoolRecycles(t *testing.T) {
-	cli := testClient(t)
+	cli := enginetest.Client(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 	instance := "test-session-pool-recycles"
 	l, err := New(testBackend(t, cli, log), Options{Image: os.Getenv("MCP_EXEC_IMAGE"), Instance: instance, Logger: log,
@@ -39,9 +41,9 @@ func TestSessionPoolRecycles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAndReap(t, l)
+	enginetest.CheckAndReap(t, l)
 	l.spool.maxAge = 2 * time.Second
-	startPool(t, l, func(context.Context) { assertNoContainers(t, cli, instance) })
+	enginetest.StartPool(t, l, func(context.Context) { assertNoContainers(t, cli, instance) })
 	idle := func() string {
 		t.Helper()
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

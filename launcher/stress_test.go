@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // TestStdinUnreadStress: programs that end without reading their stdin (1 MiB), 48 of
@@ -19,7 +20,7 @@ import (
 // with MCP_EXEC_TEST_STRESS=1, against any engine.
 func TestStdinUnreadStress(t *testing.T) {
 	if os.Getenv("MCP_EXEC_TEST_STRESS") != "1" {
-		info, err := engine.Identify(t.Context(), testClient(t))
+		info, err := engine.Identify(t.Context(), enginetest.Client(t))
 		if err != nil && os.Getenv("CI") == "" {
 			t.Skipf("no engine: %v", err)
 		}

@@ -7,24 +7,22 @@
 // Buffer is the other thing tests across packages need: a log or output sink that
 // goroutines write to while the test reads it (internal/syncbuf's).
 //
-// The launcher package's own (internal) tests cannot import it, since it imports
-// launcher; they keep an equivalent helper of their own.
+// The set-up itself (the engine, the environment's options, the check, the reap, the
+// close at the end) is launcher/enginetest's, which the launcher package's own
+// (internal) tests use too: they cannot import this package, since it imports launcher.
 package launchertest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
-	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
@@ -32,18 +30,14 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
+	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
 )
 
 // Client returns a client of the engine the tests run against, closed when the test
 // ends.
 func Client(t testing.TB) *client.Client {
 	t.Helper()
-	cli, err := engine.NewClient("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	return enginetest.Client(t)
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9_.-]+`)
@@ -71,13 +65,13 @@ type Wrap func(cli docker.Client, be *docker.Backend) launcher.Backend
 func unchecked(t testing.TB, cli docker.Client, opts launcher.Options, wrap Wrap) *launcher.Launcher {
 	t.Helper()
 	if opts.Image == "" {
-		opts.Image = os.Getenv("MCP_EXEC_IMAGE")
+		opts.Image = enginetest.Image()
 	}
 	if opts.Instance == "" {
 		opts.Instance = Instance(t)
 	}
 	if reflect.ValueOf(opts.Logger).IsZero() {
-		opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+		opts.Logger = enginetest.Logger(t)
 	}
 	be, err := docker.New(cli, opts.Logger)
 	if err != nil {
@@ -113,20 +107,13 @@ func NewWith(t testing.TB, opts launcher.Options, wrap Wrap) *launcher.Launcher 
 		t.Fatal(err)
 	}
 	if opts.PoolSize == 0 {
-		if n, err := strconv.Atoi(os.Getenv("MCP_EXEC_TEST_POOL_SIZE")); err == nil {
-			opts.PoolSize = n
-		}
+		opts.PoolSize = enginetest.PoolSize()
 	}
 	if opts.Runtime == "" {
-		opts.Runtime = os.Getenv("MCP_EXEC_TEST_RUNTIME")
+		opts.Runtime = enginetest.Runtime()
 	}
 	l := unchecked(t, cli, opts, wrap)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			t.Errorf("closing launcher: %v", err)
-		}
+	enginetest.CloseAtEnd(t, l, func(ctx context.Context) {
 		if ids, err := l.Sandboxes(ctx); err != nil {
 			t.Errorf("listing sandboxes: %v", err)
 		} else if len(ids) != 0 {
@@ -137,17 +124,7 @@ func NewWith(t testing.TB, opts launcher.Options, wrap Wrap) *launcher.Launcher 
 			t.Errorf("goroutines left by the launcher: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := l.Check(ctx); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no engine: %v (run scripts/engine.sh and scripts/images.sh)", err)
-		}
-		t.Fatalf("engine check: %v", err)
-	}
-	if _, err := l.Reap(ctx); err != nil {
-		t.Fatalf("reaping leftovers: %v", err)
-	}
+	enginetest.CheckAndReap(t, l)
 	l.StartPool()
 	return l
 }
