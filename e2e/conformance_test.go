@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 // The official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
 // scripts/e2e) against the binary over streamable HTTP: every server scenario of the
@@ -14,19 +14,21 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/e2e"
 )
 
 func TestConformance(t *testing.T) {
-	dir := e2eScripts(t)
+	dir := e2e.Scripts(t)
 	node := inspectorNode(t, dir)
 	bin, env := protoSetup(t)
 	// No token: the suite sends none; the server listens on loopback only.
-	srv := e2eServe(t, bin, env, "http", "conformance-"+strconv.Itoa(time.Now().Nanosecond()), "")
+	srv := e2e.Serve(t, bin, env, "http", "conformance-"+strconv.Itoa(time.Now().Nanosecond()), "")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	cmd := exec.CommandContext(ctx, node, cli, "server", "--url", srv.endpoint, "--suite", "all",
+	cmd := exec.CommandContext(ctx, node, cli, "server", "--url", srv.Endpoint, "--suite", "all",
 		"--expected-failures", filepath.Join(dir, "conformance-baseline.yml"), "-o", t.TempDir())
 	cmd.Dir = dir
 	cmd.Env = append(append([]string{}, env...), "HOME="+t.TempDir(), "NO_COLOR=1")
