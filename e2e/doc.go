@@ -14,6 +14,6 @@
 // fails a run that leaves a goroutine behind.
 //
 // A test that needs a package-main internal (a limit derived from the defaults, the
-// launcher built in-process) stays in cmd/mcp-exec. Which tests run where (engines,
-// runtimes, the test cluster) is docs/testing.md's table.
+// launcher built in-process) stays in cmd/mcp-exec. Which tests run on which engines,
+// runtimes and the test cluster: scripts/test.sh and docs/testing.md.
 package e2e

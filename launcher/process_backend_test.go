@@ -15,7 +15,7 @@ var processSubreaper = sync.OnceValue(process.MakeSubreaper)
 
 // testProcessLauncher is testLauncher for MCP_EXEC_TEST_BACKEND=process: the launcher
 // suite against the process backend (standalone mode). It is meant to run inside the
-// standalone image with docs/standalone.md's docker run flags (cmd/mcp-exec's
+// standalone image with docs/standalone.md's docker run flags (e2e's
 // TestStandaloneLauncherSuite does that), where the test binary plays the server.
 func testProcessLauncher(t testing.TB, opts Options) *Launcher {
 	t.Helper()
