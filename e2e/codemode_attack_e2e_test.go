@@ -21,7 +21,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,13 +56,7 @@ var e2eElicitingSession = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25
 // e2eConnect connects a Go SDK client to s over streamable HTTP.
 func e2eConnect(t *testing.T, s *e2e.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codemode-attack", Version: "0"}, opts).Connect(t.Context(),
-		&mcp.StreamableClientTransport{Endpoint: s.Endpoint, HTTPClient: &http.Client{Transport: headerTransport{s.Token}}}, e2eElicitingSession)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return s.Connect(t, opts, e2eElicitingSession)
 }
 
 // e2eCodeModeResult is exec's structured result in code mode.

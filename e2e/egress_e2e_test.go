@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,13 +53,7 @@ func TestEgressE2E(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the earlier run's channel directory %s is still there: %v", stale, err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "egress-test", Version: "0"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{
-		Endpoint: srv.Endpoint, HTTPClient: &http.Client{Transport: headerTransport{token}},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := srv.Connect(t, nil, nil)
 
 	tools, err := cs.ListTools(t.Context(), nil)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
@@ -261,6 +262,32 @@ type Server struct {
 	waitErr         error
 	ready           bool // it answered
 	once            sync.Once
+}
+
+// HeaderTransport sends Token in AuthHeader with every request.
+type HeaderTransport struct{ Token string }
+
+func (h HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(AuthHeader, h.Token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Connect connects the Go SDK's client (with opts and sopts, nil for the defaults) to
+// s over streamable HTTP, with s's token when it has one; the session is closed when
+// the test ends, before s is stopped.
+func (s *Server) Connect(t *testing.T, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: s.Endpoint}
+	if s.Token != "" {
+		tr.HTTPClient = &http.Client{Transport: HeaderTransport{Token: s.Token}}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcp-exec-e2e", Version: Version}, opts).Connect(t.Context(), tr, sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // Done is closed when the server's process has exited; then WaitErr says how.

@@ -95,12 +95,7 @@ func TestHealthDuringEngineOutage(t *testing.T) {
 		t.Errorf("/healthz during the outage: %d %q, want 200 (the process is alive)", code, body)
 	}
 
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "health-test", Version: "0"}, nil).
-		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.Endpoint}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
+	session := s.Connect(t, nil, nil)
 	// A call during the outage waits for the engine up to the bound, then fails
 	// with a tool error naming the engine and the bound.
 	t0 := time.Now()

@@ -15,15 +15,6 @@ import (
 	"github.com/mcp-exec/mcp-exec/e2e"
 )
 
-// headerTransport adds the auth header to every request.
-type headerTransport struct{ token string }
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("X-MCP-AUTH", h.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // TestHTTPModeIsolation: while the server serves HTTP on every interface, code run by
 // exec reaches neither the server's port (on any of the host's addresses, the engine's
 // gateway, or loopback) nor anything else. The test first proves that each of those
@@ -56,7 +47,7 @@ func TestHTTPModeIsolation(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "isolation-test", Version: "0"}, nil)
 	session, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{
 		Endpoint:   fmt.Sprintf("http://127.0.0.1:%d/mcp", port),
-		HTTPClient: &http.Client{Transport: headerTransport{token}},
+		HTTPClient: &http.Client{Transport: e2e.HeaderTransport{Token: token}},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -36,12 +35,7 @@ func TestKubeSessionServer(t *testing.T) {
 		"MCP_EXEC_KUBE_NAMESPACE="+kube.DefaultNamespace, "MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never",
 		"MCP_EXEC_POOL_SIZE=0", "MCP_EXEC_SESSION_IDLE_TIMEOUT_S=4", "MCP_EXEC_SESSION_MAX_LIFETIME_S=12"),
 		"http", instance, token)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "kube-session-test", Version: "0"}, nil).
-		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.Endpoint, HTTPClient: &http.Client{Transport: headerTransport{token}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := s.Connect(t, nil, nil)
 
 	call := kubeToolCaller(t, cs)
 	create := func() string {

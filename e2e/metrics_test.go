@@ -32,12 +32,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 		}
 	}
 
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "metrics-test", Version: "0"}, nil).
-		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
+	session := s.Connect(t, nil, nil)
 	calls := []map[string]any{
 		{"code": "print('a')"},
 		{"code": "print('b')"},

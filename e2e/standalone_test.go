@@ -601,7 +601,7 @@ func TestStandaloneRestarts(t *testing.T) {
 	call := func() saResult {
 		t.Helper()
 		s, err := mcp.NewClient(&mcp.Implementation{Name: "standalone-restart", Version: "0"}, nil).Connect(t.Context(),
-			&mcp.StreamableClientTransport{Endpoint: "http://10.213.79.10:8080/mcp", HTTPClient: &http.Client{Transport: headerTransport{token}}}, nil)
+			&mcp.StreamableClientTransport{Endpoint: "http://10.213.79.10:8080/mcp", HTTPClient: &http.Client{Transport: e2e.HeaderTransport{Token: token}}}, nil)
 		if err != nil {
 			t.Fatalf("connecting: %v", err)
 		}
