@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/e2e"
-	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 )
 
 const (

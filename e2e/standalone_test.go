@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/e2e"
-	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

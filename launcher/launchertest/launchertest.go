@@ -5,7 +5,7 @@
 // instance left, no goroutine it started still running.
 //
 // Buffer is the other thing tests across packages need: a log or output sink that
-// goroutines write to while the test reads it (internal/syncbuf's).
+// goroutines write to while the test reads it (launcher/launchertest/syncbuf's).
 //
 // The set-up itself (the engine, the environment's options, the check, the reap, the
 // close at the end) is launcher/enginetest's, which the launcher package's own
@@ -25,7 +25,7 @@ import (
 	"github.com/moby/moby/client"
 	"go.uber.org/goleak"
 
-	"github.com/mcp-exec/mcp-exec/internal/syncbuf"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
