@@ -20,10 +20,10 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 )
 
 // waitForSandbox returns the id of the first container of instance once it runs.

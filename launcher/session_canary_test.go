@@ -9,8 +9,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 )
 
 // TestNoSessionCallerDataPersisted: as TestNoCallerDataPersisted, for a session. The

@@ -25,12 +25,12 @@ import (
 	"github.com/moby/moby/client"
 	"go.uber.org/goleak"
 
-	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher"
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/docker"
 	"github.com/mcp-exec/mcp-exec/launcher/engine"
 	"github.com/mcp-exec/mcp-exec/launcher/enginetest"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 )
 
 // Client returns a client of the engine the tests run against, closed when the test

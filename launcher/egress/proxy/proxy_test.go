@@ -19,8 +19,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 	"github.com/mcp-exec/mcp-exec/launcher/owner"
 )
 
