@@ -202,17 +202,26 @@ func (s *Session) lose(sb *sandbox) {
 // for memory is a Result; Result.SessionState says what the session kept. A job with
 // Tools is refused: code mode is not offered in sessions.
 func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
-	if job.Tools != nil {
-		return Result{}, errors.New("tools (code mode) are not available in a session")
-	}
-	if job.Egress != "" {
-		return Result{}, ErrSessionEgress
+	if err := sessionJob(job); err != nil {
+		return Result{}, err
 	}
 	if !s.run.TryLock() {
 		return Result{}, ErrSessionBusy
 	}
 	defer s.run.Unlock()
 	return s.l.call(ctx, job, s.exec)
+}
+
+// sessionJob refuses what a session's call cannot have, held or attached: tools (code
+// mode) and an egress profile of its own.
+func sessionJob(job Job) error {
+	if job.Tools != nil {
+		return errors.New("tools (code mode) are not available in a session")
+	}
+	if job.Egress != "" {
+		return ErrSessionEgress
+	}
+	return nil
 }
 
 // exec is Exec's body, inside Launcher.call.

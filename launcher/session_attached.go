@@ -84,11 +84,8 @@ func (a *AttachedSession) ID() string { return a.id }
 
 // Exec runs job in the session, as Session.Exec does, attached for this call only.
 func (a *AttachedSession) Exec(ctx context.Context, job Job) (Result, error) {
-	if job.Tools != nil {
-		return Result{}, errors.New("tools (code mode) are not available in a session")
-	}
-	if job.Egress != "" {
-		return Result{}, ErrSessionEgress
+	if err := sessionJob(job); err != nil {
+		return Result{}, err
 	}
 	if !a.run.TryLock() {
 		return Result{}, ErrSessionBusy
