@@ -11,7 +11,8 @@ import (
 // TestLibrariesNameNoVariable: outside this package's table, no library's code spells
 // an MCP_EXEC_ variable; a library names a setting by flag (backend.Setting) and the
 // command's Vars adds the variable. Allowed: the sandbox's protocol variable
-// (backend.EgressTunnelEnv, not configuration) and launchertest's test environment.
+// (backend.EgressTunnelEnv, not configuration) and the test environment read by the
+// test-support packages launchertest and enginetest.
 func TestLibrariesNameNoVariable(t *testing.T) {
 	allowed := map[string]string{
 		"launcher/backend/backend.go": `const EgressTunnelEnv = "MCP_EXEC_EGRESS=tunnel"`,
@@ -23,7 +24,7 @@ func TestLibrariesNameNoVariable(t *testing.T) {
 				return err
 			}
 			rel, _ := filepath.Rel(root, path)
-			if strings.HasPrefix(rel, "launcher/launchertest/") {
+			if strings.HasPrefix(rel, "launcher/launchertest/") || strings.HasPrefix(rel, "launcher/enginetest/") {
 				return nil
 			}
 			data, err := os.ReadFile(path)
