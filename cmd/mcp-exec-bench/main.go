@@ -1,21 +1,9 @@
-// Command mcp-exec-bench measures, in one run on this machine, what an exec costs:
-//
-//	(a) a bare host `python3 -c` subprocess: the floor without a sandbox;
-//	(b) `docker run --rm -i` with the launcher's hardening, code on stdin to `python3 -`;
-//	(c) mcp-exec cold (PoolSize 0), through the MCP layer (tools/call over in-memory
-//	    transports);
-//	(d) mcp-exec warm (a pool of started sandboxes), with and without Preload
-//	    numpy,pandas, each call either after the pool has refilled or back to back;
-//	(e) the same calls in one live session;
-//	(f) a ~50 MB CSV loaded once in a session and queried 10 times, against 10
-//	    one-shot execs that each load it (csv.go);
-//	(g) session_create taking a sandbox from the session pool against a cold one
-//	    (sessions.go);
-//
-// then sustained throughput (cold, warm) at several concurrencies beside the engine's
-// own churn rate (create+start+wait+remove of a hardened container running `true`),
-// then code mode (codemode.go: N calls of an upstream tool, direct against one exec),
-// and prints a markdown report on stdout. Progress goes to stderr.
+// Command mcp-exec-bench measures, in one run on this machine, what an exec costs
+// through mcp-exec (cold, warm, in a session; the MCP layer over in-memory transports)
+// against a bare host subprocess and a hardened `docker run`, the sustained throughput
+// against the engine's own container churn, sessions (csv.go, sessions.go) and code
+// mode (codemode.go), and prints a markdown report on stdout; progress goes to stderr.
+// docs/benchmarks.md says what each row's clock covers, and holds the figures.
 //
 // Every container it makes is labelled dev.mcp-exec.role=sandbox and
 // dev.mcp-exec.instance=bench, and all are removed before it exits.
