@@ -1,7 +1,9 @@
 // Command mcp-exec is an MCP server whose tool exec runs Python in a throwaway,
 // locked-down sandbox: a sibling container by default, a Kubernetes pod, or a child
-// process in one locked container. This file wires configuration, logger, backend,
-// launcher, server and signals together.
+// process in one locked container. Its subcommands are serve (the default), run,
+// selftest, healthcheck, seccomp-profile and version (main.go's table). The package
+// wires configuration (internal/config), logger, backend, launcher, server and signals
+// together, and holds what only the binary needs: the HTTP door, metrics, the probes.
 package main
 
 //go:generate go test ./internal/config -run ^TestConfigDocCurrent$ -update-config-doc
