@@ -1,12 +1,12 @@
 // Package enginetest is the live-engine setup that every test of a launcher shares:
 // launchertest's, for the packages that import the launcher, and the launcher's own
 // (internal) tests, which cannot import launchertest since it imports the launcher.
-// So it imports no launcher package: it knows the engine the tests run against
-// (DOCKER_HOST, else the discovered socket), what the test's environment sets for a
-// launcher (MCP_EXEC_IMAGE, MCP_EXEC_TEST_POOL_SIZE, MCP_EXEC_TEST_RUNTIME), and a
-// launcher's start and end through a small interface: checked (skipped outside CI
-// when no engine answers, failed inside it, CI=true), its leftovers reaped, closed at
-// the end on a short context of its own.
+// So it imports neither the launcher nor launchertest: it knows the engine the tests
+// run against (DOCKER_HOST, else the discovered socket), what the test's environment
+// sets for a launcher (MCP_EXEC_IMAGE, MCP_EXEC_TEST_POOL_SIZE, MCP_EXEC_TEST_RUNTIME),
+// and a launcher's start and end through a small interface: checked (skipped outside
+// CI when no engine answers, failed inside it, CI=true), its leftovers reaped, closed
+// at the end on a short context of its own.
 package enginetest
 
 import (

@@ -5,7 +5,9 @@
 // instance left, no goroutine it started still running.
 //
 // Buffer is the other thing tests across packages need: a log or output sink that
-// goroutines write to while the test reads it (launcher/launchertest/syncbuf's).
+// goroutines write to while the test reads it (launcher/launchertest/syncbuf's). The
+// seccomp tests of several packages share seccomp.go (the calls the bootstrap's filter
+// must refuse), and the RLIMIT_NPROC tests neighbour.go.
 //
 // The set-up itself (the engine, the environment's options, the check, the reap, the
 // close at the end) is launcher/enginetest's, which the launcher package's own
