@@ -9,10 +9,10 @@
 // outside CI and fails in it, CI=true), and at the end stops it with SIGTERM and checks
 // a clean exit, no sandbox left behind (AssertNoContainers) and no token in its log. It
 // connects the Go SDK's client (Server.Connect), runs the Node clients (RunClient,
-// RunNode: npm ci when node_modules is stale), and passes the engine, image and backend
-// selection of the test's environment on to the server (Env, BackendEnv), nothing
-// else. Main (from TestMain) removes the binary and fails a run that leaves a goroutine
-// behind.
+// RunNode: npm ci when node_modules is stale), and passes the engine, image, runtime
+// and backend selection of the test's environment on to the server (Env, BackendEnv),
+// nothing else. Main (from TestMain) removes the binary and fails a run that leaves a
+// goroutine behind.
 //
 // A test that needs a package-main internal (a limit derived from the defaults, the
 // launcher built in-process) stays in cmd/mcp-exec. Which tests run on which engines,
