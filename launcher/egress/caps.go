@@ -6,8 +6,9 @@ import (
 )
 
 // Counter counts one sandbox's use during one call against its profile's caps:
-// connections opened and bytes carried both ways. It is safe for concurrent use; a
-// zero cap means no cap.
+// connections opened and bytes carried both ways. It is safe for concurrent use: it
+// counts with compare-and-swap, so concurrent connections of one sandbox never get
+// past a cap together. A zero cap means no cap.
 type Counter struct {
 	maxConns, maxBytes int64
 	conns, bytes       atomic.Int64

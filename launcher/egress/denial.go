@@ -25,8 +25,9 @@ const (
 
 // Denial is the error of every refusal in this package. Its Error text holds only the
 // reason, the host, the port and a short detail written by this package (an address
-// class, a profile's name, a cap), so it can be printed in a 403 body. Addr and Err are
-// for the server's logs and are never part of the text.
+// class, a profile's name, a cap), so it can be printed in a 403 body; the host is
+// quoted, so it cannot break a header. Addr and Err are for the server's logs and are
+// never part of the text.
 type Denial struct {
 	Reason Reason
 	Host   string     // the canonical name when known, else as asked; may be empty

@@ -22,7 +22,7 @@ var specialTLDs = map[string]bool{
 }
 
 // canonicalName returns host in the one form this package matches and resolves: IDNA
-// A-labels, lower case, no trailing dot. It refuses IP literals in every spelling,
+// A-labels (the lookup profile of golang.org/x/net/idna), lower case, no trailing dot. It refuses IP literals in every spelling,
 // names that are not valid DNS names, single-label names and special-use names.
 func canonicalName(host string) (string, *Denial) {
 	if host == "" {

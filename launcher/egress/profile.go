@@ -147,8 +147,32 @@ type rawProfile struct {
 	MaxBytes       int64    `json:"max_bytes"`
 }
 
-// ParseProfiles parses a profiles file (the shape is in the package doc). Every error
-// names the profile and the field.
+// ParseProfiles parses a profiles file:
+//
+//	{"profiles": {
+//	  "pypi": {
+//	    "hosts": ["pypi.org", "*.pythonhosted.org"],
+//	    "ports": [443],
+//	    "max_connections": 32,
+//	    "max_bytes": 268435456
+//	  }
+//	}}
+//
+// A profile's name is 1 to 32 characters of [a-z0-9_-] starting with a letter (the
+// names become a JSON-schema enum). hosts is required and not empty: exact names, or
+// "*.suffix" where the wildcard is one whole leftmost label. "*.x.org" matches any name
+// with one or more labels before x.org (a.x.org, a.b.x.org) and never x.org itself:
+// list x.org too to allow it. A wildcard's suffix must be below a public suffix
+// (golang.org/x/net/publicsuffix): *.pythonhosted.org is allowed, *.com, *.co.uk and
+// *.github.io are refused. Names under a TLD that is not in the public suffix list
+// (localhost, local, internal, lan, ...) and the special-use names of RFC 6761 and
+// after (arpa, test, invalid, example, onion, alt) are refused, as are IP literals in
+// every spelling. ports defaults to [443] when absent; an empty list is an error.
+// max_connections (connections per call, each counted once its name and port pass the
+// profile, before its lookup, so that the cap bounds the lookups too) and max_bytes
+// (bytes both ways per call) are optional; absent or 0 means no cap. Unknown fields,
+// duplicate profile names and trailing data are errors, and every error names the
+// profile and the field.
 func ParseProfiles(data []byte) (*Profiles, error) {
 	var top struct {
 		Profiles json.RawMessage `json:"profiles"`
