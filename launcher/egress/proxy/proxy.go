@@ -1,43 +1,22 @@
 // Package proxy is the egress proxy: a forward proxy in the server that
 // lets a sandbox with an egress profile reach the hosts its profile names, and nothing
 // else. It speaks HTTP CONNECT (for TLS, which it never intercepts) and plain HTTP with
-// an absolute URI, on a Unix socket of the sandbox's own (a Channel) that the backend
-// bind-mounts into that sandbox alone; the sandbox itself keeps no network.
+// an absolute URI to a Channel of the sandbox's own: on a Unix socket that the backend
+// bind-mounts into that sandbox alone, or on connections the backend carries to it
+// (ServeEgress: Kubernetes' port-forward). The sandbox itself keeps no network.
 //
-// # Invariants
+// The sandbox's program is hostile; the invariants, each kept where named:
+//   - Which profile applies is decided by the Channel a connection arrived on, never
+//     by anything the sandbox sends: one Channel per sandbox, one profile per Channel.
+//   - A name and port are checked against the profile before any lookup, counted
+//     against its caps (egress.Counter, reset per call by ResetCaps), resolved and
+//     vetted by egress.Profile.Resolve, and only a vetted address is dialled (serve).
+//   - A refusal is a 403 with the egress.Denial's text (writeStatus); the log line
+//     holds no path, header, body or name the program chose (logRecord).
+//   - Close ends every connection of a Channel and removes its directory; New removes
+//     only the directories that servers proven gone left (DirPrefix, stale).
 //
-//   - Which profile applies is decided by the socket a connection arrived on, never by
-//     anything the sandbox sends: one Channel per sandbox, one profile per Channel.
-//   - The requested name and port are checked against the profile before any DNS
-//     lookup; the proxy resolves the name itself and every address of the answer is
-//     vetted (egress.Profile.Resolve), then the vetted address is dialled: the name is
-//     never looked up again, so DNS rebinding fails.
-//   - A refusal is answered 403 with the egress.Denial's text in the status line and
-//     the body, so a program (and its HTTP library's exception) can print why.
-//   - Each Channel counts its connections and bytes against the profile's caps
-//     (egress.Counter), from its opening or its last ResetCaps (a session's call),
-//     and holds at most maxActive connections at once. A connection counts once its
-//     name and port pass the profile, before the lookup: past max_connections a
-//     program makes the proxy look up nothing more.
-//   - The request head is read with a size and time limit; after it, bytes are only
-//     relayed (CONNECT) or the request is forwarded once (plain HTTP) and the
-//     connection closed.
-//   - Logs carry the profile, host, port, decision, reason and byte counts only: never
-//     a request path, a header or a body; and the host only when the profile names it
-//     exactly (any other name is the program's text, which could carry data). A name
-//     under a wildcard is logged as the wildcard and a short hash of the name, keyed
-//     with a secret of the Server's that is never logged, so that the log tells names
-//     apart without a way to recover one by guessing.
-//   - Plain HTTP goes out with the checked name as its Host header. (Inside a CONNECT
-//     tunnel the program chooses SNI and Host; a CDN serving an allowed name may serve
-//     other sites by them: domain fronting, which only TLS interception could stop.)
-//   - Close ends every connection of the Channel and removes its socket directory.
-//   - A Channel's directory is named after the server's instance (sb-<tag>-*, tag a
-//     hash of the instance name), with its server process's owner.ID in a file beside
-//     it (<dir>.owner, outside what the sandbox mounts); New removes the ones of its
-//     own instance that a server now gone left (after a crash or SIGKILL: its owner is
-//     proven gone, or it has no owner file), never a live server's of the same name,
-//     nor another instance's.
+// docs/egress.md tells how backends carry a Channel, and the threat model.
 package proxy
 
 import (
@@ -465,6 +444,8 @@ type record struct {
 	denied, failed bool
 }
 
+// logRecord writes the connection's one log line: profile, host, port, decision,
+// reason and byte counts; never a request path, a header or a body.
 func (c *Channel) logRecord(r *record) {
 	decision := "allowed"
 	lvl := c.s.log.Info()
@@ -518,6 +499,9 @@ func (h *headReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// serve reads one request head (at most maxHead bytes within headTimeout) and decides
+// it; after the head, bytes are only relayed (CONNECT) or the one request is forwarded
+// (plain HTTP), and the connection ends.
 func (c *Channel) serve(conn net.Conn) {
 	r := &record{began: time.Now()}
 	defer c.logRecord(r)
