@@ -1,35 +1,19 @@
 // Package probe states the sandbox contract as programs. Each Probe is a Python
 // program that runs through the real launcher, asserts one promise of the contract
-// from inside the sandbox, and fails when the promise is broken.
+// from inside the sandbox, and fails when the promise is broken; All lists them and
+// Run runs one. The launcher's tests and `mcp-exec selftest` use it.
 //
-// # Convention
-//
-// A probe's program prints a final line "PROBE OK" only when every assertion passed;
-// otherwise it prints "PROBE FAIL: <what was seen>" and exits 1. An exception it did
-// not expect also ends in a "PROBE FAIL" line. Check verifies that verdict and the exit
-// status, plus what only the Result can show (for example OOMKilled). A probe whose
-// promise is that the program gets killed (memory) prints a marker line before the
-// act, and its Check then requires the kill in the Result.
-//
-// Probes are decisive: an attempt that fails for another reason than the sandbox
-// (a timeout, the wrong errno) is a failure, as is any attempt that succeeds. Where
-// it is possible, the syscalls are called with arguments for which the kernel itself
-// would answer something other than the denial, so that the denial can only come
-// from the sandbox.
-//
-// Some evidence is only visible from outside: a probe with an Outside function holds
-// its sandbox open while Outside reads the engine host's view of it (the seccomp mode,
-// capabilities and namespaces of its processes, its cgroup's limits and CPU
-// accounting). Without that view (a runner in a container of its own, a remote
-// engine) the check is reported as not made, never as passed.
-//
-// The probes know the runtime (Params.GVisor): under gVisor they assert what gVisor's
-// kernel enforces where it differs from Linux's, and say so in "note:" lines; every
-// probe fails when the kernel it finds is not the one it was told.
+// Probes are decisive: an attempt that fails for another reason than the sandbox (a
+// timeout, the wrong errno) is a failure, as is any attempt that succeeds. Where it is
+// possible, a syscall is called with arguments for which the kernel itself would
+// answer something other than the denial, so that the denial can only come from the
+// sandbox. A program's verdict is its last line (Verdict); evidence only the engine's
+// host can see (Probe.Outside) that could not be taken is reported as not checked,
+// never as passed. Under gVisor (Params.GVisor) the probes assert what gVisor's kernel
+// enforces where it differs from Linux's.
 //
 // The package does not talk to the engine itself: Run feeds each Job to a Runner and
-// the Result to Check, and asks an Engine (both: *launcher.Launcher) for a sandbox's
-// host pid and removal. The launcher's tests and `mcp-exec selftest` use it.
+// asks an Engine (both: *launcher.Launcher) for a sandbox's host pid and removal.
 package probe
 
 import (
@@ -63,7 +47,8 @@ type Probe struct {
 	// Outside, when set, takes the probe's evidence from outside the sandbox (the
 	// engine host's view of it) while Job, which then only holds its sandbox open and
 	// prints its id on a "SANDBOX-ID <id>" line, runs. Run ends Job once Outside has
-	// returned.
+	// returned. The view is of the seccomp mode, capabilities and namespaces of the
+	// sandbox's processes and of its cgroup's limits and CPU accounting (host.go).
 	Outside func(ctx context.Context, sb Sandbox) (string, error)
 	// Exclusive asks runners to run the probe alone, no other probe's sandbox busy
 	// beside it: its evidence is the CPU time its sandbox got, which a sibling's
@@ -291,6 +276,13 @@ PROCESS = %s
 
 // Verdict reads the probe's verdict from its output: nil for a final "PROBE OK"
 // line, the reason of a "PROBE FAIL" line, or an error saying there was none.
+//
+// A probe's program (the prelude's finish) prints a final "PROBE OK" line only when
+// every assertion passed; otherwise "PROBE FAIL: <what was seen>", and it exits 1. An
+// exception it did not expect also ends in a "PROBE FAIL" line. A Check verifies that
+// verdict and the exit status, plus what only the Result can show (OOMKilled): a
+// probe whose promise is that the program gets killed (memory) prints a marker line
+// before the act, and its Check then requires the kill in the Result.
 func Verdict(stdout string) error {
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
 	for _, l := range lines {
