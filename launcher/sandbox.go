@@ -18,8 +18,9 @@ import (
 // A job's path through one: Backend.Create, then Backend.Start with the streams
 // attached before anything runs (no output is lost); the bootstrap's ready frame (a
 // warm pool keeps sandboxes here); the header, the code and the files (launcher/wire),
-// then the timeout starts; stdin, half-closed (with Job.Tools, replies to the program's
-// calls follow: bridge.go); frames until the exit frame, the timeout (Backend.Kill:
+// then the timeout starts; stdin, then the half-close (with Job.Tools the tools go with
+// the code, and replies to the program's calls come before the half-close, until the
+// program's end: bridge.go); frames until the exit frame, the timeout (Backend.Kill:
 // every process of the program dies with the sandbox), the stream's end without an
 // exit frame (Backend.Inspect says how it ended) or the caller's cancellation; then
 // Backend.Remove in the background.
