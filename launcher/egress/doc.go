@@ -1,8 +1,8 @@
 // Package egress holds the decision logic of egress profiles: which hosts and ports a
 // sandbox with a given profile may reach (Profile.AllowName), which resolved addresses
 // it may never reach whatever its profile says (Vet), and how much it may use per call
-// (Counter). It is pure Go with no listener and no I/O of its own beyond the Resolver
-// it is handed. ParseProfiles reads the operator's profiles file and states its rules.
+// (Counter). It has no listener and no network I/O of its own beyond the Resolver it
+// is handed. ParseProfiles states the rules of the operator's profiles file.
 //
 // The code in the sandbox is hostile and chooses the name, the port and, through any
 // DNS it controls, the answers; a profile is trusted but may be too broad. The
