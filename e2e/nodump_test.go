@@ -18,7 +18,7 @@ import (
 // TestEverySubcommandNonDumpable: each subcommand of the real binary, held while it
 // runs (its engine a socket that never answers, its healthcheck target a listener
 // that never replies, its stdout and stderr full pipes), has its /proc/<pid>/environ
-// closed to a process of the same user (issue 20, item 3: a dumpable healthcheck
+// closed to a process of the same user (a dumpable healthcheck
 // handed the container's environment, token included, to every program). The control,
 // a dumpable process of that user with the same marker, is readable: the reader would
 // see a leak. As root, the children and the reader run as 65532 (root could read

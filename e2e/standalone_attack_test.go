@@ -70,7 +70,7 @@ for k in sorted(res):
 print("done")
 `
 
-// TestStandaloneSignalsCannotEndServer: issue 20 item 1. A program throws every
+// TestStandaloneSignalsCannotEndServer. A program throws every
 // signal at the server by every call it has; each is refused (EPERM) or dropped, the
 // program itself runs to its end, and the server answers the next call. Before the
 // fix the first SIGILL (or SIGABRT) ended the server with a stack dump.
@@ -92,7 +92,7 @@ func TestStandaloneSignalsCannotEndServer(t *testing.T) {
 	}
 }
 
-// TestStandaloneRefusesPoolAndConcurrency: issue 20 item 2. With a warm pool or more
+// TestStandaloneRefusesPoolAndConcurrency. With a warm pool or more
 // than one run at a time, one caller's program could open the next caller's stdin;
 // the process backend refuses to start, saying why. Before, it started.
 func TestStandaloneRefusesPoolAndConcurrency(t *testing.T) {
@@ -118,7 +118,7 @@ func TestStandaloneRefusesPoolAndConcurrency(t *testing.T) {
 
 // saOutrun leaves behind, in a new session, four guardians that ignore SIGCHLD and loop
 // kill(-1, SIGCONT) while forking, each going on as its own child, so with a new pid
-// every turn (issue 20 item 4: two such outran
+// every turn (two such outran
 // the tree kill, which stopped a pid once and gave up after 1000 rounds before its
 // SIGKILL), and an injector that opens fd 0 of every new process it finds (the next
 // sandbox's bootstrap, waiting for its code) for writing and queues a code header and
@@ -174,7 +174,7 @@ time.sleep(0.5)
 print("left behind", flush=True)
 `
 
-// TestStandaloneOutrunAndHijack: issue 20 items 2 and 4, with the pool size and
+// TestStandaloneOutrunAndHijack, with the pool size and
 // concurrency the process backend allows (0 and 1, the defaults). A run leaves the
 // guardians and the injector of saOutrun behind (twice); none survives the call, the next
 // caller's code runs as sent (nothing injected, nothing read from its stdin), and the

@@ -25,7 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// saLocked is docs/standalone.md's docker run line (issue 14's, exactly), without the image.
+// saLocked is docs/standalone.md's docker run line (exactly), without the image.
 var saLocked = []string{
 	"--network", "none", "--read-only", "--cap-drop", "ALL",
 	"--security-opt", "no-new-privileges", "--user", "65532:65532",
@@ -437,7 +437,7 @@ print("signals sent", flush=True)
 	if got := saExec(t, s, "print(6*7)", 0); got.Stdout != "42\n" {
 		t.Fatalf("after SIGKILL and SIGSTOP to the server: got %+v, want 42", got)
 	}
-	// SIGTERM from a program is refused too (before issue 20 it killed the run, and
+	// SIGTERM from a program is refused too (it once killed the run, and
 	// while no run was active it would have stopped the server).
 	term := saExec(t, s, "import os, signal\ntry:\n    os.kill(1, signal.SIGTERM)\nexcept OSError as e:\n    print('refused', e.errno)\nprint('survived')", 0)
 	if term.ExitCode != 0 || term.Stdout != "refused 1\nsurvived\n" {

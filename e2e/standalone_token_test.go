@@ -20,7 +20,7 @@ func tokenSHA256(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// TestStandaloneTokenNotReadable (issue 20, item 3): in standalone mode a program runs
+// TestStandaloneTokenNotReadable: in standalone mode a program runs
 // as the server's user, and the container's environment reaches every process started
 // in it (the image's HEALTHCHECK, docker exec): a token there was found by a program
 // scanning /proc/*/environ. The token in the environment is refused, naming the ways

@@ -79,7 +79,7 @@ func specTmpfsFlags(t *testing.T, opts string) []string {
 func assertSpecHardened(t *testing.T, o Options, cfg *container.Config, host *container.HostConfig, lim specLimits) {
 	t.Helper()
 
-	// No core dumps, soft and hard (issue 20, item 8).
+	// No core dumps, soft and hard.
 	if !slices.ContainsFunc(host.Ulimits, func(u *container.Ulimit) bool { return *u == (container.Ulimit{Name: "core"}) }) {
 		t.Errorf("Ulimits: got %s, want core=0:0 among them", ulimits(host.Ulimits))
 	}

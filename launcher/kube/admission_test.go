@@ -18,7 +18,7 @@ import (
 // namespace (docs/kubernetes.md, "Running it").
 const tokenSecret = "mcp-exec-token"
 
-// attackPod is what issue 20 (item 9) describes: whoever holds the server's ServiceAccount
+// attackPod is the attack on the manifests: whoever holds the server's ServiceAccount
 // makes a pod that mounts the token Secret, with a service account token, without the sandbox
 // labels (so no sandbox NetworkPolicy selects it), and otherwise "restricted", so that Pod
 // Security admits it.
@@ -304,7 +304,7 @@ func TestManifestsAdmission(t *testing.T) {
 	})
 }
 
-// TestManifestsSecretUnreachable is the attack of issue 20 (item 9), as the server's
+// TestManifestsSecretUnreachable is the attack on the manifests, as the server's
 // ServiceAccount: with the token Secret in the server's namespace, the account can neither
 // read it nor make a pod there that mounts it, and in the sandbox namespace (which holds no
 // Secret) such a pod is refused.

@@ -297,7 +297,7 @@ func TestLiveCreateNotCancelled(t *testing.T) {
 // (0666, on the node's disk) into the container and copies it into the pod's status. At
 // /root/termination-log (terminationMessagePath) no program can write it: caller data
 // never reaches the node's disk or the API that way (at the default /dev/termination-log
-// this program's write went through, issue 20 item 7).
+// this program's write went through).
 func TestLiveTerminationMessageUnreachable(t *testing.T) {
 	b, admin := liveBackend(t, Options{})
 	prog := `import os

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The tree kill against issue 20 item 4's attack: a tree whose processes continue
+// The tree kill against the outrun attack: a tree whose processes continue
 // each other and fork. Which of a scan, a stop, a continue and a fork comes first is
 // a race; these tests replace killTree's scan (scanProcs) with one that makes the
 // attacker's move at the moment that beats the kill, so that each outcome is certain

@@ -823,7 +823,7 @@ func TestLoadProcessBackendDefaults(t *testing.T) {
 	}
 }
 
-// TestProcessBackendRefusesTokenInEnvironment (issue 20, item 3): with the process
+// TestProcessBackendRefusesTokenInEnvironment: with the process
 // backend the token in the environment is refused, naming both ways that work; its
 // SHA-256 is accepted (and only a well-formed one, alone); other backends still take
 // the variable.

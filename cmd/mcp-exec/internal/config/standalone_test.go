@@ -27,7 +27,7 @@ func saUpstreamsFile(t *testing.T, content string) string {
 	return file
 }
 
-// TestProcessBackendRefusesUpstreams (issue 40, items 1 and 2): with the process
+// TestProcessBackendRefusesUpstreams: with the process
 // backend, code mode is refused at start, naming why and the backends to use instead;
 // each ${env:NAME} the upstreams file resolves is named as a secret programs could
 // read, never with its value. The same file is accepted on the docker backend.
