@@ -66,7 +66,7 @@ type Options struct {
 	// Egress lists the egress profiles a call may name in "egress"; the
 	// runner enforces them. Empty: no such field, and the tool is as without it.
 	Egress []EgressProfile
-	// Sessions, when Max > 0 and a Backend is set, add session_create and
+	// Sessions, when Max > 0 and a Backend (or a Store and Attach) is set, add session_create and
 	// session_close, and exec's session_id (sessions.go). Not with Upstreams.
 	Sessions SessionOptions
 	// Logger receives one metadata-only line per call. The zero value logs
