@@ -15,6 +15,8 @@ type capture struct {
 	total     int64 // every byte offered, kept or not
 	truncated bool
 	tail      []byte // the last tailSize bytes offered, for progress reports
+	// outTail and errTail are tail for each stream alone (background runs show them).
+	outTail, errTail []byte
 }
 
 const tailSize = 512
@@ -25,9 +27,11 @@ func (c *capture) add(stderr bool, p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.total += int64(len(p))
-	c.tail = append(c.tail, p[max(len(p)-tailSize, 0):]...)
-	if len(c.tail) > tailSize {
-		c.tail = append(c.tail[:0], c.tail[len(c.tail)-tailSize:]...)
+	c.tail = keepTail(c.tail, p)
+	if stderr {
+		c.errTail = keepTail(c.errTail, p)
+	} else {
+		c.outTail = keepTail(c.outTail, p)
 	}
 	room := c.limit - len(c.out) - len(c.err)
 	if len(p) > room {
@@ -47,15 +51,35 @@ func (c *capture) markTruncated() {
 	c.mu.Unlock()
 }
 
-// progress returns the bytes offered so far and the last lines among them.
-func (c *capture) progress() (int64, string) {
+// keepTail appends p to tail and keeps the last tailSize bytes.
+func keepTail(tail, p []byte) []byte {
+	tail = append(tail, p[max(len(p)-tailSize, 0):]...)
+	if len(tail) > tailSize {
+		tail = append(tail[:0], tail[len(tail)-tailSize:]...)
+	}
+	return tail
+}
+
+// progress is what the program has written so far: the bytes offered, and the last
+// lines among them, of both streams and of each.
+func (c *capture) progress() Progress {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tail := c.tail
+	return Progress{OutputBytes: c.total, Tail: lines(c.tail), StdoutTail: lines(c.outTail), StderrTail: lines(c.errTail)}
+}
+
+// lines is tail as valid UTF-8, starting at a line when the tail is full (the bytes
+// before its first newline are the end of a line cut off).
+func lines(tail []byte) string {
 	if i := indexByte(tail, '\n'); i >= 0 && len(tail) == tailSize {
-		tail = tail[i+1:] // start at a line
+		tail = tail[i+1:]
 	}
-	return c.total, repairUTF8(trimPartialRune(tail))
+	// A cut at the front may have split a character too: its continuation bytes would
+	// read as invalid.
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return repairUTF8(trimPartialRune(tail))
 }
 
 func indexByte(b []byte, c byte) int {

@@ -288,3 +288,31 @@ func FuzzCapture(f *testing.F) {
 		}
 	})
 }
+
+// TestCaptureStreamTails: progress keeps a tail of each stream apart, each bounded to
+// tailSize bytes, valid UTF-8 even when the cut splits a character, and counting bytes
+// past the output cap (a background run's tail shows what the program does now).
+func TestCaptureStreamTails(t *testing.T) {
+	c := newCapture(10)
+	c.add(false, []byte("out1\n"))
+	c.add(true, []byte("err1\n"))
+	c.add(false, []byte("out2\n"))
+	pr := c.progress()
+	if pr.StdoutTail != "out1\nout2\n" || pr.StderrTail != "err1\n" || pr.Tail != "out1\nerr1\nout2\n" || pr.OutputBytes != 15 {
+		t.Fatalf("progress = %+v", pr)
+	}
+	// A flood of multi-byte characters, then a last line: the tail is bounded, starts at
+	// a line, and is valid UTF-8.
+	c.add(false, []byte(strings.Repeat("é", 1000)+"\nlast\n"))
+	c.add(true, []byte("x"+strings.Repeat("€", 400)))
+	pr = c.progress()
+	if pr.StdoutTail != "last\n" {
+		t.Errorf("stdout tail = %q, want the last line", pr.StdoutTail)
+	}
+	if len(pr.StderrTail) > tailSize || !utf8.ValidString(pr.StderrTail) || strings.ContainsRune(pr.StderrTail, utf8.RuneError) {
+		t.Errorf("stderr tail is %d bytes, valid %v: %q", len(pr.StderrTail), utf8.ValidString(pr.StderrTail), pr.StderrTail)
+	}
+	if !strings.HasSuffix(pr.StderrTail, "€€€") {
+		t.Errorf("stderr tail does not end with the last bytes written: %q", pr.StderrTail)
+	}
+}

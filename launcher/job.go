@@ -99,6 +99,8 @@ type Progress struct {
 	Elapsed     time.Duration
 	OutputBytes int64  // stdout+stderr bytes written so far, kept or not
 	Tail        string // the last lines of output, valid UTF-8, at most about 512 bytes
+	// StdoutTail and StderrTail are Tail for each stream alone.
+	StdoutTail, StderrTail string
 }
 
 // OutputDir is where a program leaves files to be returned, inside its private /tmp.

@@ -177,8 +177,9 @@ func (sb *sandbox) wait(ctx context.Context, c call, began time.Time, timeout, t
 	var err error
 	select {
 	case <-tick:
-		n, tail := sb.out.progress()
-		job.Progress(Progress{Elapsed: time.Since(began), OutputBytes: n, Tail: tail})
+		pr := sb.out.progress()
+		pr.Elapsed = time.Since(began)
+		job.Progress(pr)
 		return Result{}, false, nil
 	case <-sb.dec.done:
 		res, err = c.ended(time.Since(began))
