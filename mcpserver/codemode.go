@@ -60,7 +60,7 @@ func (h *handler) addCodeMode(s *mcp.Server, opts Options) {
 		Name:         toolName,
 		Description:  description(opts, h.limits) + "\n\n" + opts.Upstreams.Index(),
 		InputSchema:  inputSchema(opts),
-		OutputSchema: toolsOutputSchema(),
+		OutputSchema: backgroundOutputSchema(toolsOutputSchema(), opts),
 		Annotations:  annotations(),
 	}, h.execTools)
 	mcp.AddTool(s, &mcp.Tool{
@@ -74,11 +74,21 @@ func (h *handler) addCodeMode(s *mcp.Server, opts Options) {
 
 // execTools is exec with the program's tools bound: the job gets the exec's bridge,
 // and the result its record of calls.
-func (h *handler) execTools(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execToolsOutput, error) {
+func (h *handler) execTools(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, any, error) {
+	if in.Background {
+		return h.background(ctx, req, in, func(rctx context.Context, progress func(launcher.Progress)) (*mcp.CallToolResult, any, error) {
+			return anyOut(h.runTools(rctx, req, in, progress))
+		})
+	}
+	return anyOut(h.runTools(ctx, req, in, nil))
+}
+
+// runTools is execTools' body (progress as for run).
+func (h *handler) runTools(ctx context.Context, req *mcp.CallToolRequest, in execInput, progress func(launcher.Progress)) (*mcp.CallToolResult, execToolsOutput, error) {
 	x := h.opts.Upstreams.NewExec(elicitApproval(req.Session))
 	// The program's calls go on the caller's own upstream sessions.
 	ctx = upstream.WithIdentity(ctx, identity(req))
-	res, out, err := h.run(ctx, req, in, func(j *launcher.Job) { j.Tools = x.Tools() })
+	res, out, err := h.run(ctx, req, in, func(j *launcher.Job) { j.Tools = x.Tools() }, progress)
 	calls, refused := x.Calls(), x.Refused()
 	h.logCalls(calls, refused)
 	listed := calls[:min(len(calls), maxListedCalls)]

@@ -5,7 +5,9 @@
 // server's memory, or launcher/kube's, shared by every replica) with a sandbox held
 // (launcher.Session) or attached per call (launcher.AttachedSession); code mode
 // (Options.Upstreams, package upstream: programs call allowed upstream tools, and
-// tools_search finds them); egress profiles a call may name (Options.Egress).
+// tools_search finds them); egress profiles a call may name (Options.Egress); background
+// runs (Options.Runs: exec's "background", run_wait, run_cancel), kept in this server's
+// memory by one registry (runs.go) that MCP tasks are to share.
 //
 // Every call ends in one of three channels, never mixed:
 //

@@ -69,6 +69,9 @@ type Options struct {
 	// Sessions, when Max > 0 and a Backend (or a Store and Attach) is set, add session_create and
 	// session_close, and exec's session_id (sessions.go). Not with Upstreams.
 	Sessions SessionOptions
+	// Runs, when Max > 0, add exec's "background" and the tools run_wait and
+	// run_cancel (runs.go).
+	Runs RunOptions
 	// Logger receives one metadata-only line per call. The zero value logs
 	// nothing (a zero zerolog.Logger has no writer, like zerolog.Nop()).
 	Logger zerolog.Logger
@@ -133,6 +136,10 @@ func New(r Runner, opts Options) *mcp.Server {
 	})
 	h := &handler{runner: r, opts: opts, limits: limitsOf(r.Options()), log: opts.Logger}
 	s.AddReceivingMiddleware(h.timingMiddleware)
+	if opts.Runs.Max > 0 {
+		h.runs = newRuns(opts.Runs, opts.Vars, opts.Logger)
+		h.runs.addTools(s)
+	}
 	if opts.Upstreams != nil {
 		h.addCodeMode(s, opts)
 		return s
@@ -147,7 +154,7 @@ func New(r Runner, opts Options) *mcp.Server {
 		Name:         toolName,
 		Description:  desc,
 		InputSchema:  inputSchema(opts),
-		OutputSchema: execOutputSchema(opts),
+		OutputSchema: backgroundOutputSchema(execOutputSchema(opts), opts),
 		Annotations:  annotations(),
 	}, h.exec)
 	return s
@@ -159,6 +166,7 @@ type handler struct {
 	limits   runnerLimits // the runner's, read once
 	log      zerolog.Logger
 	sessions *sessions // nil: no session tools
+	runs     *runs     // nil: no background runs
 }
 
 // sessionsOn reports whether o offers sessions (never in code mode).
@@ -173,13 +181,35 @@ func sessionsOn(o Options) bool { return o.Sessions.on() && o.Upstreams == nil }
 // reports go back as notifications/progress. When the client cancels the call
 // (notifications/cancelled), the SDK cancels ctx and the runner stops the
 // sandbox.
-func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, execOutput, error) {
-	return h.run(ctx, req, in, nil)
+//
+// With background, exec answers at once and the same body runs on in the background
+// (runs.go).
+func (h *handler) exec(ctx context.Context, req *mcp.CallToolRequest, in execInput) (*mcp.CallToolResult, any, error) {
+	if in.Background {
+		return h.background(ctx, req, in, func(rctx context.Context, progress func(launcher.Progress)) (*mcp.CallToolResult, any, error) {
+			return anyOut(h.run(rctx, req, in, nil, progress))
+		})
+	}
+	return anyOut(h.run(ctx, req, in, nil, nil))
 }
 
-// run is exec's body; bind, when set, adds to the job (code mode's tools).
-func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInput, bind func(*launcher.Job)) (*mcp.CallToolResult, execOutput, error) {
-	ct := timingOf(ctx)
+// anyOut is a handler's result with its structured output as any, so that exec may
+// answer in either of its shapes (backgroundOutputSchema).
+func anyOut[T any](res *mcp.CallToolResult, out T, err error) (*mcp.CallToolResult, any, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, out, nil
+}
+
+// run is exec's body; bind, when set, adds to the job (code mode's tools). progress,
+// when set, gets the runner's reports instead of the request's progress token: the
+// call runs in the background, and the request (and its timing) has ended.
+func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInput, bind func(*launcher.Job), progress func(launcher.Progress)) (*mcp.CallToolResult, execOutput, error) {
+	var ct *callTiming
+	if progress == nil {
+		ct = timingOf(ctx)
+	}
 	if ct != nil {
 		ct.handlerStart = monoNow()
 	}
@@ -192,7 +222,9 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInpu
 	if bind != nil {
 		bind(&job)
 	}
-	if p := startProgress(ctx, req); p != nil {
+	if progress != nil {
+		job.Progress = progress
+	} else if p := startProgress(ctx, req); p != nil {
 		job.Progress = p.report
 		defer p.stop()
 	}

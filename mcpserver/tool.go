@@ -30,6 +30,8 @@ type execInput struct {
 	Egress   string        `json:"egress,omitempty" jsonschema:"An egress profile's name (egressSchema fills in the names, or drops the field)."`
 	// SessionID is in the schema only when sessions are on (sessions.go).
 	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this session (from session_create) instead of a new sandbox: the program sees what the session's earlier calls left. Optional."`
+	// Background is in the schema only when background runs are on (runs.go).
+	Background bool `json:"background,omitempty" jsonschema:"Answer at once with a run_id and let the program run on, even if this client disconnects; run_wait gives its result. Optional; not with session_id."`
 }
 
 // execOutput is the structured result. No omitempty: a model should always
@@ -97,6 +99,9 @@ func inputSchema(o Options) *jsonschema.Schema {
 	egressSchema(s, o)
 	if !sessionsOn(o) {
 		delete(s.Properties, "session_id")
+	}
+	if o.Runs.Max <= 0 {
+		delete(s.Properties, "background")
 	}
 	return s
 }

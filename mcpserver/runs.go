@@ -1,0 +1,460 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+// Background runs: a call that answers at once with a handle (run_id) while its body
+// goes on under a context of its own, so that a client that goes away does not end
+// it; run_wait hands out its result, run_cancel ends it. The registry knows nothing of
+// exec: it runs a body and keeps what the body returned, so that MCP tasks (a task is a
+// run seen through tasks/get, tasks/result and tasks/cancel) can share it. Like the
+// session store, it keeps this server's runs in its memory. See docs/background-runs.md.
+
+// RunOptions configure background runs. Max 0 removes them: no "background" argument,
+// no run_wait or run_cancel.
+type RunOptions struct {
+	// Max bounds the runs this server keeps at once: running, or ended with their result
+	// kept until TTL. It bounds the memory results take (Max times one result's caps).
+	Max int
+	// MaxPerIdentity bounds one identity's (see identity) runs, counted as Max; 0 is no
+	// bound but Max.
+	MaxPerIdentity int
+	// TTL is how long a result is kept after its run ends; 0 is 15 min.
+	TTL time.Duration
+
+	// Now is the registry's clock, for TTLs and elapsed times; nil is time.Now.
+	Now func() time.Time
+}
+
+// The settings background runs' refusals name.
+const (
+	SettingMaxBackgroundRuns            backend.Setting = "max-background-runs"
+	SettingMaxBackgroundRunsPerIdentity backend.Setting = "max-background-runs-per-identity"
+	SettingRunTTL                       backend.Setting = "run-ttl-s"
+)
+
+const (
+	toolRunWait   = "run_wait"
+	toolRunCancel = "run_cancel"
+
+	// defaultRunWait and maxRunWait bound run_wait's timeout_s: long enough to save
+	// polls, short enough for a client's own request timeout.
+	defaultRunWait = 10 * time.Second
+	maxRunWait     = 60 * time.Second
+
+	// runBackstop is added to a run's own timeout for its context's deadline: the
+	// runner ends a run at its timeout (counted from the code's delivery); this ends
+	// one that waits for a sandbox, or for an engine, past any reason.
+	runBackstop = 10 * time.Minute
+
+	// maxExpired bounds the handles remembered as expired (to answer "expired" rather
+	// than "not found"); the oldest are forgotten first.
+	maxExpired = 4096
+)
+
+// runBody is what a run does: the result of a call made in the background (res, out
+// and err as a tool handler returns them). progress receives the runner's reports.
+type runBody func(ctx context.Context, progress func(launcher.Progress)) (*mcp.CallToolResult, any, error)
+
+// runs is the registry of this server's background runs.
+type runs struct {
+	o    RunOptions
+	vars backend.Vars
+	log  zerolog.Logger
+	now  func() time.Time
+
+	mu      sync.Mutex
+	byID    map[string]*run
+	owned   map[string]int    // runs kept, by owner
+	expired map[string]string // handle -> owner, of results removed at TTL
+	order   []string          // expired's handles, oldest first
+	wg      sync.WaitGroup    // the bodies running
+}
+
+// run is one background run. The fields after done are set before done is closed.
+type run struct {
+	id, owner string
+	started   time.Time
+	timeout   time.Duration // the run's own, for expires_at
+	cancel    context.CancelFunc
+	canceled  atomic.Bool // by run_cancel
+	progress  atomic.Pointer[launcher.Progress]
+	done      chan struct{}
+
+	ended time.Time
+	res   *mcp.CallToolResult
+	out   map[string]any // the structured result, nil with err
+	err   error
+}
+
+func newRuns(o RunOptions, vars backend.Vars, log zerolog.Logger) *runs {
+	if o.TTL <= 0 {
+		o.TTL = 15 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &runs{o: o, vars: vars, log: log, now: o.Now,
+		byID: map[string]*run{}, owned: map[string]int{}, expired: map[string]string{}}
+}
+
+func newRunID() string {
+	var b [24]byte // 192 random bits
+	rand.Read(b[:])
+	return "run_" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// start runs body in the background for owner, under a context detached from ctx
+// (its values kept, its cancellation not) that ends at run_cancel or timeout plus
+// runBackstop. It refuses a run over a bound.
+func (r *runs) start(ctx context.Context, owner string, timeout time.Duration, body runBody) (*run, error) {
+	r.mu.Lock()
+	r.sweepLocked()
+	if len(r.byID) >= r.o.Max {
+		r.mu.Unlock()
+		r.log.Warn().Int("max", r.o.Max).Msg("background run refused: too many runs")
+		return nil, fmt.Errorf("too many background runs: this server keeps at most %d at once, running or with a result not yet expired (%s); cancel a running one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
+			r.o.Max, r.vars.Name(SettingMaxBackgroundRuns), toolRunCancel, r.o.TTL)
+	}
+	if n := r.o.MaxPerIdentity; n > 0 && r.owned[owner] >= n {
+		r.mu.Unlock()
+		r.log.Warn().Int("per_identity", n).Msg("background run refused: too many runs for this identity")
+		return nil, fmt.Errorf("too many background runs for you: one identity keeps at most %d at once, running or with a result not yet expired (%s); cancel one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
+			n, r.vars.Name(SettingMaxBackgroundRunsPerIdentity), toolRunCancel, r.o.TTL)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+runBackstop)
+	ru := &run{id: newRunID(), owner: owner, started: r.now(), timeout: timeout, cancel: cancel, done: make(chan struct{})}
+	r.byID[ru.id] = ru
+	r.owned[owner]++
+	r.wg.Add(1)
+	r.mu.Unlock()
+	r.log.Info().Str("run", handleHash(ru.id)).Int64("timeout_ms", timeout.Milliseconds()).Msg("background run started")
+	go r.do(rctx, ru, body)
+	return ru, nil
+}
+
+// do runs ru's body and keeps what it returned until TTL.
+func (r *runs) do(ctx context.Context, ru *run, body runBody) {
+	defer r.wg.Done()
+	res, out, err := body(ctx, func(p launcher.Progress) { ru.progress.Store(&p) })
+	ru.cancel()
+	switch {
+	case ru.canceled.Load():
+		err = fmt.Errorf("the run was cancelled (%s), so it has no result", toolRunCancel)
+	case errors.Is(err, context.DeadlineExceeded):
+		err = fmt.Errorf("the run did not end within its timeout plus %s (waiting for a sandbox or the engine), so it was stopped and has no result", runBackstop)
+	}
+	if err == nil {
+		ru.res = res
+		ru.out, err = asObject(out)
+	}
+	ru.err = err
+	r.mu.Lock()
+	ru.ended = r.now()
+	close(ru.done)
+	r.mu.Unlock()
+	r.log.Info().Str("run", handleHash(ru.id)).Bool("result", err == nil).Msg("background run ended")
+	time.AfterFunc(r.o.TTL, func() {
+		r.mu.Lock()
+		r.sweepLocked()
+		r.mu.Unlock()
+	})
+}
+
+// asObject is out as a JSON object, to which run_wait adds run_id and status.
+func asObject(out any) (map[string]any, error) {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("keeping the run's result: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("keeping the run's result: %w", err)
+	}
+	return m, nil
+}
+
+// sweepLocked removes the results kept past TTL, remembering their handles as
+// expired. Called with mu held.
+func (r *runs) sweepLocked() {
+	now := r.now()
+	for id, ru := range r.byID {
+		if ru.ended.IsZero() || now.Before(ru.ended.Add(r.o.TTL)) {
+			continue
+		}
+		delete(r.byID, id)
+		if r.owned[ru.owner]--; r.owned[ru.owner] <= 0 {
+			delete(r.owned, ru.owner)
+		}
+		if len(r.order) >= maxExpired {
+			delete(r.expired, r.order[0])
+			r.order = r.order[1:]
+		}
+		r.expired[id] = ru.owner
+		r.order = append(r.order, id)
+		r.log.Info().Str("run", handleHash(id)).Msg("background run's result expired")
+	}
+}
+
+// errRunNotFound is the same for a handle that never was and another identity's.
+func errRunNotFound() error {
+	return errors.New("run_id not found: no background run of yours has this run_id; start one with exec and background true")
+}
+
+// get is owner's run id, or the error run_wait and run_cancel answer.
+func (r *runs) get(id, owner string) (*run, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked()
+	if ru, ok := r.byID[id]; ok && ru.owner == owner {
+		return ru, nil
+	}
+	if o, ok := r.expired[id]; ok && o == owner {
+		return nil, fmt.Errorf("run expired: its result was kept for %s after the run ended (%s), then removed; run it again", r.o.TTL, r.vars.Name(SettingRunTTL))
+	}
+	return nil, errRunNotFound()
+}
+
+// wait waits up to d for owner's run id to end; done says whether it has.
+func (r *runs) wait(ctx context.Context, id, owner string, d time.Duration) (*run, bool, error) {
+	ru, err := r.get(id, owner)
+	if err != nil {
+		return nil, false, err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ru.done:
+		return ru, true, nil
+	case <-t.C:
+		return ru, false, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// cancelRun ends owner's run id: true when it was running. Its result is then the error
+// saying so.
+func (r *runs) cancelRun(id, owner string) (bool, error) {
+	ru, err := r.get(id, owner)
+	if err != nil {
+		return false, err
+	}
+	select {
+	case <-ru.done:
+		return false, nil
+	default:
+	}
+	ru.canceled.Store(true)
+	ru.cancel()
+	<-ru.done // the runner has stopped the sandbox (its removal goes on in the background)
+	r.log.Info().Str("run", handleHash(id)).Msg("background run cancelled")
+	return true, nil
+}
+
+// expiresAt is when ru's result is removed at the latest if the run takes its whole
+// timeout (or, once it has ended, exactly).
+func (r *runs) expiresAt(ru *run) time.Time {
+	select {
+	case <-ru.done:
+		return ru.ended.Add(r.o.TTL)
+	default:
+		return ru.started.Add(ru.timeout + r.o.TTL)
+	}
+}
+
+// startedResult is exec's answer for a run in the background.
+func (r *runs) startedResult(ru *run) (*mcp.CallToolResult, any) {
+	exp := r.expiresAt(ru).UTC().Format(time.RFC3339)
+	out := map[string]any{"run_id": ru.id, "status": "running", "expires_at": exp}
+	text := fmt.Sprintf("run_id: %s\nstatus: running\nexpires_at: %s (the result is kept %s after the run ends)\nCall %s with this run_id for its result (or %s to stop it). Keep the run_id secret: it is the run's only key.",
+		ru.id, exp, r.o.TTL, toolRunWait, toolRunCancel)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out
+}
+
+type runWaitInput struct {
+	RunID string `json:"run_id" jsonschema:"The run_id exec returned."`
+	// TimeoutS is a pointer so that absent (the default) differs from 0 (do not wait).
+	TimeoutS *int64 `json:"timeout_s,omitempty" jsonschema:"Seconds to wait for the run to end, from 0 (just look) to 60. Optional; absent means 10."`
+}
+
+type runCancelInput struct {
+	RunID string `json:"run_id" jsonschema:"The run_id exec returned."`
+}
+
+type runCancelOutput struct {
+	Canceled bool `json:"canceled" jsonschema:"True when this call stopped the run; false when it had already ended."`
+}
+
+// waitTool is run_wait.
+func (r *runs) waitTool(ctx context.Context, req *mcp.CallToolRequest, in runWaitInput) (*mcp.CallToolResult, any, error) {
+	d := defaultRunWait
+	if in.TimeoutS != nil {
+		if *in.TimeoutS < 0 || *in.TimeoutS > int64(maxRunWait/time.Second) {
+			return nil, nil, fmt.Errorf("timeout_s is %d; it must be a whole number of seconds from 0 to %d (run_wait's limit; absent means %d): call run_wait again to wait longer",
+				*in.TimeoutS, int64(maxRunWait/time.Second), int64(defaultRunWait/time.Second))
+		}
+		d = time.Duration(*in.TimeoutS) * time.Second
+	}
+	ru, done, err := r.wait(ctx, in.RunID, identity(req), d)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !done {
+		return r.running(ru)
+	}
+	if ru.err != nil {
+		return nil, nil, ru.err
+	}
+	out := make(map[string]any, len(ru.out)+2)
+	for k, v := range ru.out {
+		out[k] = v
+	}
+	out["run_id"], out["status"] = ru.id, "completed"
+	content := append([]mcp.Content(nil), ru.res.Content...)
+	head := fmt.Sprintf("run_id: %s\nstatus: completed\n", ru.id)
+	if t, ok := firstText(content); ok {
+		content[0] = &mcp.TextContent{Text: head + t}
+	} else {
+		content = append([]mcp.Content{&mcp.TextContent{Text: head}}, content...)
+	}
+	return &mcp.CallToolResult{Content: content, StructuredContent: out}, nil, nil
+}
+
+func firstText(c []mcp.Content) (string, bool) {
+	if len(c) == 0 {
+		return "", false
+	}
+	t, ok := c[0].(*mcp.TextContent)
+	if !ok {
+		return "", false
+	}
+	return t.Text, true
+}
+
+// running is run_wait's answer for a run still running.
+func (r *runs) running(ru *run) (*mcp.CallToolResult, any, error) {
+	var p launcher.Progress
+	if lp := ru.progress.Load(); lp != nil {
+		p = *lp
+	}
+	elapsed := r.now().Sub(ru.started).Milliseconds()
+	out := map[string]any{"run_id": ru.id, "status": "running", "stdout_tail": p.StdoutTail, "stderr_tail": p.StderrTail, "elapsed_ms": elapsed}
+	text := fmt.Sprintf("run_id: %s\nstatus: running (%d ms since it started; call %s again)", ru.id, elapsed, toolRunWait)
+	section := func(name, s string) {
+		if s != "" {
+			text += fmt.Sprintf("\n--- %s, the last lines so far ---\n%s", name, s)
+		}
+	}
+	section("stdout", p.StdoutTail)
+	section("stderr", p.StderrTail)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: out}, nil, nil
+}
+
+// cancelTool is run_cancel.
+func (r *runs) cancelTool(ctx context.Context, req *mcp.CallToolRequest, in runCancelInput) (*mcp.CallToolResult, runCancelOutput, error) {
+	was, err := r.cancelRun(in.RunID, identity(req))
+	if err != nil {
+		return nil, runCancelOutput{}, err
+	}
+	text := "canceled: false (the run had already ended; run_wait gives its result)"
+	if was {
+		text = "canceled: true (the run is stopped and its sandbox removed; run_wait now says it was cancelled)"
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, runCancelOutput{Canceled: was}, nil
+}
+
+// addTools adds run_wait and run_cancel.
+func (r *runs) addTools(srv *mcp.Server) {
+	f, t := false, true
+	ws, err := jsonschema.For[runWaitInput](nil)
+	if err != nil {
+		panic("mcpserver: inferring run_wait's input schema: " + err.Error()) // a bug in runWaitInput
+	}
+	ts := ws.Properties["timeout_s"]
+	ts.Types, ts.Type = nil, "integer"
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: toolRunWait,
+		Description: fmt.Sprintf(`Wait for a background run (exec with "background": true) and get its result. Waits up to timeout_s seconds (default %d, at most %d). When the run has ended, the result is exactly exec's (stdout, stderr, exit_code, ..., files, and the files as content) plus run_id and status "completed"; a run that could not run (or was cancelled) is a tool error, as exec's would be. While it runs: status "running", elapsed_ms, and the last lines of stdout and stderr so far (stdout_tail, stderr_tail): call run_wait again.
+
+A result is kept %s after its run ends, for any number of run_wait calls, then removed ("expired"). At most %d runs at once on this server, running or with a result kept%s.`,
+			int64(defaultRunWait/time.Second), int64(maxRunWait/time.Second), r.o.TTL, r.o.Max, perIdentityNote(r.o.MaxPerIdentity)),
+		InputSchema: ws,
+		Annotations: &mcp.ToolAnnotations{Title: "Wait for a background run", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &f},
+	}, r.waitTool)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        toolRunCancel,
+		Description: "Stop a background run (exec with \"background\": true): its sandbox and every process in it are killed, and run_wait then says it was cancelled. Cancelling a run that has already ended is not an error (canceled: false) and keeps its result.",
+		Annotations: &mcp.ToolAnnotations{Title: "Stop a background run", DestructiveHint: &t, IdempotentHint: true, OpenWorldHint: &f},
+	}, r.cancelTool)
+}
+
+func perIdentityNote(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", at most %d of them yours", n)
+}
+
+// backgroundNote is what exec's description adds when background runs are on.
+func backgroundNote(o RunOptions) string {
+	return fmt.Sprintf(`
+
+Background: with "background": true the call answers at once with run_id, status "running" and expires_at, and the program runs on, with the same limits and timeout_s, even if this client disconnects; call %s with the run_id for the result (the same as this tool's), or %s to stop it. The result is kept %s after the run ends. Not with session_id.`, toolRunWait, toolRunCancel, o.TTL)
+}
+
+// background starts exec's call in as a background run, body its foreground body, and
+// answers with the run's handle. Its arguments are checked first, so that a call that
+// could not run is refused now rather than as the run's result.
+func (h *handler) background(ctx context.Context, req *mcp.CallToolRequest, in execInput, body runBody) (*mcp.CallToolResult, any, error) {
+	id := newExecID()
+	if in.SessionID != "" {
+		// A session runs one call at a time and its state belongs to the calls in
+		// order: a run that outlives its request needs the session held busy until it
+		// ends, which sessions do not do yet.
+		return nil, nil, &invalidInput{"background", "background cannot be used with session_id (not supported yet): run the call in the session without background, or in the background without session_id"}
+	}
+	job, err := newJob(in, h.opts)
+	if err != nil {
+		h.logRejected(id, in, err)
+		return nil, nil, err
+	}
+	ru, err := h.runs.start(ctx, identity(req), job.Timeout, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, out := h.runs.startedResult(ru)
+	return res, out, nil
+}
+
+// backgroundOutputSchema is exec's output schema s with background runs on: either a
+// result (s's required fields) or a run started in the background (run_id, status,
+// expires_at).
+func backgroundOutputSchema(s *jsonschema.Schema, o Options) *jsonschema.Schema {
+	if o.Runs.Max <= 0 {
+		return s
+	}
+	str := func(d string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: d} }
+	s.Properties["run_id"] = str(`With background: the run's handle, for run_wait and run_cancel. Keep it secret: it is the run's only key.`)
+	s.Properties["status"] = str(`With background: "running".`)
+	s.Properties["expires_at"] = str(`With background: when the result is removed at the latest if the run takes its whole timeout (RFC 3339, UTC).`)
+	s.AnyOf = []*jsonschema.Schema{{Required: s.Required}, {Required: []string{"run_id", "status", "expires_at"}}}
+	s.Required = nil
+	return s
+}
