@@ -47,6 +47,7 @@ func serve(ctx context.Context, cfg config.Config, l *launcher.Launcher, m *metr
 		MaxTimeout:     cfg.MaxTimeout,
 		Egress:         egressOf(l),
 		Sessions:       sessionOptions(ctx, cfg, l, log),
+		Runs:           runOptions(cfg, log),
 		Logger:         log,
 		Vars:           config.Var,
 	})
@@ -372,6 +373,21 @@ func sessionOptions(ctx context.Context, cfg config.Config, l *launcher.Launcher
 		o.Backend, o.Store, o.Attach = nil, store, mcpserver.LauncherSessions{L: l}
 	}
 	return o
+}
+
+// runOptions offers background runs on the docker backend (Docker or Podman) and the
+// process backend, whose results this server keeps in its memory. Not on kubernetes
+// yet: a run lives on the replica that started it, and the next call of its client
+// may land on another.
+func runOptions(cfg config.Config, log zerolog.Logger) mcpserver.RunOptions {
+	if cfg.MaxBackgroundRuns == 0 {
+		return mcpserver.RunOptions{}
+	}
+	if cfg.Backend == "kubernetes" {
+		log.Info().Str("backend", cfg.Backend).Msg("background runs are not offered by this backend yet (a run would live on one replica): no background argument, no run tools")
+		return mcpserver.RunOptions{}
+	}
+	return mcpserver.RunOptions{Max: cfg.MaxBackgroundRuns, MaxPerIdentity: cfg.MaxBackgroundRunsPerIdentity, TTL: cfg.RunTTL}
 }
 
 // sweepEvery is how often every replica sweeps the shared sessions: a quarter of the

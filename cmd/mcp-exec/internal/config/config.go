@@ -106,6 +106,11 @@ type Config struct {
 	LogFormat              string        // --log-format MCP_EXEC_LOG_FORMAT
 	EgressProfiles         string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles; "" = none: no network, no egress field
 	EgressDir              string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
+
+	// Background runs (docs/background-runs.md).
+	MaxBackgroundRuns            int           // --max-background-runs MCP_EXEC_MAX_BACKGROUND_RUNS: 0 removes background and the run tools
+	MaxBackgroundRunsPerIdentity int           // --max-background-runs-per-identity MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY: 0 is no bound but --max-background-runs
+	RunTTL                       time.Duration // --run-ttl-s MCP_EXEC_RUN_TTL_S: how long a run's result is kept after it ends
 }
 
 // AuthTokenEnv is the only source of the token besides the token file.
@@ -115,6 +120,10 @@ const AuthTokenEnv = "MCP_EXEC_AUTH_TOKEN"
 
 // cfgMaxSessions bounds --max-sessions: each session holds a sandbox's memory.
 const cfgMaxSessions = 256
+
+// cfgMaxBackgroundRuns bounds --max-background-runs: each kept result holds up to a
+// result's caps in memory.
+const cfgMaxBackgroundRuns = 1024
 const (
 	cfgMaxTimeoutCap  = 86400 * time.Second
 	cfgMaxInputBytes  = 64 * units.MiB // code and stdin
@@ -362,6 +371,16 @@ func cfgTable(c *Config) []cfgField {
 			(*cfgSize)(&c.SessionMemory), func() string { return cfgSizeRange(c.SessionMemory, cfgMinMemory, math.MaxInt64) }},
 		{"session-pool-size", "MCP_EXEC_SESSION_POOL_SIZE", "1", "session sandboxes kept started for session_create, at most --max-sessions (docker backend; 0: each session starts its sandbox cold; a pooled session's lifetime counts from its sandbox's start, at most 5 min earlier: docs/sessions.md)",
 			(*cfgInt)(&c.SessionPoolSize), func() string { return cfgIntRange(c.SessionPoolSize, 0, cfgMaxPool) }},
+		// Background runs (docs/background-runs.md).
+		{"max-background-runs", "MCP_EXEC_MAX_BACKGROUND_RUNS", "8", "background runs (exec with background) kept at once, running or with a result not yet expired; bounds the memory results take (this times one result's caps); 0 removes background, run_wait and run_cancel (docker and process backends only)",
+			(*cfgInt)(&c.MaxBackgroundRuns), func() string { return cfgIntRange(c.MaxBackgroundRuns, 0, cfgMaxBackgroundRuns) }},
+		{"max-background-runs-per-identity", "MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY", "-1", "background runs kept at once for one identity, counted as --max-background-runs; -1: half of --max-background-runs (at least 1) with --oauth-issuer, else no bound but --max-background-runs; 0: no bound but --max-background-runs",
+			(*cfgInt)(&c.MaxBackgroundRunsPerIdentity), func() string { return cfgIntRange(c.MaxBackgroundRunsPerIdentity, -1, cfgMaxBackgroundRuns) }},
+		{"run-ttl-s", "MCP_EXEC_RUN_TTL_S", "900", "seconds a background run's result is kept after the run ends (for any number of run_wait calls), then removed",
+			(*cfgSeconds)(&c.RunTTL),
+			func() string {
+				return cmp.Or(cfgAtLeastOneSecond(c.RunTTL), cfgSecondsUpTo(c.RunTTL, 24*time.Hour))
+			}},
 		{"preload", "MCP_EXEC_PRELOAD", "", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
 			(*cfgString)(&c.Preload),
 			func() string {
@@ -532,6 +551,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	}
 
 	c.MaxSessionsPerIdentity = c.sessionsPerIdentity()
+	c.MaxBackgroundRunsPerIdentity = fairShare(c.MaxBackgroundRunsPerIdentity, c.MaxBackgroundRuns, c.OAuthIssuer != "")
 
 	if c.AuthTokenFile != "" {
 		if c.AuthToken.Set() {
@@ -596,18 +616,24 @@ func SplitList(s string) []string {
 	return strings.Split(s, ",")
 }
 
+// fairShare resolves a per-identity bound's -1 (sessionsPerIdentity) for a
+// server-wide bound of all.
+func fairShare(perIdentity, all int, oauth bool) int {
+	switch {
+	case perIdentity != -1:
+		return perIdentity
+	case !oauth || all == 0:
+		return 0
+	}
+	return max(all/2, 1)
+}
+
 // sessionsPerIdentity resolves --max-sessions-per-identity's -1: under OAuth, where
 // callers are identities of their own, half of --max-sessions (at least 1), so that
 // one cannot hold every session; otherwise every client is one identity, and a share
 // would only shrink --max-sessions. Any other value is the operator's and stays.
 func (c Config) sessionsPerIdentity() int {
-	switch {
-	case c.MaxSessionsPerIdentity != -1:
-		return c.MaxSessionsPerIdentity
-	case c.OAuthIssuer == "" || c.MaxSessions == 0:
-		return 0
-	}
-	return max(c.MaxSessions/2, 1)
+	return fairShare(c.MaxSessionsPerIdentity, c.MaxSessions, c.OAuthIssuer != "")
 }
 
 // TokenSet reports whether an auth token is configured.

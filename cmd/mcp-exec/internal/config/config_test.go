@@ -85,6 +85,7 @@ func cfgWantDefaults() Config {
 	c.MaxSessions, c.SessionIdleTimeout, c.SessionMaxLifetime, c.SessionMemory = 4, 10*time.Minute, time.Hour, 512<<20
 	c.SessionPoolSize = 1
 	c.UpstreamMaxSessions, c.UpstreamIdleTimeout = 16, 5*time.Minute
+	c.MaxBackgroundRuns, c.RunTTL = 8, 15*time.Minute
 	return c
 }
 
@@ -178,6 +179,9 @@ func TestLoadEnv(t *testing.T) {
 	env["MCP_EXEC_SESSION_POOL_SIZE"], want.SessionPoolSize = "0", 0
 	env["MCP_EXEC_UPSTREAM_MAX_SESSIONS"], want.UpstreamMaxSessions = "3", 3
 	env["MCP_EXEC_UPSTREAM_IDLE_TIMEOUT_S"], want.UpstreamIdleTimeout = "7", 7*time.Second
+	env["MCP_EXEC_MAX_BACKGROUND_RUNS"], want.MaxBackgroundRuns = "5", 5
+	env["MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY"], want.MaxBackgroundRunsPerIdentity = "2", 2
+	env["MCP_EXEC_RUN_TTL_S"], want.RunTTL = "30", 30*time.Second
 	got, err := cfgLoad(nil, env)
 	if err != nil {
 		t.Fatalf("Load: got error %v, want nil", err)
@@ -317,6 +321,8 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"sessions", func(c *Config) { c.MaxSessions = -1 }, "--max-sessions (MCP_EXEC_MAX_SESSIONS) must be from 0 to 256, got -1"},
 		{"sessions per identity", func(c *Config) { c.MaxSessionsPerIdentity = 257 }, "--max-sessions-per-identity (MCP_EXEC_MAX_SESSIONS_PER_IDENTITY) must be from -1 to 256, got 257"},
 		{"session idle", func(c *Config) { c.SessionIdleTimeout = 0 }, "--session-idle-timeout-s (MCP_EXEC_SESSION_IDLE_TIMEOUT_S) must be at least 1, got 0"},
+		{"background runs", func(c *Config) { c.MaxBackgroundRuns = 1025 }, "--max-background-runs (MCP_EXEC_MAX_BACKGROUND_RUNS) must be from 0 to 1024, got 1025"},
+		{"run ttl", func(c *Config) { c.RunTTL = 0 }, "--run-ttl-s (MCP_EXEC_RUN_TTL_S) must be at least 1, got 0"},
 		{"session lifetime", func(c *Config) { c.SessionMaxLifetime = 8 * 24 * time.Hour }, "--session-max-lifetime-s (MCP_EXEC_SESSION_MAX_LIFETIME_S) must be from 0 to 604800"},
 		{"session memory", func(c *Config) { c.SessionMemory = 8 << 20 }, "--session-memory (MCP_EXEC_SESSION_MEMORY) must be at least 16m, got 8m"},
 		{"pids", func(c *Config) { c.Pids = 4 }, "--pids (MCP_EXEC_PIDS) must be at least 8, got 4"},
@@ -934,6 +940,7 @@ func TestVarNamesLibrarySettings(t *testing.T) {
 		process.SettingTmpfsSize, process.SettingEgressDenied,
 		mcpserver.SettingMaxCodeBytes, mcpserver.SettingMaxStdinBytes, mcpserver.SettingEgressProfiles,
 		mcpserver.SettingMaxSessions, mcpserver.SettingMaxSessionsPerIdentity,
+		mcpserver.SettingMaxBackgroundRuns, mcpserver.SettingMaxBackgroundRunsPerIdentity, mcpserver.SettingRunTTL,
 		upstream.SettingMaxSessions, upstream.SettingIdleTimeout,
 	} {
 		want := "MCP_EXEC_" + strings.ToUpper(strings.ReplaceAll(string(s), "-", "_"))
@@ -943,5 +950,34 @@ func TestVarNamesLibrarySettings(t *testing.T) {
 	}
 	if got := Var("no-such-setting"); got != "" {
 		t.Errorf("Var of no setting: got %q, want none", got)
+	}
+}
+
+// TestMaxBackgroundRunsPerIdentityDefault: -1 resolves as --max-sessions-per-identity's
+// does: half of --max-background-runs under OAuth, else no bound but it.
+func TestMaxBackgroundRunsPerIdentityDefault(t *testing.T) {
+	cfgStubHostname(t)
+	oauth := map[string]string{"MCP_EXEC_OAUTH_ISSUER": "https://issuer.example.com", "MCP_EXEC_OAUTH_RESOURCE": "https://mcp.example.com/mcp"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"no oauth", nil, nil, 0},
+		{"oauth, default 8", nil, oauth, 4},
+		{"oauth, --max-background-runs 1", []string{"--max-background-runs", "1"}, oauth, 1},
+		{"oauth, runs off", []string{"--max-background-runs", "0"}, oauth, 0},
+		{"oauth, explicit 3", []string{"--max-background-runs-per-identity", "3"}, oauth, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := cfgLoad(tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MaxBackgroundRunsPerIdentity != tc.want || c.RunTTL != 15*time.Minute {
+				t.Errorf("got %d runs per identity (TTL %s), want %d (15m0s)", c.MaxBackgroundRunsPerIdentity, c.RunTTL, tc.want)
+			}
+		})
 	}
 }

@@ -90,6 +90,11 @@ var cfgDocs = map[string]cfgDoc{
 	"MCP_EXEC_LOG_FORMAT":                {"", "`auto` (JSON unless stderr is a terminal), `json`, `console`"},
 	"MCP_EXEC_EGRESS_PROFILES":           {"(empty: none)", "[egress profiles](egress.md): a JSON file of named host/port allowlists a call may pick with `egress`; a bad file (IP literal, special name, wildcard over a public suffix) is a start-up error naming the profile and field; docker backend only; a start-up check proves that a sandbox reaches its channel (under gVisor the runtime needs `--host-uds=open`: `--runtime runsc-egress`)"},
 	"MCP_EXEC_EGRESS_DIR":                {"(empty: under the temp directory)", "egress: directory of the per-sandbox proxy sockets; the engine bind-mounts from it, so it must be the same path on the engine's host (required when the server runs in a container); at start the server removes the channel directories a server of its instance now gone left there, never a live server's nor another instance's"},
+
+	// Background runs: a block of its own, so that its long names leave the others' alignment be.
+	"MCP_EXEC_MAX_BACKGROUND_RUNS":              {"", "[background runs](background-runs.md) kept at once on this server: running, or ended with their result kept until `--run-ttl-s`; kept results take at most this many times one result's caps in memory; `0` removes exec's `background`, `run_wait` and `run_cancel`; docker and process backends only (on kubernetes the tools are absent)"},
+	"MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY": {"`-1` (a fair share)", "background runs kept at once for one identity, counted as `--max-background-runs`; `-1`: with `--oauth-issuer` half of `--max-background-runs`, at least 1; without OAuth no bound but `--max-background-runs`; `0`: no bound but `--max-background-runs`"},
+	"MCP_EXEC_RUN_TTL_S":                        {"", "seconds a background run's result is kept after the run ends, for any number of `run_wait` calls; then it is removed and `run_wait` answers that it expired"},
 }
 
 // configDoc returns page with the text between cfgDocBegin and cfgDocEnd replaced by
