@@ -589,12 +589,21 @@ func ExpectChecks(t *testing.T, r ClientRun) {
 }
 
 // DefaultTools says whether names is the tool list of a server with the default
-// configuration: exec, with the session tools where the backend has sessions
+// configuration: exec, with the run tools where the backend has background runs
+// (docker and process) and the session tools where it has sessions
 // (MCP_EXEC_MAX_SESSIONS defaults to 4; with the process backend there are none). Their behaviour is tested in mcpserver and by
-// TestSession*; here the list only must not hold anything else.
+// TestSession* and TestBackground*; here the list only must not hold anything else.
 func DefaultTools(names []string) bool {
 	names = slices.Sorted(slices.Values(names))
-	return slices.Equal(names, []string{"exec"}) || slices.Equal(names, []string{"exec", "session_close", "session_create"})
+	for _, want := range [][]string{
+		{"exec"}, {"exec", "session_close", "session_create"},
+		{"exec", "run_cancel", "run_wait"}, {"exec", "run_cancel", "run_wait", "session_close", "session_create"},
+	} {
+		if slices.Equal(names, want) {
+			return true
+		}
+	}
+	return false
 }
 
 // ExitCode is a finished command's exit code from its Run error: 0 for none, the code

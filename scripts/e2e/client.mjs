@@ -101,11 +101,12 @@ function runResult(result) {
 const checks = [
   ['list_tools', async (client) => {
     const { tools } = await client.listTools();
-    // exec, and session_create and session_close where the backend has sessions (the
-    // docker and kubernetes backends by default; not under gVisor or standalone).
+    // exec; run_cancel and run_wait where the backend has background runs (docker and
+    // process); session_create and session_close where it has sessions (the docker and
+    // kubernetes backends by default; not under gVisor or standalone).
     const names = (Array.isArray(tools) ? tools.map(t => t.name) : []).sort().join(',');
-    expect(names === 'exec' || names === 'exec,session_close,session_create',
-      `want exec (and the session tools), got ${short(tools?.map(t => t.name))}`);
+    expect(['exec', 'exec,session_close,session_create', 'exec,run_cancel,run_wait', 'exec,run_cancel,run_wait,session_close,session_create'].includes(names),
+      `want exec (and the run and session tools), got ${short(tools?.map(t => t.name))}`);
     const tool = tools.find(t => t.name === 'exec');
     expect(tool.name === 'exec', `tool is named ${short(tool.name)}, want exec`);
     const is = tool.inputSchema ?? {};
@@ -132,6 +133,35 @@ const checks = [
     expect(sc.exit_code === 0, `exit_code is ${sc.exit_code}, want 0; stderr: ${short(sc.stderr)}`);
     expect(sc.timed_out === false && sc.truncated === false, `flags: ${short(sc)}`);
     return `duration_ms ${sc.duration_ms}`;
+  }],
+
+  ['background', async (client) => {
+    // Plain tool calls, for clients without tasks: exec answers with a run_id at once,
+    // run_wait shows the run's output so far, then its result in exec's own shape.
+    const { tools } = await client.listTools();
+    if (!tools.some(t => t.name === 'run_wait')) return 'no background runs on this backend';
+    const started = await call(client, { code: "import time\nprint('a', flush=True)\ntime.sleep(3)\nprint('b')", background: true });
+    const st = started.structuredContent ?? {};
+    expect(!started.isError && st.status === 'running' && /^run_/.test(st.run_id ?? '') && typeof st.expires_at === 'string',
+      `exec background: ${short(started)}`);
+    let polls = 0;
+    let sawTail = false;
+    for (;;) {
+      const w = await client.callTool({ name: 'run_wait', arguments: { run_id: st.run_id, timeout_s: 1 } });
+      const sc = w.structuredContent ?? {};
+      polls++;
+      if (sc.status === 'running') {
+        sawTail ||= sc.stdout_tail === 'a\n';
+        expect(polls < 60, `still running after ${polls} polls: ${short(sc)}`);
+        continue;
+      }
+      const r = runResult(w);
+      expect(r.status === 'completed' && r.run_id === st.run_id && r.stdout === 'a\nb\n' && r.exit_code === 0,
+        `run_wait's result: ${short(r)}`);
+      break;
+    }
+    expect(sawTail, 'no run_wait while running showed the stdout tail "a\\n"');
+    return `completed after ${polls} run_wait calls`;
   }],
 
   ['stdin_roundtrip', async (client) => {
