@@ -237,6 +237,11 @@ func (r *runs) wait(ctx context.Context, id, owner string, d time.Duration) (*ru
 	if err != nil {
 		return nil, false, err
 	}
+	select {
+	case <-ru.done: // first: select picks at random among ready cases, and d may be 0
+		return ru, true, nil
+	default:
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

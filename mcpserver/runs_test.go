@@ -141,8 +141,8 @@ func TestBackgroundRun(t *testing.T) {
 	raw, _ := json.Marshal(fg.StructuredContent)
 	json.Unmarshal(raw, &want)
 	want["run_id"], want["status"] = id, "completed"
-	for range 2 { // kept: handed out again
-		w = runWait(t, cs, id, 5)
+	for i := range 20 { // kept: handed out again, also to a run_wait that does not wait
+		w = runWait(t, cs, id, min(i, 1))
 		if w.IsError {
 			t.Fatalf("run_wait: %s", text(t, w))
 		}
