@@ -458,10 +458,21 @@ func EngineAnswers() bool {
 // AssertNoContainers checks that the engine holds no container of instance.
 func AssertNoContainers(t *testing.T, instance string) {
 	t.Helper()
+	n, err := Containers(instance)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if n != 0 {
+		t.Errorf("%d containers of instance %s left behind, want 0", n, instance)
+	}
+}
+
+// Containers counts the engine's containers of instance, running or not.
+func Containers(instance string) (int, error) {
 	cli, err := engine.NewClient("")
 	if err != nil {
-		t.Errorf("engine client: %v", err)
-		return
+		return 0, fmt.Errorf("engine client: %w", err)
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -471,12 +482,9 @@ func AssertNoContainers(t *testing.T, instance string) {
 		return cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	})
 	if err != nil {
-		t.Errorf("listing containers: %v", err)
-		return
+		return 0, fmt.Errorf("listing containers: %w", err)
 	}
-	if n := len(list.Items); n != 0 {
-		t.Errorf("%d containers of instance %s left behind, want 0", n, instance)
-	}
+	return len(list.Items), nil
 }
 
 // Report is what client.mjs prints on stdout.
