@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
 // slowRunner reports progress once, then runs until release is closed or its context
@@ -363,4 +365,28 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+// TestBackgroundCodeMode: in code mode a background run's job carries the exec's tools,
+// and its result tool_calls, as a foreground call's.
+func TestBackgroundCodeMode(t *testing.T) {
+	cfg, err := upstream.Parse([]byte(`{"mcpServers": {"echo-server": {"command": "/bin/false", "tools": ["echo"]}}}`),
+		upstream.Resolver{LookupEnv: os.LookupEnv, ReadFile: os.ReadFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &fakeRunner{res: launcher.Result{Stdout: "ok\n"}}
+	cs := clientOf(t, New(r, Options{Upstreams: upstream.New(cfg, "test", zerolog.Nop()), Runs: runOpts(2)}))
+	id := startRun(t, cs, map[string]any{"code": "print(1)"})
+	w := runWait(t, cs, id, 5)
+	if w.IsError {
+		t.Fatal(text(t, w))
+	}
+	m := w.StructuredContent.(map[string]any)
+	if m["stdout"] != "ok\n" || m["status"] != "completed" || m["tool_calls"] == nil || m["tool_calls_more"] == nil {
+		t.Errorf("code mode's run_wait: %v", m)
+	}
+	if jobs := r.calls(); len(jobs) != 1 || jobs[0].Tools == nil {
+		t.Fatalf("runner got %+v, want one job with the exec's tools", jobs)
+	}
 }
