@@ -58,7 +58,7 @@ type searchInput struct {
 func (h *handler) addCodeMode(s *mcp.Server, opts Options) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
-		Description:  description(opts, h.limits) + "\n\n" + opts.Upstreams.Index(),
+		Description:  description(opts, h.limits) + backgroundNote(opts.Runs) + "\n\n" + opts.Upstreams.Index(),
 		InputSchema:  inputSchema(opts),
 		OutputSchema: backgroundOutputSchema(toolsOutputSchema(), opts),
 		Annotations:  annotations(),

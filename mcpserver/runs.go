@@ -419,9 +419,12 @@ func perIdentityNote(n int) string {
 
 // backgroundNote is what exec's description adds when background runs are on.
 func backgroundNote(o RunOptions) string {
+	if o.Max <= 0 {
+		return ""
+	}
 	return fmt.Sprintf(`
 
-Background: with "background": true the call answers at once with run_id, status "running" and expires_at, and the program runs on, with the same limits and timeout_s, even if this client disconnects; call %s with the run_id for the result (the same as this tool's), or %s to stop it. The result is kept %s after the run ends. Not with session_id.`, toolRunWait, toolRunCancel, o.TTL)
+Background: with "background": true the call answers at once with run_id, status "running" and expires_at, and the program runs on, with the same limits and timeout_s, even if this client disconnects; call %s with the run_id for the result (the same as this tool's), or %s to stop it. The result is kept %s after the run ends. At most %d runs at once on this server, running or with a result kept. Not with session_id.`, toolRunWait, toolRunCancel, o.TTL, o.Max)
 }
 
 // background starts exec's call in as a background run, body its foreground body, and

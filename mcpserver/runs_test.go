@@ -390,3 +390,24 @@ func TestBackgroundCodeMode(t *testing.T) {
 		t.Fatalf("runner got %+v, want one job with the exec's tools", jobs)
 	}
 }
+
+// TestRunDescriptions: exec's description and run_wait's state the TTL and the bound.
+func TestRunDescriptions(t *testing.T) {
+	cs := clientOf(t, New(&fakeRunner{}, Options{Runs: RunOptions{Max: 3, MaxPerIdentity: 2, TTL: 5 * time.Minute}}))
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		switch tl.Name {
+		case toolName:
+			if !strings.Contains(tl.Description, "kept 5m0s after the run ends. At most 3 runs") {
+				t.Errorf("exec's description: %s", tl.Description)
+			}
+		case toolRunWait:
+			if !strings.Contains(tl.Description, "kept 5m0s after its run ends") || !strings.Contains(tl.Description, "At most 3 runs at once on this server, running or with a result kept, at most 2 of them yours") {
+				t.Errorf("run_wait's description: %s", tl.Description)
+			}
+		}
+	}
+}

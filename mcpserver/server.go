@@ -144,7 +144,7 @@ func New(r Runner, opts Options) *mcp.Server {
 		h.addCodeMode(s, opts)
 		return s
 	}
-	desc := description(opts, h.limits)
+	desc := description(opts, h.limits) + backgroundNote(opts.Runs)
 	if sessionsOn(opts) {
 		h.sessions = newSessions(opts.Sessions, opts.Vars, opts.Logger)
 		h.sessions.addTools(s, opts)
