@@ -134,7 +134,9 @@ const checks = [
   ['tools', async (client) => {
     const { tools } = await client.listTools();
     const names = tools.map(t => t.name).sort().join(',');
-    expect(names === 'exec,session_close,session_create', `tools: ${names}, want exec,session_close,session_create`);
+    // run_wait and run_cancel too where the backend has background runs (docker).
+    expect(['exec,session_close,session_create', 'exec,run_cancel,run_wait,session_close,session_create'].includes(names),
+      `tools: ${names}, want exec,session_close,session_create (and run_cancel,run_wait)`);
     const exec = tools.find(t => t.name === 'exec');
     expect(exec.inputSchema?.properties?.session_id?.type === 'string', `exec's session_id: ${short(exec.inputSchema?.properties?.session_id)}`);
     const sp = exec.outputSchema?.properties?.session?.properties ?? {};
