@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -317,7 +318,9 @@ func (r *runs) waitTool(ctx context.Context, req *mcp.CallToolRequest, in runWai
 		}
 		d = time.Duration(*in.TimeoutS) * time.Second
 	}
+	stop := r.notify(ctx, req, in.RunID)
 	ru, done, err := r.wait(ctx, in.RunID, identity(req), d)
+	stop()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -351,6 +354,45 @@ func firstText(c []mcp.Content) (string, bool) {
 		return "", false
 	}
 	return t.Text, true
+}
+
+// notify sends run_wait's caller, when its request carries a progress token, a
+// notifications/progress about once a second while it waits: progress the seconds
+// since run_wait was called, the message the run's as exec's would be. stop ends it
+// before run_wait answers, so that none follows the answer.
+func (r *runs) notify(ctx context.Context, req *mcp.CallToolRequest, id string) (stop func()) {
+	if req == nil || req.Session == nil || req.Params == nil || req.Params.GetProgressToken() == nil {
+		return func() {}
+	}
+	ru, err := r.get(id, identity(req))
+	if err != nil {
+		return func() {}
+	}
+	token, start := req.Params.GetProgressToken(), time.Now()
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(waitInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ru.done:
+				return
+			case <-t.C:
+			}
+			msg := "waiting for a sandbox"
+			if p := ru.progress.Load(); p != nil {
+				msg = progressMessage(*p)
+			}
+			// Errors (the client went away) end nothing: run_wait's answer says all.
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: math.Round(time.Since(start).Seconds()*1000) / 1000, Message: msg,
+			})
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // running is run_wait's answer for a run still running.

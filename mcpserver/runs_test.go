@@ -39,7 +39,7 @@ func (s *slowRunner) Run(ctx context.Context, job launcher.Job) (launcher.Result
 	s.ctxs = append(s.ctxs, ctx)
 	s.mu.Unlock()
 	if job.Progress != nil {
-		job.Progress(launcher.Progress{Elapsed: time.Second, OutputBytes: 12, StdoutTail: "step 1\n", StderrTail: "warn\n"})
+		job.Progress(launcher.Progress{Elapsed: time.Second, OutputBytes: 12, Tail: "warn\nstep 1\n", StdoutTail: "step 1\n", StderrTail: "warn\n"})
 	}
 	s.started <- struct{}{}
 	select {
@@ -410,4 +410,52 @@ func TestRunDescriptions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRunWaitProgress: a run_wait whose request carries a progress token gets
+// notifications while it waits, quoting the run's last output line, none after its
+// answer.
+func TestRunWaitProgress(t *testing.T) {
+	r := newSlowRunner(launcher.Result{})
+	srv := New(r, Options{Runs: runOpts(2)})
+	var mu sync.Mutex
+	var msgs []string
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			msgs = append(msgs, req.Params.Message)
+			mu.Unlock()
+		},
+	}).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	id := startRun(t, cs, map[string]any{"code": "x"})
+	<-r.started
+	p := &mcp.CallToolParams{Name: toolRunWait, Arguments: map[string]any{"run_id": id, "timeout_s": 3}}
+	p.SetProgressToken("w1")
+	res, err := cs.CallTool(t.Context(), p)
+	if err != nil || res.IsError {
+		t.Fatalf("run_wait: %v %v", err, res)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	n := len(msgs)
+	if n < 2 || !strings.Contains(msgs[0], "last: step 1") {
+		t.Errorf("progress while waiting 3 s: %q, want about 3 quoting the last line", msgs)
+	}
+	mu.Unlock()
+	time.Sleep(1500 * time.Millisecond)
+	mu.Lock()
+	if len(msgs) != n {
+		t.Errorf("%d notifications after run_wait answered", len(msgs)-n)
+	}
+	mu.Unlock()
+	close(r.release)
 }
