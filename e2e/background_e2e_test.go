@@ -186,3 +186,36 @@ func TestBackgroundRunsE2E(t *testing.T) {
 		}
 	})
 }
+
+// TestStandaloneBackground: the process backend (the standalone image over stdio) offers
+// the same tools: a run in the background completes and run_wait gives its result;
+// run_cancel kills the run's whole tree (a child it started included), and the next run
+// finds none of it.
+func TestStandaloneBackground(t *testing.T) {
+	s := saSession(t, saImage(t))
+	id := bgStart(t, s, map[string]any{"code": "print('ok')"})
+	if r, res := bgWait(t, s, id, 60*time.Second); res.IsError || r.Stdout != "ok\n" || r.Status != "completed" {
+		t.Fatalf("run_wait: %+v %v", r, res.Content)
+	}
+
+	id = bgStart(t, s, map[string]any{
+		"code":      "import subprocess, time\nsubprocess.Popen(['sleep', '313'])\nprint('started', flush=True)\ntime.sleep(300)",
+		"timeout_s": 600,
+	})
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		r, res := bgCall(t, s, "run_wait", map[string]any{"run_id": id, "timeout_s": 1})
+		if res.IsError || r.Status != "running" || time.Now().After(deadline) {
+			t.Fatalf("run_wait: %+v %v", r, res.Content)
+		}
+		if r.StdoutTail == "started\n" {
+			break
+		}
+	}
+	if _, res := bgCall(t, s, "run_cancel", map[string]any{"run_id": id}); res.IsError || res.StructuredContent.(map[string]any)["canceled"] != true {
+		t.Fatalf("run_cancel: %v", res.Content)
+	}
+	r := saExec(t, s, "import os\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n        try:\n            c = open(f'/proc/{p}/cmdline', 'rb').read()\n        except OSError:\n            continue\n        if b'313' in c:\n            print('left:', c)", 30)
+	if r.Stdout != "" {
+		t.Errorf("after run_cancel: %q, want no process of the cancelled run", r.Stdout)
+	}
+}
