@@ -85,7 +85,6 @@ type runs struct {
 	owned   map[string]int    // runs kept, by owner
 	expired map[string]string // handle -> owner, of results removed at TTL
 	order   []string          // expired's handles, oldest first
-	wg      sync.WaitGroup    // the bodies running
 }
 
 // run is one background run. The fields after done are set before done is closed.
@@ -143,7 +142,6 @@ func (r *runs) start(ctx context.Context, owner string, timeout time.Duration, b
 	ru := &run{id: newRunID(), owner: owner, started: r.now(), timeout: timeout, cancel: cancel, done: make(chan struct{})}
 	r.byID[ru.id] = ru
 	r.owned[owner]++
-	r.wg.Add(1)
 	r.mu.Unlock()
 	r.log.Info().Str("run", handleHash(ru.id)).Int64("timeout_ms", timeout.Milliseconds()).Msg("background run started")
 	go r.do(rctx, ru, body)
@@ -152,7 +150,6 @@ func (r *runs) start(ctx context.Context, owner string, timeout time.Duration, b
 
 // do runs ru's body and keeps what it returned until TTL.
 func (r *runs) do(ctx context.Context, ru *run, body runBody) {
-	defer r.wg.Done()
 	res, out, err := body(ctx, func(p launcher.Progress) { ru.progress.Store(&p) })
 	ru.cancel()
 	switch {
