@@ -128,11 +128,15 @@ func positive[T int | time.Duration](v, def T) T {
 // Connect method.
 func New(r Runner, opts Options) *mcp.Server {
 	opts = opts.withDefaults()
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}
+	if opts.Runs.Max > 0 {
+		caps.AddExtension(extTasks, nil) // tasks.go
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		// Only what the server has: its tools are added here and never removed,
 		// so the tool list cannot change (no listChanged, which the SDK would
 		// infer), and it sends no log messages (no logging, the SDK's default).
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+		Capabilities: caps,
 	})
 	h := &handler{runner: r, opts: opts, limits: limitsOf(r.Options()), log: opts.Logger}
 	s.AddReceivingMiddleware(h.timingMiddleware)
@@ -142,6 +146,7 @@ func New(r Runner, opts Options) *mcp.Server {
 	}
 	if opts.Upstreams != nil {
 		h.addCodeMode(s, opts)
+		h.addTasksIfOn(s)
 		return s
 	}
 	desc := description(opts, h.limits) + backgroundNote(opts.Runs)
@@ -157,7 +162,16 @@ func New(r Runner, opts Options) *mcp.Server {
 		OutputSchema: backgroundOutputSchema(execOutputSchema(opts), opts),
 		Annotations:  annotations(),
 	}, h.exec)
+	h.addTasksIfOn(s)
 	return s
+}
+
+// addTasksIfOn serves MCP tasks (tasks.go) where background runs are on. Last: its
+// middleware must wrap every other.
+func (h *handler) addTasksIfOn(s *mcp.Server) {
+	if h.runs != nil {
+		h.addTasks(s)
+	}
 }
 
 type handler struct {

@@ -106,7 +106,10 @@ func serveStdio(ctx context.Context, cfg config.Config, srv *mcp.Server, l *laun
 	errc := make(chan error, 1)
 	log.Info().Str("transport", "stdio").Msg("serving")
 	// A line is one JSON-RPC message: it must fit the largest legal call.
-	go func() { errc <- srv.Run(sctx, &mcp.StdioTransport{MaxLineLength: int(requestLimit(cfg))}) }()
+	// params.task (MCP tasks) is lifted where the SDK keeps it (mcpserver.LiftTask).
+	go func() {
+		errc <- srv.Run(sctx, mcpserver.LiftTaskTransport(&mcp.StdioTransport{MaxLineLength: int(requestLimit(cfg))}))
+	}()
 	select {
 	case err := <-errc:
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
@@ -204,7 +207,8 @@ func httpMux(cfg config.Config, srv *mcp.Server, guard *httpauth.Guard, lim http
 	switch cfg.Transport {
 	case "http":
 		path = "/mcp"
-		mux.Handle(path, door(streamableHandler(getServer, bodyLimit, cfg.Stateless)))
+		// Inside the body limit, params.task (MCP tasks) is lifted where the SDK keeps it.
+		mux.Handle(path, door(mcpserver.LiftTaskHandler(streamableHandler(getServer, bodyLimit, cfg.Stateless))))
 	case "sse":
 		path = "/sse"
 		mux.Handle(path, door(mcp.NewSSEHandler(getServer,
