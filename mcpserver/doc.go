@@ -7,7 +7,8 @@
 // (Options.Upstreams, package upstream: programs call allowed upstream tools, and
 // tools_search finds them); egress profiles a call may name (Options.Egress); background
 // runs (Options.Runs: exec's "background", run_wait, run_cancel), kept in this server's
-// memory by one registry (runs.go) that MCP tasks are to share.
+// memory by one registry (runs.go), which MCP tasks (tasks.go) see through the task
+// methods.
 //
 // Every call ends in one of three channels, never mixed:
 //
