@@ -502,7 +502,9 @@ func (h *handler) callAsTask(ctx context.Context, req *mcp.CallToolRequest, next
 	}
 	if ru == nil || err != nil {
 		if !asked {
-			return cr, nil // 2026-07-28: the refusal as the ordinary result
+			// 2026-07-28: the server need not answer with a task, so a call refused in
+			// the background (over a bound, or invalid) is made as an ordinary one.
+			return next(ctx, "tools/call", req)
 		}
 		// 2025-11-25 needs a task: one that has failed with the refusal. A refusal
 		// over the bounds refuses this one too, and the call gets its error.
@@ -517,6 +519,9 @@ func (h *handler) callAsTask(ctx context.Context, req *mcp.CallToolRequest, next
 	}
 	if !asked {
 		if ru, done, _ := h.runs.wait(ctx, ru.id, own, taskPoll); done {
+			// Answered inline, so no one will ask for it: it must not hold a place
+			// under the bounds for a TTL.
+			h.runs.forget(ru.id)
 			return final(ru), nil
 		}
 		return &taskV2Result{taskV2: h.runs.taskV2(ru)}, nil
@@ -584,4 +589,17 @@ func (r *runs) list(owner string) []*run {
 	}
 	slices.SortFunc(out, func(a, b *run) int { return a.started.Compare(b.started) })
 	return out
+}
+
+// forget removes an ended run without remembering it as expired: its result was
+// handed out as the call's own answer.
+func (r *runs) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ru, ok := r.byID[id]; ok {
+		delete(r.byID, id)
+		if r.owned[ru.owner]--; r.owned[ru.owner] <= 0 {
+			delete(r.owned, ru.owner)
+		}
+	}
 }

@@ -343,7 +343,7 @@ func (c v2Client) must(method, name string, params map[string]any) map[string]an
 func TestTasksV2(t *testing.T) {
 	r := newSlowRunner(launcher.Result{Stdout: "done\n"})
 	clock := newClock()
-	url := v2Server(t, New(r, Options{Runs: clock.opts(8)}))
+	url := v2Server(t, New(r, Options{Runs: clock.opts(3)}))
 	alice, bob := v2Client{t, url, "alice", true}, v2Client{t, url, "bob", true}
 
 	disc := alice.must("server/discover", "", map[string]any{})
@@ -398,8 +398,59 @@ func TestTasksV2(t *testing.T) {
 		}
 	}
 
+	// Calls answered inline hold no place under the bounds: more than Max of them.
+	for range 10 {
+		if res := alice.must("tools/call", toolName, map[string]any{"name": toolName, "arguments": map[string]any{"code": "x"}}); res["resultType"] == "task" || res["isError"] == true {
+			t.Fatalf("a quick call with the capability: %v", res)
+		}
+	}
+
 	clock.add(time.Hour)
 	if _, e := alice.call("tasks/get", id, map[string]any{"taskId": id}); e == nil || e.Code != jsonrpc.CodeInvalidParams || !strings.Contains(e.Message, "expired") {
 		t.Errorf("tasks/get after the TTL: %v, want -32602 expired", e)
+	}
+}
+
+// gateRunner ends a job at once, except one whose code is "slow", which runs until
+// release is closed.
+type gateRunner struct{ release chan struct{} }
+
+func (gateRunner) Options() launcher.Options { return launcher.Options{} }
+
+func (g gateRunner) Run(ctx context.Context, job launcher.Job) (launcher.Result, error) {
+	if job.Code == "slow" {
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return launcher.Result{}, ctx.Err()
+		}
+	}
+	return launcher.Result{Stdout: job.Code + "\n"}, nil
+}
+
+// TestTasksV2Bounds: a 2026-07-28 call answered inline holds no place under
+// --max-background-runs (more of them than the bound, then a task still fits), and one
+// the bounds refuse as a task runs as an ordinary call instead of failing.
+func TestTasksV2Bounds(t *testing.T) {
+	g := gateRunner{release: make(chan struct{})}
+	url := v2Server(t, New(g, Options{Runs: runOpts(2)}))
+	alice := v2Client{t, url, "alice", true}
+	call := func(code string) map[string]any {
+		return alice.must("tools/call", toolName, map[string]any{"name": toolName, "arguments": map[string]any{"code": code}})
+	}
+	for range 5 {
+		if res := call("quick"); res["resultType"] == "task" || res["isError"] == true {
+			t.Fatalf("a quick call: %v", res)
+		}
+	}
+	time.AfterFunc(4*time.Second, func() { close(g.release) })
+	for i := range 2 {
+		if res := call("slow"); res["resultType"] != "task" {
+			t.Fatalf("slow call %d after quick ones: %v, want a task (inline answers must not hold places)", i, res)
+		}
+	}
+	res := call("slow") // over the bound: an ordinary call, answered when the gate opens
+	if sc, _ := res["structuredContent"].(map[string]any); res["isError"] == true || sc["stdout"] != "slow\n" {
+		t.Errorf("a call over the bound: %v, want the ordinary result", res)
 	}
 }
