@@ -11,8 +11,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +73,63 @@ func TestTasksE2E(t *testing.T) {
 			time.Sleep(time.Duration(g["pollIntervalMs"].(float64)) * time.Millisecond)
 		}
 	})
+}
+
+// TestTasksStdioE2E: over stdio (raw JSON-RPC lines to the real binary), a tools/call
+// with task answers a task, and tasks/result its result: the binary lifts params.task
+// on this transport too. The run ends with the server; nothing is left on the engine.
+func TestTasksStdioE2E(t *testing.T) {
+	e2e.SkipShort(t)
+	bin, env := protoSetup(t, "MCP_EXEC_POOL_SIZE=0", "MCP_EXEC_MAX_SESSIONS=0")
+	instance := "tasks-stdio-" + strconv.Itoa(os.Getpid())
+	cmd := exec.Command(bin)
+	cmd.Env = append(append([]string{}, env...), "MCP_EXEC_INSTANCE="+instance, "MCP_EXEC_LOG_LEVEL=warn")
+	cmd.Stderr = io.Discard
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 4<<20)
+	call := func(id int, method string, params any) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		in.Write(append(b, '\n'))
+		for lines.Scan() {
+			var msg struct {
+				ID     int             `json:"id"`
+				Result map[string]any  `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			if json.Unmarshal(lines.Bytes(), &msg) != nil || msg.ID != id {
+				continue
+			}
+			if msg.Error != nil {
+				t.Fatalf("%s: %s", method, msg.Error)
+			}
+			return msg.Result
+		}
+		t.Fatalf("%s: no answer (%v)", method, lines.Err())
+		return nil
+	}
+	call(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "stdio-tasks", "version": "1"}})
+	in.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+	created := call(2, "tools/call", map[string]any{"name": "exec", "arguments": map[string]any{"code": "print('via task')"}, "task": map[string]any{}})
+	tk, _ := created["task"].(map[string]any)
+	id, _ := tk["taskId"].(string)
+	if !strings.HasPrefix(id, "run_") {
+		t.Fatalf("tools/call with task over stdio: %v, want a task", created)
+	}
+	res := call(3, "tasks/result", map[string]any{"taskId": id})
+	if sc, _ := res["structuredContent"].(map[string]any); sc["stdout"] != "via task\n" {
+		t.Errorf("tasks/result: %v", res)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the server after its input closed: %v", err)
+	}
+	e2e.AssertNoContainers(t, instance)
 }
 
 // tasksPost sends one 2026-07-28 request declaring the tasks extension, on a new
