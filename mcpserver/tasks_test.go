@@ -454,3 +454,33 @@ func TestTasksV2Bounds(t *testing.T) {
 		t.Errorf("a call over the bound: %v, want the ordinary result", res)
 	}
 }
+
+// TestTasksV1Progress: a 2025-11-25 task whose call carried a progress token gets
+// notifications/progress for that token after the task was created, while it runs.
+func TestTasksV1Progress(t *testing.T) {
+	r := newSlowRunner(launcher.Result{Stdout: "ok\n"})
+	defer close(r.release)
+	rc, _ := rawConnect(t, New(r, Options{Runs: runOpts(4)}), true)
+	p := execTask(map[string]any{"code": "x"})
+	p["_meta"] = map[string]any{"progressToken": "tok-1"}
+	rc.must("tools/call", p)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	for {
+		m, err := rc.c.Read(ctx)
+		if err != nil {
+			t.Fatalf("no progress notification within 5 s: %v", err)
+		}
+		if n, ok := m.(*jsonrpc.Request); ok && n.Method == "notifications/progress" {
+			var pp struct {
+				ProgressToken string `json:"progressToken"`
+				Message       string `json:"message"`
+			}
+			json.Unmarshal(n.Params, &pp)
+			if pp.ProgressToken != "tok-1" || pp.Message == "" {
+				t.Errorf("progress: %s", n.Params)
+			}
+			return
+		}
+	}
+}
