@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,12 +112,6 @@ func newRuns(o RunOptions, vars backend.Vars, log zerolog.Logger) *runs {
 		byID: map[string]*run{}, owned: map[string]int{}, expired: map[string]string{}}
 }
 
-func newRunID() string {
-	var b [24]byte // 192 random bits
-	rand.Read(b[:])
-	return "run_" + base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 // start runs body in the background for owner, under a context detached from ctx
 // (its values kept, its cancellation not) that ends at run_cancel or timeout plus
 // runBackstop. It refuses a run over a bound.
@@ -139,7 +131,7 @@ func (r *runs) start(ctx context.Context, owner string, timeout time.Duration, b
 			n, r.vars.Name(SettingMaxBackgroundRunsPerIdentity), toolRunCancel, r.o.TTL)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+runBackstop)
-	ru := &run{id: newRunID(), owner: owner, started: r.now(), timeout: timeout, cancel: cancel, done: make(chan struct{})}
+	ru := &run{id: newHandle("run_"), owner: owner, started: r.now(), timeout: timeout, cancel: cancel, done: make(chan struct{})}
 	r.byID[ru.id] = ru
 	r.owned[owner]++
 	r.mu.Unlock()

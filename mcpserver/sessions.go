@@ -226,10 +226,12 @@ func handleHash(id string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-func newHandle() string {
-	var b [24]byte // 192 random bits
+// newHandle is a handle a client presents as its only key: prefix and 192 random bits
+// (sessions' "sess_", background runs' "run_").
+func newHandle(prefix string) string {
+	var b [24]byte
 	rand.Read(b[:])
-	return "sess_" + base64.RawURLEncoding.EncodeToString(b[:])
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sessionCreateInput) (*mcp.CallToolResult, sessionCreateOutput, error) {
@@ -252,7 +254,7 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sess
 			s.capMu.Unlock()
 		}
 	}()
-	id, now := newHandle(), s.now()
+	id, now := newHandle("sess_"), s.now()
 	c, err := s.store.Create(ctx, id, owner, backend.SessionRecord{Idle: s.o.IdleTimeout, Expires: now.Add(s.o.MaxLifetime)})
 	if err != nil {
 		return nil, sessionCreateOutput{}, s.createFailed(err)
