@@ -50,10 +50,12 @@ EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not 
 #   F  text           the bootstrap itself failed
 #   C  bytes          a chunk of the program's tool calls (code mode; mcptools.py writes
 #                     them, and reads the server's Y frames, in the program's process)
-# The server writes header lines on stdin, each followed by what it announces. A one-shot
+# The server writes header lines on stdin, each followed by what it announces, and Y
+# frames (u32 call id, JSON: replies to calls) after a header with tools. A one-shot
 # child reads HEADER_EXEC "<code> <files>" or HEADER_TOOLS "<code> <files> <tools>
-# <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files> <stdin>", HEADER_KILL,
-# or HEADER_RESEAL "<key hex>". Input files are u32 name length, name, u32 size, bytes;
+# <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files> <stdin>",
+# HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KILL, or HEADER_RESEAL
+# "<key hex>". Input files are u32 name length, name, u32 size, bytes;
 # repeated. Kubernetes' start gate reads its own line, the seal key (launcher/kube).
 FRAME_READY = b"R"
 FRAME_STDOUT = b"O"
@@ -62,9 +64,11 @@ FRAME_FILE = b"D"
 FRAME_EXIT = b"X"
 FRAME_FATAL = b"F"
 FRAME_CALL = b"C"
+FRAME_REPLY = b"Y"
 HEADER_EXEC = b"MCPEXEC2"
 HEADER_TOOLS = b"MCPEXEC3"
 HEADER_CELL = b"MCPEXECS"
+HEADER_CELL_TOOLS = b"MCPEXECT"
 HEADER_KILL = b"MCPEXECK"
 HEADER_RESEAL = b"MCPEXECR"
 
@@ -115,10 +119,9 @@ class Output:
         return True
 
 
-def read_line():
+def read_line(line=b""):
     # A session's PID 1 reads the server's header lines itself. The end of the stream
     # (the server closed it) ends the session.
-    line = b""
     while not line.endswith(b"\n"):
         b = os.read(0, 1)
         if not b:
@@ -138,6 +141,18 @@ def read_exact(n):
         chunks.append(b)
         got += len(b)
     return b"".join(chunks)
+
+
+def read_input():
+    # A session's next input: (a whole Y frame, None) or (None, a header line). Y frames
+    # come only after a call with tools, while it runs or just after it ended.
+    b = os.read(0, 1)
+    if not b:
+        os._exit(EXIT_OK)
+    if b == FRAME_REPLY:
+        n = read_exact(4)
+        return b + n + read_exact(int.from_bytes(n, "big")), None
+    return None, read_line(b)
 
 
 # The seal (Kubernetes only, where the node's container log copies every byte written to
@@ -1157,14 +1172,42 @@ def _holder(seed, plots, files, status_of, prepare):
         files(os, blob)
 
     def read_call():
+        # "CELL n m s", or "CELL n m s t DIR" with tools: t bytes of tools after the
+        # files, and DIR holds the call's own two FIFOs (bind).
         header = b""
         while not header.endswith(b"\n"):
             b = os.read(cmd, 1)
-            if not b or len(header) > 64:
+            if not b or len(header) > 200:
                 os._exit(0)
             header += b
-        n, m, s = (int(x) for x in header.split()[1:4])
-        return read_exact(n).decode("utf-8", "surrogateescape"), read_exact(m), read_exact(s)
+        parts = header.split()[1:]
+        n, m, s = (int(x) for x in parts[:3])
+        source = read_exact(n).decode("utf-8", "surrogateescape")
+        blob = read_exact(m)
+        tools = (read_exact(int(parts[3])), parts[4].decode()) if len(parts) == 5 else None
+        return source, blob, read_exact(s), tools
+
+    def bind(tools, fifos):
+        # This call's FIFOs to PID 1 (c: calls, r: replies), which it closes when the
+        # call ends: a thread or a process an earlier call left holds only that call's,
+        # dead ones (mcptools raises ToolUnavailable there), so no call reaches a later
+        # call's budget or approvals; one that opens these while the call runs is counted
+        # in it. The module is kept across calls, rebound to the new FIFOs, so that names
+        # a program bound to it earlier still work.
+        fds = (os.open(fifos + "/c", os.O_WRONLY | os.O_CLOEXEC), os.open(fifos + "/r", os.O_RDONLY | os.O_CLOEXEC))
+        n = int.from_bytes(tools[:4], "big")
+        mod = sys.modules.get("mcptools")
+        if mod is not None and callable(getattr(mod, "_rebind", None)):
+            mod._rebind(tools[4 + n:], fds[0], fds[1])
+            return
+        mod = type(sys)("mcptools")
+        mod.__dict__.update(_catalog=tools[4 + n:], _call_fd=fds[0], _reply_fd=fds[1])
+        sys.modules["mcptools"] = mod
+        try:
+            exec(compile(tools[4:4 + n].decode(), "<mcptools>", "exec"), mod.__dict__)
+        except BaseException:
+            del sys.modules["mcptools"]
+            raise
 
     main = sys.modules["__main__"].__dict__
     os.write(ev, b"R %d\n" % os.getpid())
@@ -1189,7 +1232,7 @@ def _holder(seed, plots, files, status_of, prepare):
                 f.write("1000")  # the kernel's OOM kill takes the cell, not the holder
         except OSError:
             pass
-        source, blob, stdin = call or read_call()
+        source, blob, stdin, tools = call or read_call()
         call = None
         count += 1
         status = 0
@@ -1203,6 +1246,9 @@ def _holder(seed, plots, files, status_of, prepare):
             sys.stdin = open(0, "r", closefd=False)
             replace(blob)
             blob = None
+            if tools:
+                bind(*tools)
+            tools = None
             os.makedirs(outdir, exist_ok=True)
             name = "<exec-%d>" % count
             linecache.cache[name] = (len(source), None, source.splitlines(True), name)
@@ -1335,7 +1381,10 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             if not alive(holder):
                 write_all(1, frame(FRAME_EXIT, exit_payload(0, None, False, state="lost")))
                 os._exit(EXIT_OK)
-        parts = read_line().split()
+        reply, line = read_input()
+        if reply is not None:
+            continue  # a reply that came after its call had ended
+        parts = line.split()
         if parts == [HEADER_KILL]:
             continue  # a kill that came after its cell had ended
         if len(parts) == 2 and parts[0] == HEADER_RESEAL and seal is not None:
@@ -1349,14 +1398,36 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 fatal("bad session seal key")
             seal = sealer(key)
             continue
-        if len(parts) != 4 or parts[0] != HEADER_CELL or not all(p.isdigit() for p in parts[1:]):
+        if not ((len(parts) == 4 and parts[0] == HEADER_CELL) or (len(parts) == 5 and parts[0] == HEADER_CELL_TOOLS)) \
+                or not all(p.isdigit() for p in parts[1:]):
             fatal("bad session header")
-        n, m, s = (int(p) for p in parts[1:])
-        cell = b"CELL %d %d %d\n" % (n, m, s) + read_exact(n) + read_exact(m) + read_exact(s)
+        n, m = int(parts[1]), int(parts[2])
+        t, s = (int(parts[3]), int(parts[4])) if len(parts) == 5 else (None, int(parts[3]))
+        cell = read_exact(n) + read_exact(m) + (read_exact(t) if t is not None else b"") + read_exact(s)
+        # With tools, the call gets FIFOs of its own (the holder's bind), in a new
+        # directory: calls written to c go out as C frames, replies (Y frames) go to r;
+        # both close, and go, with the call.
+        call_r = rep_w = fifos = None
+        replies = b""
+        if t is not None:
+            fifos = "/tmp/.mcp-exec-call-" + os.urandom(8).hex()
+            try:
+                os.mkdir(fifos, 0o700)
+                os.mkfifo(fifos + "/c", 0o600)
+                os.mkfifo(fifos + "/r", 0o600)
+            except OSError as e:
+                fatal("making a call's FIFOs: %s" % e)
+            # Read and write: the cell's opens never wait, and c never reads as ended.
+            call_r = os.open(fifos + "/c", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            rep_w = os.open(fifos + "/r", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         ooms = oom_kills()
         state, status, killed = None, 0, False
         events()  # the death of a cell forked ahead that never had a call: not this call's
         try:
+            if t is None:
+                cell = b"CELL %d %d %d\n" % (n, m, s) + cell
+            else:
+                cell = b"CELL %d %d %d %d %s\n" % (n, m, s, t, fifos.encode()) + cell
             while cell:
                 cell = cell[os.write(cmd_w, cell):]
         except OSError:
@@ -1368,10 +1439,27 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             output.relay(fd, FRAME_STDOUT if fd == out_r else FRAME_STDERR)
 
         while state is None:
-            r, _, _ = select.select([0, out_r, err_r, ev_r], [], [], 0.5)
+            r, w, _ = select.select([0, out_r, err_r, ev_r] + ([call_r] if call_r is not None else []),
+                                    [rep_w] if replies else [], [], 0.5)
             for fd in (out_r, err_r):
                 if fd in r:
                     relay(fd)
+            if call_r is not None and call_r in r:
+                try:
+                    data = os.read(call_r, 65536)
+                except BlockingIOError:
+                    data = None
+                if data:
+                    write_all(1, frame(FRAME_CALL, data))
+            if w:
+                # Replies wait here, not in the stream, so that a cell that does not
+                # read them never stops PID 1 from reading a kill.
+                try:
+                    replies = replies[os.write(rep_w, replies[:65536]):]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    replies = b""  # nobody reads them any more
             if ev_r in r:
                 for e in events():
                     if e is None:
@@ -1386,7 +1474,11 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     elif e[0] == b"L" and e[1][0] != holder:
                         state, status = "rolled_back", e[1][1]
             if state is None and 0 in r:
-                if read_line().split() == [HEADER_KILL] and not killed:
+                reply, line = read_input()
+                if reply is not None:
+                    if rep_w is not None:
+                        replies += reply
+                elif line.split() == [HEADER_KILL] and not killed:
                     killed = True
                     # A "K" already in the pipe means the cell ended first: keep it.
                     for e in events():
@@ -1406,6 +1498,11 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     state = "lost"
         if state == "lost":
             kill_all_but(None)
+        for fd in (call_r, rep_w):
+            if fd is not None:
+                os.close(fd)  # what this call left can make no more calls
+        if fifos is not None:
+            shutil.rmtree(fifos, ignore_errors=True)
         deadline = time.monotonic() + 0.2
         for fd in (out_r, err_r):
             while time.monotonic() < deadline:

@@ -103,7 +103,8 @@ func (b *bridge) message(id uint32, body []byte, size int) {
 }
 
 // writeReplies writes replies to w until the program ends (done) or ctx ends, then
-// half-closes the stream so that the bootstrap's last read sees its end.
+// half-closes the stream (closeWrite, nil in a session, whose stream goes on) so that
+// the bootstrap's last read sees its end.
 func (b *bridge) writeReplies(w io.Writer, done <-chan struct{}, closeWrite func() error) {
 	for {
 		select {
@@ -112,7 +113,9 @@ func (b *bridge) writeReplies(w io.Writer, done <-chan struct{}, closeWrite func
 				return
 			}
 		case <-done:
-			_ = closeWrite()
+			if closeWrite != nil {
+				_ = closeWrite()
+			}
 			return
 		case <-b.ctx.Done():
 			return

@@ -133,8 +133,15 @@ def _call(server, tool, arguments):
             _state["reader"] = _threading.Thread(target=_reader, name="mcptools-reader", daemon=True)
             _state["reader"].start()
         msg = len(body).to_bytes(4, "big") + cid.to_bytes(4, "big") + body
-        while msg:
-            msg = msg[_os.write(_call_fd, msg):]
+        try:
+            while msg:
+                msg = msg[_os.write(_call_fd, msg):]
+        except OSError as e:
+            # A session's call that has ended closed its pipe (boot.py): a thread it
+            # left cannot call in a later one.
+            _pending.pop(cid, None)
+            _state["closed"] = "the bridge to the server closed (%s)" % e.strerror
+            raise ToolUnavailable(_state["closed"], server, tool, "unavailable") from None
     slot[0].wait()
     _pending.pop(cid, None)
     if slot[1] is None:
@@ -246,6 +253,25 @@ def _build():
             _docs.setdefault(srv["name"] + "." + tool["name"], _docs[srv["module"] + "." + fn])
         setattr(top, srv["module"], mod)
         _sys.modules[mod.__name__] = mod
+
+
+def _rebind(catalog, call_fd, reply_fd):
+    # A session's next call with tools (boot.py's holder), in its own process: the
+    # call's own pipes and catalog; what the process copied of an earlier call (its
+    # pipes, its replies pending, a lock a thread held at the fork) is dropped.
+    global _call_fd, _reply_fd, _write_lock, _pending, _state, _catalog
+    for fd in (_call_fd, _reply_fd):
+        try:
+            _os.close(fd)
+        except OSError:
+            pass
+    _call_fd, _reply_fd = call_fd, reply_fd
+    _write_lock = _threading.Lock()
+    _pending = {}
+    _state = {"next": 1, "reader": None, "closed": None}
+    _catalog = _json.loads(catalog)
+    _docs.clear()
+    _build()
 
 
 def search(text):

@@ -200,7 +200,7 @@ func (s *Session) lose(sb *sandbox) {
 
 // Exec runs job in the session. As Run, a program that fails, times out or is killed
 // for memory is a Result; Result.SessionState says what the session kept. A job with
-// Tools is refused: code mode is not offered in sessions.
+// Tools gets them for this call alone, as a one-shot job does (cell).
 func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 	if err := sessionJob(job); err != nil {
 		return Result{}, err
@@ -212,12 +212,9 @@ func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 	return s.l.call(ctx, job, s.exec)
 }
 
-// sessionJob refuses what a session's call cannot have, held or attached: tools (code
-// mode) and an egress profile of its own.
+// sessionJob refuses what a session's call cannot have, held or attached: an egress
+// profile of its own.
 func sessionJob(job Job) error {
-	if job.Tools != nil {
-		return errors.New("tools (code mode) are not available in a session")
-	}
 	if job.Egress != "" {
 		return ErrSessionEgress
 	}
@@ -254,33 +251,84 @@ func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
 }
 
 // cell runs one call on sb's interpreter, on the exec path (sandbox.run).
+//
+// With Tools, the call has a bridge of its own, as a one-shot exec does: its budget,
+// its approvals, its context. The bootstrap gives the call's cell pipes that it closes
+// when the call ends (boot.py), so a thread or process an earlier call left behind
+// cannot reach this call's bridge, nor this one's reach a later one's: its calls fail
+// in the sandbox. Replies that come after the call's end are dropped by the bootstrap.
 func (s *Session) cell(ctx context.Context, sb *sandbox, sw *switchWriter, job Job) (Result, error) {
 	sb.out = newCapture(s.l.opts.MaxOutputBytes)
 	sb.dec = newDecoder(sb.out, s.l.opts.MaxFileBytes)
+	c := sessionCall{s: s, sb: sb, job: job, w: &lockedWriter{w: sb.conn}, wrote: make(chan struct{})}
+	var stopCalls context.CancelFunc
+	if job.Tools != nil {
+		var cctx context.Context
+		cctx, stopCalls = callContext(ctx, job.Timeout)
+		c.br = newBridge(cctx, job.Tools)
+		defer c.br.wg.Wait() // every call has ended (and is recorded) when the result returns
+		defer stopCalls()    // the call's end cancels its calls upstream
+		sb.dec.SetCalls(c.br.calls)
+	}
 	sw.set(sb.dec)
-	res, err := sb.run(ctx, job, sessionCall{s: s, sb: sb, job: job})
+	res, err := sb.run(ctx, job, c)
 	res.Timing.Deliver = sb.deliverTime
+	if c.br != nil && res.SessionState != SessionLost {
+		// The next call's request must not meet a reply of this one on the stream.
+		stopCalls()
+		select {
+		case <-c.wrote:
+		case <-time.After(interruptWait):
+			res.SessionState = SessionLost
+		}
+	}
 	return res, err
 }
 
-// sessionCall is a session's call on sandbox.run: the MCPEXECS request (no half-close:
-// the stream carries the next calls), and ends that say what the session kept.
+// sessionCall is a session's call on sandbox.run: the MCPEXECS request, or MCPEXECT
+// with tools (no half-close: the stream carries the next calls), and ends that say what
+// the session kept.
 type sessionCall struct {
-	s   *Session
-	sb  *sandbox
-	job Job
+	s     *Session
+	sb    *sandbox
+	job   Job
+	br    *bridge       // nil without tools
+	w     *lockedWriter // sb.conn, shared by the replies and a kill
+	wrote chan struct{} // closed when deliver has returned
 }
 
 func (c sessionCall) deliver(delivered chan<- error) {
+	defer close(c.wrote)
 	files := encodeFiles(c.job.Files)
-	_, err := io.WriteString(c.sb.conn, wire.CellHeader(len(c.job.Code), len(files), len(c.job.Stdin))+c.job.Code)
-	if err == nil {
-		_, err = c.sb.conn.Write(files)
+	head := wire.CellHeader(len(c.job.Code), len(files), len(c.job.Stdin))
+	var tools []byte
+	if c.br != nil {
+		tools = toolsBlob(c.job.Tools)
+		head = wire.CellToolsHeader(len(c.job.Code), len(files), len(tools), len(c.job.Stdin))
 	}
-	if err == nil {
-		_, err = io.WriteString(c.sb.conn, c.job.Stdin)
+	_, err := io.WriteString(c.w, head+c.job.Code)
+	for _, b := range [][]byte{files, tools, []byte(c.job.Stdin)} {
+		if err == nil {
+			_, err = c.w.Write(b)
+		}
 	}
 	delivered <- err
+	if err == nil && c.br != nil {
+		c.br.writeReplies(c.w, c.sb.dec.done, nil)
+	}
+}
+
+// lockedWriter serializes a call's writes to its sandbox's stream: the replies to its
+// tool calls, and a kill, each whole.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func (c sessionCall) noun() string { return "session sandbox" }
@@ -302,7 +350,7 @@ func (c sessionCall) vanished(ctx context.Context, d time.Duration) (Result, err
 }
 
 func (c sessionCall) timedOut(ctx context.Context, d time.Duration) (Result, error) {
-	res, err := c.s.interrupt(ctx, c.sb, d)
+	res, err := c.s.interrupt(ctx, c.sb, c.w, d)
 	res.TimedOut = res.SessionState != SessionKept
 	return res, err
 }
@@ -310,7 +358,7 @@ func (c sessionCall) timedOut(ctx context.Context, d time.Duration) (Result, err
 // canceled: the caller went away. The call is killed so that the next one finds the
 // session free, and the context's error reported.
 func (c sessionCall) canceled(ctx context.Context, d time.Duration) (Result, error) {
-	res, _ := c.s.interrupt(ctx, c.sb, d)
+	res, _ := c.s.interrupt(ctx, c.sb, c.w, d)
 	return res, ctx.Err()
 }
 
@@ -342,8 +390,8 @@ const interruptWait = 5 * time.Second
 
 // interrupt asks the bootstrap to kill the running call (every process but PID 1 and
 // the holder) and waits for its exit frame. If none comes, the sandbox goes.
-func (s *Session) interrupt(ctx context.Context, sb *sandbox, d time.Duration) (Result, error) {
-	_, werr := io.WriteString(sb.conn, wire.Kill)
+func (s *Session) interrupt(ctx context.Context, sb *sandbox, w io.Writer, d time.Duration) (Result, error) {
+	_, werr := io.WriteString(w, wire.Kill)
 	if werr == nil {
 		select {
 		case <-sb.dec.done:

@@ -16,23 +16,25 @@ func TestBootSpeaksThisWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^((?:FRAME|HEADER)_[A-Z]+) = b"([^"]*)"$`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^((?:FRAME|HEADER)_[A-Z_]+) = b"([^"]*)"$`).FindAllStringSubmatch(string(src), -1) {
 		got[m[1]] = m[2]
 	}
 	magic := func(header string) string { return strings.Fields(header)[0] }
 	want := map[string]string{
-		"FRAME_READY":   string(rune(FrameReady)),
-		"FRAME_STDOUT":  string(rune(FrameStdout)),
-		"FRAME_STDERR":  string(rune(FrameStderr)),
-		"FRAME_FILE":    string(rune(FrameFile)),
-		"FRAME_EXIT":    string(rune(FrameExit)),
-		"FRAME_FATAL":   string(rune(FrameFatal)),
-		"FRAME_CALL":    string(rune(FrameCall)),
-		"HEADER_EXEC":   magic(ExecHeader(0, 0)),
-		"HEADER_TOOLS":  magic(ToolsHeader(0, 0, 0, 0)),
-		"HEADER_CELL":   magic(CellHeader(0, 0, 0)),
-		"HEADER_KILL":   magic(Kill),
-		"HEADER_RESEAL": magic(ResealLine("k")),
+		"FRAME_READY":       string(rune(FrameReady)),
+		"FRAME_STDOUT":      string(rune(FrameStdout)),
+		"FRAME_STDERR":      string(rune(FrameStderr)),
+		"FRAME_FILE":        string(rune(FrameFile)),
+		"FRAME_EXIT":        string(rune(FrameExit)),
+		"FRAME_FATAL":       string(rune(FrameFatal)),
+		"FRAME_CALL":        string(rune(FrameCall)),
+		"FRAME_REPLY":       string(rune(FrameReply)),
+		"HEADER_EXEC":       magic(ExecHeader(0, 0)),
+		"HEADER_TOOLS":      magic(ToolsHeader(0, 0, 0, 0)),
+		"HEADER_CELL":       magic(CellHeader(0, 0, 0)),
+		"HEADER_CELL_TOOLS": magic(CellToolsHeader(0, 0, 0, 0)),
+		"HEADER_KILL":       magic(Kill),
+		"HEADER_RESEAL":     magic(ResealLine("k")),
 	}
 	for name, w := range want {
 		if g, ok := got[name]; !ok || g != w {

@@ -8,9 +8,10 @@
 //	→ MCPEXEC2 <code> <files>   ExecHeader  one-shot: code, files (AppendFile), stdin to its end
 //	→ MCPEXEC3 <c> <f> <t> <s>  ToolsHeader with tools: code, files, ToolsBlob, s bytes of stdin
 //	→ MCPEXECS <c> <f> <s>      CellHeader  a session's call: code, files, s bytes of stdin
+//	→ MCPEXECT <c> <f> <t> <s>  CellToolsHeader  a session's call with tools: as MCPEXEC3
 //	→ MCPEXECK                  Kill        kill a session's running call
 //	→ MCPEXECR <key hex>        ResealLine  a shared session's new seal key, between calls
-//	→ Y frame                   ReplyFrame  u32 call id, the reply's JSON (after MCPEXEC3's stdin)
+//	→ Y frame                   ReplyFrame  u32 call id, the reply's JSON (after MCPEXEC3's or MCPEXECT's stdin)
 //	← R frame                   Decoder     ready: the interpreter waits for its code
 //	← O, E frames               Decoder     the program's stdout and stderr, in chunks
 //	← D frame                   File        a file the program left: JSON header, content

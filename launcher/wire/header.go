@@ -29,6 +29,14 @@ func CellHeader(code, files, stdin int) string {
 	return "MCPEXECS " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " + strconv.Itoa(stdin) + "\n"
 }
 
+// CellToolsHeader starts one call in a session with tools (code mode): code, files,
+// tools (ToolsBlob) and exactly stdin bytes; until the call's exit frame the stream
+// carries Y frames (and Kill), which the bootstrap hands to that call alone.
+func CellToolsHeader(code, files, tools, stdin int) string {
+	return "MCPEXECT " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " +
+		strconv.Itoa(tools) + " " + strconv.Itoa(stdin) + "\n"
+}
+
 // GateLine opens a Kubernetes pod's start gate with its seal key (hex).
 func GateLine(key string) string { return key + "\n" }
 

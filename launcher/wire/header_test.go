@@ -27,6 +27,7 @@ func TestGolden(t *testing.T) {
 		"tools":      []byte(ToolsHeader(len(code), len(files), len(tools), len(stdin))),
 		"cell":       []byte(CellHeader(len(code), len(files), len(stdin))),
 		"cell-empty": []byte(CellHeader(0, 0, 0)),
+		"cell-tools": []byte(CellToolsHeader(len(code), len(files), len(tools), len(stdin))),
 		"kill":       []byte(Kill),
 		"gate":       []byte(GateLine(key)),
 		"reseal":     []byte(ResealLine(key)),

@@ -1,0 +1,165 @@
+package launcher
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func toolsSession(t *testing.T) *Session {
+	t.Helper()
+	l := testLauncher(t, Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	s, err := l.OpenSession(ctx, SessionOptions{})
+	if err != nil {
+		t.Fatalf("opening a session: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func toolsCell(t *testing.T, s *Session, e *echoTools, code string, timeout time.Duration) Result {
+	t.Helper()
+	res, err := s.Exec(t.Context(), Job{Code: code, Tools: e.tools(0), Timeout: timeout})
+	if err != nil {
+		t.Fatalf("exec %.60q: %v", code, err)
+	}
+	return res
+}
+
+// TestSessionTools: a session's calls each get the tools, through a bridge of their
+// own (each call's Serve sees that call's calls alone); a table loaded once is used by
+// the later calls, and names bound to mcptools in an earlier call still work. A call
+// killed while its tool call waits rolls back, and the next call's tools work.
+func TestSessionTools(t *testing.T) {
+	s := toolsSession(t)
+	var e [5]echoTools
+	res := toolsCell(t, s, &e[0], `import mcptools
+from mcptools import echo
+table = {"a": 1, "b": 2, "c": 3}
+print(echo.echo(text="loaded")["text"], len(table))
+`, 20*time.Second)
+	if res.SessionState != SessionKept || res.Stdout != "loaded 3\n" {
+		t.Fatalf("call 1: state %q, stdout %q, stderr %q", res.SessionState, res.Stdout, res.Stderr)
+	}
+	for i, k := range []string{"a", "b", "c"} {
+		res = toolsCell(t, s, &e[i+1], `print(echo.echo(text="`+k+`")["text"], table["`+k+`"], sum(table.values()))
+`, 20*time.Second)
+		if want := k + " " + string(rune('1'+i)) + " 6\n"; res.SessionState != SessionKept || res.Stdout != want {
+			t.Fatalf("call %d: state %q, stdout %q, stderr %q; want %q", i+2, res.SessionState, res.Stdout, res.Stderr, want)
+		}
+	}
+	for i := range 4 {
+		if e[i].calls != 1 {
+			t.Errorf("call %d: its bridge served %d calls, want 1", i+1, e[i].calls)
+		}
+	}
+	res = toolsCell(t, s, &e[4], `echo.wait()`, 2*time.Second)
+	if res.SessionState != SessionRolledBack || !res.TimedOut {
+		t.Fatalf("a call timed out in a tool call: state %q, timed out %v, stderr %q", res.SessionState, res.TimedOut, res.Stderr)
+	}
+	select {
+	case <-e[4].canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the timed-out call's tool call was not cancelled")
+	}
+	var again echoTools
+	res = toolsCell(t, s, &again, `print(echo.echo(text="again")["text"], table["c"])
+`, 20*time.Second)
+	if res.SessionState != SessionKept || res.Stdout != "again 3\n" || again.calls != 1 {
+		t.Fatalf("after a rollback: state %q, stdout %q, stderr %q, calls %d", res.SessionState, res.Stdout, res.Stderr, again.calls)
+	}
+}
+
+// TestSessionToolsLeftThread: a thread that one call starts and leaves running goes on
+// calling tools. Its calls while a later call runs, and between calls, are refused in
+// the sandbox (ToolUnavailable): none reaches the later call's bridge (its budget and
+// approvals) or the first call's, which has ended.
+func TestSessionToolsLeftThread(t *testing.T) {
+	s := toolsSession(t)
+	var first, second, third echoTools
+	res := toolsCell(t, s, &first, `import threading, time
+from mcptools import echo, ToolUnavailable
+def loop():
+    while True:
+        time.sleep(0.05)
+        try:
+            echo.echo(text="late")
+            print("thread: served", flush=True)
+        except ToolUnavailable:
+            print("thread: refused", flush=True)
+        except BaseException as e:
+            print("thread:", type(e).__name__, flush=True)
+threading.Thread(target=loop, daemon=True).start()
+print(echo.echo(text="mine")["text"])
+`, 20*time.Second)
+	if res.SessionState != SessionKept || !strings.HasSuffix(res.Stdout, "mine\n") {
+		t.Fatalf("call 1: state %q, stdout %q, stderr %q", res.SessionState, res.Stdout, res.Stderr)
+	}
+	first.mu.Lock()
+	servedFirst := first.calls
+	first.mu.Unlock()
+	time.Sleep(500 * time.Millisecond) // the thread calls between calls too
+	// Call 2 runs while the thread (in the holder: the first call's process) calls;
+	// what the thread prints while a call runs is that call's output.
+	res = toolsCell(t, s, &second, `import time
+time.sleep(1.5)
+print(echo.echo(text="two")["text"])
+`, 20*time.Second)
+	if res.SessionState != SessionKept || !strings.Contains(res.Stdout, "\ntwo\n") {
+		t.Fatalf("call 2: state %q, stdout %q, stderr %q", res.SessionState, res.Stdout, res.Stderr)
+	}
+	refused := 0
+	for l := range strings.Lines(res.Stdout) {
+		if l == "two\n" {
+			continue
+		}
+		if l != "thread: refused\n" {
+			t.Errorf("call 2: the left thread printed %q, want only refusals", l)
+		}
+		refused++
+	}
+	if refused < 5 {
+		t.Errorf("call 2: the left thread was refused %d times in 1.5 s, want it calling (stdout %q)", refused, res.Stdout)
+	}
+	if second.calls != 1 {
+		t.Errorf("call 2's bridge served %d calls, want only its own one", second.calls)
+	}
+	// Call 2's state replaced the first call's process, thread and all; call 3 starts
+	// a thread and ends: call 4 finds its calls refused, and serves only its own.
+	res = toolsCell(t, s, &third, `import threading, time
+from mcptools import echo
+threading.Thread(target=loop, daemon=True).start()
+print(echo.echo(text="three")["text"])
+`, 20*time.Second)
+	if res.SessionState != SessionKept || !strings.HasSuffix(res.Stdout, "three\n") {
+		t.Fatalf("call 3: state %q, stdout %q, stderr %q", res.SessionState, res.Stdout, res.Stderr)
+	}
+	third.mu.Lock()
+	servedThird := third.calls
+	third.mu.Unlock()
+	var fourth echoTools
+	res = toolsCell(t, s, &fourth, `import time
+time.sleep(1)
+print(echo.echo(text="four")["text"])
+`, 20*time.Second)
+	if res.SessionState != SessionKept || !strings.Contains(res.Stdout, "thread: refused\n") || !strings.Contains(res.Stdout, "four\n") || strings.Contains(res.Stdout, "served") {
+		t.Fatalf("call 4: state %q, stdout %q, stderr %q", res.SessionState, res.Stdout, res.Stderr)
+	}
+	if fourth.calls != 1 {
+		t.Errorf("call 4's bridge served %d calls, want only its own one", fourth.calls)
+	}
+	for _, c := range []struct {
+		name  string
+		e     *echoTools
+		atEnd int
+	}{{"call 1", &first, servedFirst}, {"call 3", &third, servedThird}} {
+		c.e.mu.Lock()
+		if c.e.calls != c.atEnd {
+			t.Errorf("%s's bridge served %d calls after the call ended", c.name, c.e.calls-c.atEnd)
+		}
+		c.e.mu.Unlock()
+	}
+}
