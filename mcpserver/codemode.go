@@ -36,7 +36,7 @@ type execToolsOutput struct {
 // of calls of the same tools (the log has a line per call the budget counted).
 const maxListedCalls = 20
 
-func toolsOutputSchema() *jsonschema.Schema {
+func toolsOutputSchema(o Options) *jsonschema.Schema {
 	s, err := jsonschema.For[execToolsOutput](nil)
 	if err != nil {
 		panic("mcpserver: inferring output schema: " + err.Error()) // a bug in execToolsOutput
@@ -44,7 +44,9 @@ func toolsOutputSchema() *jsonschema.Schema {
 	for _, k := range []string{"files", "tool_calls", "tool_calls_more"} {
 		s.Properties[k].Types, s.Properties[k].Type = nil, "array"
 	}
-	delete(s.Properties, "session") // no sessions in code mode (sessions.go)
+	if !sessionsOn(o) {
+		delete(s.Properties, "session")
+	}
 	return s
 }
 
@@ -54,13 +56,15 @@ type searchInput struct {
 	Query string `json:"query" jsonschema:"Text to look for in server names, tool names and descriptions (any case); empty lists every tool."`
 }
 
-// addCodeMode adds exec with tool_calls, and tools_search.
-func (h *handler) addCodeMode(s *mcp.Server, opts Options) {
+// addCodeMode adds exec with tool_calls, and tools_search. sessionsNote is the
+// description's note on sessions, "" without them: a session's calls get the tools too
+// (each call its own budget and approvals, as a one-shot exec).
+func (h *handler) addCodeMode(s *mcp.Server, opts Options, sessionsNote string) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
-		Description:  description(opts, h.limits) + backgroundNote(opts.Runs) + "\n\n" + opts.Upstreams.Index(),
+		Description:  description(opts, h.limits) + backgroundNote(opts.Runs) + sessionsNote + "\n\n" + opts.Upstreams.Index(),
 		InputSchema:  inputSchema(opts),
-		OutputSchema: backgroundOutputSchema(toolsOutputSchema(), opts),
+		OutputSchema: backgroundOutputSchema(toolsOutputSchema(opts), opts),
 		Annotations:  annotations(),
 	}, h.execTools)
 	mcp.AddTool(s, &mcp.Tool{

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -49,5 +50,45 @@ func TestCodeModeEgress(t *testing.T) {
 	jobs := r.calls()
 	if len(jobs) != 1 || jobs[0].Egress != "deb" || jobs[0].Tools == nil {
 		t.Fatalf("runner got %+v, want one job with egress deb and the exec's tools", jobs)
+	}
+}
+
+// TestCodeModeSessions: with upstreams and sessions both configured, the session tools
+// are there and exec takes session_id; each call in a session gets tools of its own,
+// with its own budget: three calls of three tool calls each, under a budget of two
+// calls per exec, each have two counted and one refused, and the session in the result.
+func TestCodeModeSessions(t *testing.T) {
+	cfg, err := upstream.Parse([]byte(`{"mcpServers": {"echo-server": {"command": "/bin/false", "tools": ["echo"]}}, "limits": {"max_calls": 2}}`),
+		upstream.Resolver{LookupEnv: os.LookupEnv, ReadFile: os.ReadFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeSessions{toolCalls: 3}
+	cs := connect(t, t.Context(), &fakeRunner{}, Options{Upstreams: upstream.New(cfg, "test", zerolog.Nop()), Sessions: sessionOpts(f)})
+	if p, _ := listedProperty(t, cs, toolName, "session_id"); p.Description == "" {
+		t.Fatal("code mode's exec has no session_id")
+	}
+	listedProperty(t, cs, toolSessionCreate, "") // fails without the tool
+	id := createSession(t, cs).SessionID
+	for i := range 3 {
+		res := callNamed(t, cs, toolName, map[string]any{"code": "print(1)", "session_id": id})
+		if res.IsError {
+			t.Fatalf("call %d: %s", i+1, text(t, res))
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		var out execToolsOutput
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Session == nil || out.Session.ExecutionCount != i+1 {
+			t.Errorf("call %d: session %+v", i+1, out.Session)
+		}
+		if len(out.ToolCalls) != 2 || len(out.ToolCallsMore) != 1 || out.ToolCallsMore[0].Count != 1 || out.ToolCallsMore[0].Status != "budget" {
+			t.Errorf("call %d: tool_calls %+v, tool_calls_more %+v; want 2 counted and 1 refused past this call's budget", i+1, out.ToolCalls, out.ToolCallsMore)
+		}
+	}
+	jobs := f.conns[0].jobs()
+	if len(jobs) != 3 || jobs[0].Tools == nil || jobs[0].Tools == jobs[1].Tools || jobs[1].Tools == jobs[2].Tools {
+		t.Fatalf("the session got %d jobs, want 3, each with tools of its own", len(jobs))
 	}
 }

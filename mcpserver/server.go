@@ -67,7 +67,8 @@ type Options struct {
 	// runner enforces them. Empty: no such field, and the tool is as without it.
 	Egress []EgressProfile
 	// Sessions, when Max > 0 and a Backend (or a Store and Attach) is set, add session_create and
-	// session_close, and exec's session_id (sessions.go). Not with Upstreams.
+	// session_close, and exec's session_id (sessions.go); with Upstreams, each call in a
+	// session gets the tools as a one-shot exec does.
 	Sessions SessionOptions
 	// Runs, when Max > 0, add exec's "background" and the tools run_wait and
 	// run_cancel (runs.go).
@@ -144,17 +145,18 @@ func New(r Runner, opts Options) *mcp.Server {
 		h.runs = newRuns(opts.Runs, opts.Vars, opts.Logger)
 		h.runs.addTools(s)
 	}
-	if opts.Upstreams != nil {
-		h.addCodeMode(s, opts)
-		h.addTasksIfOn(s)
-		return s
-	}
-	desc := description(opts, h.limits) + backgroundNote(opts.Runs)
+	var note string
 	if sessionsOn(opts) {
 		h.sessions = newSessions(opts.Sessions, opts.Vars, opts.Logger)
 		h.sessions.addTools(s, opts)
-		desc += sessionsNote()
+		note = sessionsNote()
 	}
+	if opts.Upstreams != nil {
+		h.addCodeMode(s, opts, note)
+		h.addTasksIfOn(s)
+		return s
+	}
+	desc := description(opts, h.limits) + backgroundNote(opts.Runs) + note
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
 		Description:  desc,
@@ -183,8 +185,8 @@ type handler struct {
 	runs     *runs     // nil: no background runs
 }
 
-// sessionsOn reports whether o offers sessions (never in code mode).
-func sessionsOn(o Options) bool { return o.Sessions.on() && o.Upstreams == nil }
+// sessionsOn reports whether o offers sessions.
+func sessionsOn(o Options) bool { return o.Sessions.on() }
 
 // exec is the tool handler. The SDK has already checked the arguments
 // against the input schema (types, required code, no unknown names); exec

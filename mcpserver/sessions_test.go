@@ -20,12 +20,14 @@ import (
 )
 
 // fakeSessions is a SessionBackend whose sessions answer with the call's count in
-// stdout, and block while gate is set (for busy).
+// stdout, and block while gate is set (for busy). A call with tools makes toolCalls
+// calls of the tool echo-server.nope (code mode).
 type fakeSessions struct {
-	mu     sync.Mutex
-	opened []launcher.SessionOptions
-	conns  []*fakeConn
-	gate   chan struct{}
+	mu        sync.Mutex
+	opened    []launcher.SessionOptions
+	conns     []*fakeConn
+	gate      chan struct{}
+	toolCalls int
 }
 
 type fakeConn struct {
@@ -60,6 +62,11 @@ func (c *fakeConn) Exec(ctx context.Context, job launcher.Job) (launcher.Result,
 		case <-gate:
 		case <-ctx.Done():
 			return launcher.Result{SessionState: launcher.SessionRolledBack}, ctx.Err()
+		}
+	}
+	if job.Tools != nil {
+		for range c.f.toolCalls {
+			job.Tools.Serve(ctx, []byte(`{"server":"echo-server","tool":"nope","arguments":{}}`), 0)
 		}
 	}
 	c.mu.Lock()
