@@ -4,8 +4,10 @@ package e2e_test
 // upstream written on the TypeScript SDK (scripts/e2e/upstream.mjs), driven by the
 // TypeScript SDK client (scripts/e2e/codemode.mjs) over stdio and streamable HTTP
 // against the real engine and sandbox image: the tool list, the index in exec's
-// description, tools_search, one exec calling upstream tools in a loop, and a tool on
-// the approve list asked through elicitation (accepted, then declined).
+// description, tools_search, one exec calling upstream tools in a loop, a tool on
+// the approve list asked through elicitation (accepted, then declined), and a session
+// with code mode: a table loaded once, then three calls that each call upstream tools
+// and use it.
 //
 // Needs what TestE2E needs (node, npm, an engine, the image). Outside CI a missing
 // piece skips the test; with CI set it fails. Skipped with -short.
@@ -42,6 +44,7 @@ func TestE2ECodeMode(t *testing.T) {
 			t.Logf("codemode.mjs stderr:\n%s", r.Stderr)
 		}
 		e2e.ExpectPass(t, r)
+		e2eCodeModeSessionRan(t, r)
 		e2eCodeModeNoLeaks(t, srv.Logs.String())
 	})
 
@@ -54,8 +57,25 @@ func TestE2ECodeMode(t *testing.T) {
 			t.Logf("codemode.mjs stderr:\n%s", r.Stderr)
 		}
 		e2e.ExpectPass(t, r)
+		e2eCodeModeSessionRan(t, r)
 		e2eCodeModeNoLeaks(t, r.Stderr)
 	})
+}
+
+// e2eCodeModeSessionRan checks that the session check ran rather than finding no
+// session tools: every backend this test runs on (Docker, Podman, gVisor, Kubernetes)
+// has sessions.
+func e2eCodeModeSessionRan(t *testing.T, r e2e.ClientRun) {
+	t.Helper()
+	for _, c := range r.Report.Checks {
+		if c.Name == "session_table_then_three_calls" {
+			if !c.OK || strings.HasPrefix(c.Detail, "no sessions") {
+				t.Errorf("the session check did not run with code mode: %s", c.Detail)
+			}
+			return
+		}
+	}
+	t.Errorf("codemode.mjs has no session_table_then_three_calls check")
 }
 
 // e2eCodeModeNoLeaks checks that the server's log lines carry no result of a call

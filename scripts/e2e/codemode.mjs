@@ -10,7 +10,11 @@
 //     summary, and checks that the result is the summary and its tool_calls metadata,
 //     not the records (the bytes reaching the client stay small);
 //   - calls records.echo, which the file's "approve" list names, twice: this client
-//     answers the elicitation (the human) with accept, then decline.
+//     answers the elicitation (the human) with accept, then decline;
+//   - where the server has sessions (not on the process backend): loads a table once
+//     in a session, then three calls that each call records.lookup and records.echo
+//     and use the table; each call has its own tool_calls and is asked its own
+//     approval (none is reused).
 //
 //   node codemode.mjs --transport stdio [--cmd BINARY]
 //   node codemode.mjs --transport http  [--url http://127.0.0.1:8080/mcp] [--token T]
@@ -64,6 +68,7 @@ except mcptools.ToolDenied:
 `;
 
 let execTool;
+let sessionsOn = false;
 
 // The human: accepts the call whose arguments say approve-me, declines the others.
 const questions = [];
@@ -76,8 +81,12 @@ const checks = [
   ['list_tools', async (client) => {
     const { tools } = await client.listTools();
     const names = tools.map(t => t.name).sort();
-    // run_wait and run_cancel wherever background runs are on: every backend but Kubernetes.
-    const want = process.env.MCP_EXEC_BACKEND === 'kubernetes' ? 'exec,tools_search' : 'exec,run_cancel,run_wait,tools_search';
+    // Exact per configuration: run_wait and run_cancel wherever background runs are on
+    // (every backend but Kubernetes), the session tools unless --max-sessions is 0.
+    const runsOn = process.env.MCP_EXEC_BACKEND !== 'kubernetes';
+    sessionsOn = process.env.MCP_EXEC_MAX_SESSIONS !== '0';
+    const want = ['exec', ...(runsOn ? ['run_cancel', 'run_wait'] : []),
+      ...(sessionsOn ? ['session_close', 'session_create'] : []), 'tools_search'].join(',');
     expect(names.join(',') === want, `tools are ${names}, want ${want}`);
     execTool = tools.find(t => t.name === 'exec');
     expect(execTool.outputSchema?.properties?.tool_calls, `exec's output schema has no tool_calls: ${short(execTool.outputSchema)}`);
@@ -138,6 +147,34 @@ except mcptools.ToolDenied as e:
     expect(got === 'echo:ok:accepted echo:declined:declined', `tool_calls: ${got}`);
     expect(questions.length === 2 && questions.every(q => q.includes('records.echo')), `questions: ${short(questions)}`);
     return `asked ${questions.length} times: accepted, declined`;
+  }],
+
+  ['session_table_then_three_calls', async (client) => {
+    if (!sessionsOn) return 'no sessions on this backend';
+    const created = await client.callTool({ name: 'session_create', arguments: {} });
+    expect(!created.isError, `session_create: ${short(textOf(created))}`);
+    const sessionId = created.structuredContent.session_id;
+    const load = await call(client, { code: 'table = {i: f"row-{i}" for i in range(10)}\nprint(len(table))\n', session_id: sessionId });
+    expect(!load.isError && load.structuredContent?.stdout === '10\n', `loading the table: ${short(textOf(load))}`);
+    const asked = questions.length;
+    for (const i of [1, 2, 3]) {
+      const res = await call(client, {
+        code: `from mcptools import records
+r = records.lookup(id=${i})
+print(r["name"], table[r["score"]], records.echo(text="approve-me ${i}"))
+`, session_id: sessionId,
+      });
+      const sc = res.structuredContent;
+      const want = `record-${i} row-${(i * 7) % 10} approve-me ${i}\n`;
+      expect(!res.isError && sc?.stdout === want, `call ${i}: stdout ${JSON.stringify(sc?.stdout)}, want ${JSON.stringify(want)}; ${short(textOf(res), 2000)}`);
+      expect(sc.session?.execution_count === i + 1 && sc.session?.state === 'kept', `call ${i}: session ${short(sc.session)}`);
+      const got = (sc.tool_calls ?? []).map(c => `${c.tool}:${c.status}`).join(' ');
+      expect(got === 'lookup:ok echo:ok', `call ${i}: tool_calls ${got}, want this call's two`);
+      expect(questions.length === asked + i, `call ${i}: ${questions.length - asked} approvals asked, want one per call`);
+    }
+    const closed = await client.callTool({ name: 'session_close', arguments: { session_id: sessionId } });
+    expect(!closed.isError, `session_close: ${short(textOf(closed))}`);
+    return 'a table loaded once, three calls with tools used it, an approval asked in each';
   }],
 ];
 
