@@ -81,7 +81,7 @@ func newStackUpstreams(ctx context.Context, cli *client.Client, image, runtime s
 	l.StartPool() // the bench swept its leftovers at start: nothing to reap first
 	st, ct := mcp.NewInMemoryTransports()
 	o := mcpserver.Options{Name: "mcp-exec-bench", Upstreams: ups}
-	if ups == nil { // no sessions in code mode
+	if ups == nil { // the bench measures sessions without code mode
 		o.Sessions = mcpserver.SessionOptions{Backend: mcpserver.LauncherSessions{L: l}, Max: 2, Memory: sessionMemory}
 	}
 	s.ss, err = mcpserver.New(l, o).Connect(ctx, st, nil)
