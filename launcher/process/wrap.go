@@ -3,9 +3,11 @@ package process
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -151,12 +153,14 @@ func confine(l Limits) error {
 }
 
 // prepareExec resolves argv's command and returns its exec, to be called once confine
-// has run. What the exec needs is allocated here, before confine sets RLIMIT_DATA: under
-// the race detector's heap the wrapper can be at that limit already, and syscall.Exec's
-// conversion of argv and the environment, made after it, has failed a run in CI
-// ("runtime: cannot allocate memory" from SlicePtrFromStrings). syscall.Exec converts
-// them again, so the same conversions are made here first: the second round then finds
-// room in the spans the first one took, instead of asking the kernel for more.
+// has run. Everything the exec needs is converted here, before confine sets RLIMIT_DATA,
+// and the exec itself is the bare execve on those pointers: it allocates nothing. Under
+// the race detector's heap the wrapper can be at that limit already, and an allocation
+// after it fails the run ("cannot allocate memory", or ThreadSanitizer's own "failed to
+// allocate"); syscall.Exec converts argv and the environment again after the limit, and
+// the bootstrap's source on argv is a large object that finds no free span. What
+// syscall.Exec does besides (restoring the soft RLIMIT_NOFILE Go raised at start) is not
+// wanted: confine sets that limit whenever Limits.Files is given, as the server does.
 func prepareExec(argv []string) (func() error, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("no command")
@@ -169,17 +173,28 @@ func prepareExec(argv []string) (func() error, error) {
 		}
 		path = p
 	}
-	env := os.Environ()
-	if _, err := syscall.BytePtrFromString(path); err != nil {
+	pathp, err := syscall.BytePtrFromString(path)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := syscall.SlicePtrFromStrings(argv); err != nil {
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := syscall.SlicePtrFromStrings(env); err != nil {
+	envp, err := syscall.SlicePtrFromStrings(os.Environ())
+	if err != nil {
 		return nil, err
 	}
-	return func() error { return syscall.Exec(path, argv, env) }, nil
+	return func() error {
+		_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE,
+			uintptr(unsafe.Pointer(pathp)),
+			uintptr(unsafe.Pointer(&argvp[0])),
+			uintptr(unsafe.Pointer(&envp[0])))
+		runtime.KeepAlive(pathp)
+		runtime.KeepAlive(argvp)
+		runtime.KeepAlive(envp)
+		return errno
+	}, nil
 }
 
 // lookPath finds name in path without os/exec's refusal of relative entries.
