@@ -46,30 +46,15 @@ const (
 // they are.
 func LiftTask(m jsonrpc.Message) jsonrpc.Message {
 	req, ok := m.(*jsonrpc.Request)
-	if !ok || req.Method != "tools/call" || !bytes.Contains(req.Params, []byte(`"task"`)) {
+	if !ok || req.Method != "tools/call" || !bytes.Contains(req.Params, taskKey) {
 		return m
 	}
-	var p map[string]json.RawMessage
-	if json.Unmarshal(req.Params, &p) != nil || p["task"] == nil {
-		return m
-	}
-	var meta map[string]json.RawMessage
-	if p["_meta"] != nil && json.Unmarshal(p["_meta"], &meta) != nil {
-		return m // the SDK refuses it
-	}
-	if meta == nil {
-		meta = map[string]json.RawMessage{}
-	}
-	meta[metaTask] = p["task"]
-	delete(p, "task")
-	mb, err1 := json.Marshal(meta)
-	p["_meta"] = mb
-	b, err2 := json.Marshal(p)
-	if err1 != nil || err2 != nil {
+	p, ok := spliceTask(nil, req.Params)
+	if !ok {
 		return m
 	}
 	out := *req
-	out.Params = b
+	out.Params = p
 	return &out
 }
 
@@ -104,7 +89,7 @@ func LiftTaskHandler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		b, err := io.ReadAll(r.Body)
+		b, err := readBody(r)
 		r.Body.Close()
 		if err != nil {
 			// The SDK answers the read's error (413 for *http.MaxBytesError).
@@ -112,17 +97,42 @@ func LiftTaskHandler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if m, derr := jsonrpc.DecodeMessage(b); derr == nil {
-			if l := LiftTask(m); l != m {
-				if nb, eerr := jsonrpc.EncodeMessage(l); eerr == nil {
-					b = nb
-				}
-			}
-		}
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		b, _ = liftBody(b)
+		r.Body, r.ContentLength = &dropReader{b}, int64(len(b))
 		next.ServeHTTP(w, r)
 	})
 }
+
+// readBody reads r's body into one buffer of its stated length where it has one (the
+// body limit in front has refused one over the limit), so that a large body is not
+// copied again and again as io.ReadAll's buffer grows.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength <= 0 {
+		return io.ReadAll(r.Body)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
+}
+
+// dropReader reads b once and lets it go at its end, so that the body's copy here is
+// garbage once the SDK has read its own (a call at the request limit is tens of MB).
+type dropReader struct{ b []byte }
+
+func (d *dropReader) Read(p []byte) (int, error) {
+	if len(d.b) == 0 {
+		d.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, d.b)
+	if d.b = d.b[n:]; len(d.b) == 0 {
+		d.b = nil
+	}
+	return n, nil
+}
+
+func (d *dropReader) Close() error { d.b = nil; return nil }
 
 type errReader struct{ err error }
 

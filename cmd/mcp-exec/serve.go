@@ -207,8 +207,9 @@ func httpMux(cfg config.Config, srv *mcp.Server, guard *httpauth.Guard, lim http
 	switch cfg.Transport {
 	case "http":
 		path = "/mcp"
-		// Inside the body limit, params.task (MCP tasks) is lifted where the SDK keeps it.
-		mux.Handle(path, door(mcpserver.LiftTaskHandler(streamableHandler(getServer, bodyLimit, cfg.Stateless))))
+		// Inside the body limit, params.task (MCP tasks) is lifted where the SDK keeps it;
+		// the lift may add a few bytes, which the SDK's own limit allows.
+		mux.Handle(path, door(mcpserver.LiftTaskHandler(streamableHandler(getServer, bodyLimit+mcpserver.LiftTaskGrowth, cfg.Stateless))))
 	case "sse":
 		path = "/sse"
 		mux.Handle(path, door(mcp.NewSSEHandler(getServer,
