@@ -291,23 +291,42 @@ func TestLargeBodiesLive(t *testing.T) {
 	fourAtOnce("60 MB chunked", func() (io.Reader, int64) {
 		return io.LimitReader(zeros{}, big), -1
 	}, want(413, "exceeds"))
-	call := underLimitCall(limit)
-	fourAtOnce("just under the limit", func() (io.Reader, int64) {
+	// Two of them MCP tasks (params.task): the lift into _meta (mcpserver.LiftTask) must
+	// not cost the body budget's bound more copies of a body.
+	plain, task := underLimitCall(limit, ""), underLimitCall(limit, `,"task":{"ttl":60000}`)
+	var n atomic.Int32
+	fourAtOnce("just under the limit, two of them tasks", func() (io.Reader, int64) {
+		call := plain
+		if n.Add(1)%2 == 0 {
+			call = task
+		}
 		return strings.NewReader(call), int64(len(call))
-	}, want(200, "code is"))
+	}, func(code int, body string) error {
+		if strings.Contains(body, `"taskId"`) {
+			return want(200, `"task"`)(code, body) // the run's tool error is its result
+		}
+		return want(200, "code is")(code, body)
+	})
 
-	// The bound docs/transports-and-auth.md states: 64 MiB plus four times the body budget.
-	hwm := vmKiB(t, pid, "VmHWM")
-	if bound := (64<<20 + 4*budgetFactor*limit) >> 10; hwm > bound {
-		t.Errorf("peak RSS %d KiB, over the stated bound of %d KiB (64 MiB + 4 × the body budget)", hwm, bound)
+	checkPeak(t, vmKiB(t, pid, "VmHWM"), limit)
+}
+
+// checkPeak holds a server's peak RSS to the bound docs/transports-and-auth.md states
+// for a request limit: 64 MiB plus five times the body budget. (The bodies' copies are
+// the SDK's, bounded by the budget; the rest is when the collector runs: four bodies at
+// the limit at once peaked at 312-354 MiB with the defaults, 2 cores at load 5-10.)
+func checkPeak(t *testing.T, hwmKiB, limit int64) {
+	t.Helper()
+	if bound := (64<<20 + 5*budgetFactor*limit) >> 10; hwmKiB > bound {
+		t.Errorf("peak RSS %d KiB, over the stated bound of %d KiB (64 MiB + 5 × the body budget)", hwmKiB, bound)
 	}
 }
 
 // underLimitCall is a tools/call whose code is far over its cap (a tool error, no
-// sandbox) and whose body is just under limit.
-func underLimitCall(limit int64) string {
+// sandbox) and whose body is just under limit; more goes into its params.
+func underLimitCall(limit int64, more string) string {
 	head := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"exec","arguments":{"code":"`
-	tail := `"}}}`
+	tail := `"}` + more + `}}`
 	return head + strings.Repeat("x", int(limit)-len(head)-len(tail)-16) + tail
 }
 
