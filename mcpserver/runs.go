@@ -89,7 +89,8 @@ type runs struct {
 type run struct {
 	id, owner string
 	started   time.Time
-	timeout   time.Duration // the run's own, for expires_at
+	timeout   time.Duration   // the run's own, for expires_at
+	ctx       context.Context // the run's, from reserve to launch
 	cancel    context.CancelFunc
 	canceled  atomic.Bool // by run_cancel
 	progress  atomic.Pointer[launcher.Progress]
@@ -116,28 +117,48 @@ func newRuns(o RunOptions, vars backend.Vars, log zerolog.Logger) *runs {
 // (its values kept, its cancellation not) that ends at run_cancel or timeout plus
 // runBackstop. It refuses a run over a bound.
 func (r *runs) start(ctx context.Context, owner string, timeout time.Duration, body runBody) (*run, error) {
+	ru, err := r.reserve(ctx, owner, timeout)
+	if err != nil {
+		return nil, err
+	}
+	r.launch(ru, body)
+	return ru, nil
+}
+
+// reserve counts a run of owner's under the bounds, or refuses it; launch then starts
+// it, or drop forgets it. Between the two the caller takes what the run needs besides
+// (a session's claim), so that a run over a bound takes nothing.
+func (r *runs) reserve(ctx context.Context, owner string, timeout time.Duration) (*run, error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.sweepLocked()
 	if len(r.byID) >= r.o.Max {
-		r.mu.Unlock()
 		r.log.Warn().Int("max", r.o.Max).Msg("background run refused: too many runs")
 		return nil, fmt.Errorf("too many background runs: this server keeps at most %d at once, running or with a result not yet expired (%s); cancel a running one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
 			r.o.Max, r.vars.Name(SettingMaxBackgroundRuns), toolRunCancel, r.o.TTL)
 	}
 	if n := r.o.MaxPerIdentity; n > 0 && r.owned[owner] >= n {
-		r.mu.Unlock()
 		r.log.Warn().Int("per_identity", n).Msg("background run refused: too many runs for this identity")
 		return nil, fmt.Errorf("too many background runs for you: one identity keeps at most %d at once, running or with a result not yet expired (%s); cancel one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
 			n, r.vars.Name(SettingMaxBackgroundRunsPerIdentity), toolRunCancel, r.o.TTL)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+runBackstop)
-	ru := &run{id: newHandle("run_"), owner: owner, started: r.now(), timeout: timeout, cancel: cancel, done: make(chan struct{})}
+	ru := &run{id: newHandle("run_"), owner: owner, started: r.now(), timeout: timeout, ctx: rctx, cancel: cancel, done: make(chan struct{})}
 	r.byID[ru.id] = ru
 	r.owned[owner]++
-	r.mu.Unlock()
-	r.log.Info().Str("run", handleHash(ru.id)).Int64("timeout_ms", timeout.Milliseconds()).Msg("background run started")
-	go r.do(rctx, ru, body)
 	return ru, nil
+}
+
+// launch starts the reserved run ru's body.
+func (r *runs) launch(ru *run, body runBody) {
+	r.log.Info().Str("run", handleHash(ru.id)).Int64("timeout_ms", ru.timeout.Milliseconds()).Msg("background run started")
+	go r.do(ru.ctx, ru, body)
+}
+
+// drop forgets the reserved run ru, which never started.
+func (r *runs) drop(ru *run) {
+	ru.cancel()
+	r.forget(ru.id)
 }
 
 // do runs ru's body and keeps what it returned until TTL.
@@ -455,29 +476,41 @@ func backgroundNote(o RunOptions) string {
 	}
 	return fmt.Sprintf(`
 
-Background: with "background": true the call answers at once with run_id, status "running" and expires_at, and the program runs on, with the same limits and timeout_s, even if this client disconnects; call %s with the run_id for the result (the same as this tool's), or %s to stop it. The result is kept %s after the run ends. At most %d runs at once on this server, running or with a result kept. Not with session_id.`, toolRunWait, toolRunCancel, o.TTL, o.Max)
+Background: with "background": true the call answers at once with run_id, status "running" and expires_at, and the program runs on, with the same limits and timeout_s, even if this client disconnects; call %s with the run_id for the result (the same as this tool's), or %s to stop it. The result is kept %s after the run ends. At most %d runs at once on this server, running or with a result kept.`, toolRunWait, toolRunCancel, o.TTL, o.Max)
 }
 
 // background starts exec's call in as a background run, body its foreground body, and
 // answers with the run's handle. Its arguments are checked first, so that a call that
-// could not run is refused now rather than as the run's result.
+// could not run is refused now rather than as the run's result. In a session, the
+// session is claimed now, before the answer, and stays busy until the run ends
+// (sessions.background).
 func (h *handler) background(ctx context.Context, req *mcp.CallToolRequest, in execInput, body runBody) (*mcp.CallToolResult, any, error) {
 	id := newExecID()
-	if in.SessionID != "" {
-		// A session runs one call at a time and its state belongs to the calls in
-		// order: a run that outlives its request needs the session held busy until it
-		// ends, which sessions do not do yet.
-		return nil, nil, &invalidInput{"background", "background cannot be used with session_id (not supported yet): run the call in the session without background, or in the background without session_id"}
+	inSession := in.SessionID != "" && h.sessions != nil
+	if inSession && h.sessions.o.shared() {
+		// Every replica serves a shared session, but a run lives in the memory of the
+		// replica that started it: the client's run_wait may land on another.
+		return nil, nil, &invalidInput{"background", "background cannot be used with session_id on this server (kubernetes: a session is served by every replica, a background run only by the one that started it): run the call in the session without background, or in the background without session_id"}
 	}
 	job, err := newJob(in, h.opts)
 	if err != nil {
 		h.logRejected(id, in, err)
 		return nil, nil, err
 	}
-	ru, err := h.runs.start(ctx, identity(req), job.Timeout, body)
+	ru, err := h.runs.reserve(ctx, identity(req), job.Timeout)
 	if err != nil {
 		return nil, nil, err
 	}
+	if inSession {
+		c, err := h.sessions.claim(ctx, req, in.SessionID, job.Timeout)
+		if err != nil {
+			h.runs.drop(ru)
+			h.log.Info().Str("exec_id", id).Str("session", handleHash(in.SessionID)).Msg("exec refused: session")
+			return nil, nil, err
+		}
+		body = h.sessions.background(c, body)
+	}
+	h.runs.launch(ru, body)
 	res, out := h.runs.startedResult(ru)
 	return res, out, nil
 }

@@ -149,7 +149,7 @@ func New(r Runner, opts Options) *mcp.Server {
 	if sessionsOn(opts) {
 		h.sessions = newSessions(opts.Sessions, opts.Vars, opts.Logger)
 		h.sessions.addTools(s, opts)
-		note = sessionsNote()
+		note = sessionsNote(opts)
 	}
 	if opts.Upstreams != nil {
 		h.addCodeMode(s, opts, note)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -463,20 +464,15 @@ type sessionError struct{ msg string }
 func (e *sessionError) Error() string { return e.msg }
 
 // exec runs job in the session id, for the caller of req: claim, call, then release
-// (or, when an attached sandbox was lost, a new one for the session).
+// (or, when an attached sandbox was lost, a new one for the session). A background
+// call's claim, taken before its run started, comes in ctx (sessions.background).
 func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string, job launcher.Job) (launcher.Result, *sessionInfo, error) {
-	c, err := s.store.Claim(ctx, id, identity(req), job.Timeout)
-	var gone *backend.GoneError
-	switch {
-	case errors.Is(err, backend.ErrSessionBusy):
-		return launcher.Result{}, nil, errSessionBusy()
-	case errors.As(err, &gone):
-		return launcher.Result{}, nil, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", gone.Why, toolSessionCreate)}
-	case errors.Is(err, backend.ErrSessionGone):
-		// Another identity's handle gets the same.
-		return launcher.Result{}, nil, &sessionError{fmt.Sprintf("session_id not found: %s; call %s for a new session", err, toolSessionCreate)}
-	case err != nil:
-		return launcher.Result{}, nil, err
+	c, ok := claimed(ctx, id)
+	if !ok {
+		var err error
+		if c, err = s.claim(ctx, req, id, job.Timeout); err != nil {
+			return launcher.Result{}, nil, err
+		}
 	}
 	var egress string
 	if !s.o.shared() {
@@ -492,13 +488,7 @@ func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string
 		// maximum lifetime.
 		expires = s.restart(ctx, c)
 	} else {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		var rerr error
-		expires, rerr = s.store.Release(rctx, c)
-		cancel()
-		if rerr != nil {
-			s.log.Warn().Err(rerr).Str("session", handleHash(id)).Msg("releasing a session's call")
-		}
+		expires = s.release(ctx, c)
 	}
 	if expires.IsZero() {
 		expires = c.Record.ExpiresAt()
@@ -510,6 +500,89 @@ func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string
 		return res, nil, &sessionError{fmt.Sprintf("session closed while the call ran; call %s for a new session", toolSessionCreate)}
 	}
 	return res, &sessionInfo{ID: id, ExecutionCount: c.Record.Count, State: res.SessionState, ExpiresAt: expires.UTC().Format(time.RFC3339), egress: egress}, err
+}
+
+// claim claims the session id for one call of req's caller, or says why not.
+func (s *sessions) claim(ctx context.Context, req *mcp.CallToolRequest, id string, timeout time.Duration) (backend.SessionClaim, error) {
+	c, err := s.store.Claim(ctx, id, identity(req), timeout)
+	var gone *backend.GoneError
+	switch {
+	case errors.Is(err, backend.ErrSessionBusy):
+		return c, errSessionBusy()
+	case errors.As(err, &gone):
+		return c, &sessionError{fmt.Sprintf("session %s; its variables and files are gone: call %s for a new session", gone.Why, toolSessionCreate)}
+	case errors.Is(err, backend.ErrSessionGone):
+		// Another identity's handle gets the same.
+		return c, &sessionError{fmt.Sprintf("session_id not found: %s; call %s for a new session", err, toolSessionCreate)}
+	}
+	return c, err
+}
+
+// release ends the call's claim c: when the session ends if no call comes (zero if
+// the store could not say).
+func (s *sessions) release(ctx context.Context, c backend.SessionClaim) time.Time {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	expires, err := s.store.Release(rctx, c)
+	if err != nil {
+		s.log.Warn().Err(err).Str("session", handleHash(c.Handle)).Msg("releasing a session's call")
+	}
+	return expires
+}
+
+// claimKey carries a background call's claim (a *heldClaim) from sessions.background to
+// sessions.exec.
+type claimKey struct{}
+
+// heldClaim is the claim a background call took when it was answered; used once it is
+// the call's (or released unused).
+type heldClaim struct {
+	c    backend.SessionClaim
+	used atomic.Bool
+}
+
+// claimed is the background call's claim on the session id, when ctx carries one not
+// yet used.
+func claimed(ctx context.Context, id string) (backend.SessionClaim, bool) {
+	h, _ := ctx.Value(claimKey{}).(*heldClaim)
+	if h == nil || h.c.Handle != id || !h.used.CompareAndSwap(false, true) {
+		return backend.SessionClaim{}, false
+	}
+	return h.c, true
+}
+
+// errLifetime is the cause of a background call's end at its session's maximum
+// lifetime.
+var errLifetime = errors.New("the session reached its maximum lifetime")
+
+// background is body as a background call in the session of claim c, taken when the
+// call was answered: no other call can come between the answer and the run, and the
+// session stays busy (so its idle timeout does not run) until the run ends. The run
+// is stopped at the session's maximum lifetime, which then ends the session: a run
+// may be as long as --max-timeout-s, and nobody waits on it.
+func (s *sessions) background(c backend.SessionClaim, body runBody) runBody {
+	return func(ctx context.Context, progress func(launcher.Progress)) (*mcp.CallToolResult, any, error) {
+		hc := &heldClaim{c: c}
+		ctx, cancel := context.WithCancelCause(context.WithValue(ctx, claimKey{}, hc))
+		defer cancel(nil)
+		if !c.Record.Expires.IsZero() {
+			t := time.AfterFunc(time.Until(c.Record.Expires), func() { cancel(errLifetime) })
+			defer t.Stop()
+		}
+		res, out, err := body(ctx, progress)
+		if hc.used.CompareAndSwap(false, true) {
+			s.release(ctx, c) // the body ended before its call: the claim is still here
+		}
+		if err != nil && errors.Is(context.Cause(ctx), errLifetime) {
+			lifetime := c.Record.Lifetime
+			if lifetime <= 0 {
+				lifetime = s.o.MaxLifetime
+			}
+			return nil, nil, &sessionError{fmt.Sprintf("the run was stopped at its session's maximum lifetime (%s after session_create, %s), and the session has ended; call %s for a new session",
+				lifetime, s.vars.Name(SettingSessionMaxLifetime), toolSessionCreate)}
+		}
+		return res, out, err
+	}
 }
 
 // restart gives the session of claim c, whose attached sandbox was lost, a new one: when
@@ -581,10 +654,14 @@ func sessionEgressNote(o Options) string {
 }
 
 // sessionsNote is what exec's description adds when sessions are on.
-func sessionsNote() string {
-	return `
+func sessionsNote(o Options) string {
+	note := `
 
 Sessions: with "session_id" (from session_create) the program runs in that session instead of a new sandbox: it sees the variables, imports and /tmp files the session's earlier calls left, and the result adds "session" (id, execution_count, state, expires_at). Without session_id, everything above holds: nothing persists.`
+	if o.Runs.Max > 0 && !o.Sessions.shared() {
+		note += ` With "background" too, the run is the session's call: the session is busy (other calls in it are refused) until the run ends, session_close stops it, and the session's maximum lifetime ends it; the idle timeout does not while it runs.`
+	}
+	return note
 }
 
 // sessionText is the session line of a result's text; "" outside a session.

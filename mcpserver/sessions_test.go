@@ -36,6 +36,7 @@ type fakeConn struct {
 	n      int
 	ran    []launcher.Job
 	closed bool
+	gone   chan struct{} // closed by Close: a call in flight ends, as its sandbox would
 }
 
 func (c *fakeConn) jobs() []launcher.Job {
@@ -47,7 +48,7 @@ func (c *fakeConn) jobs() []launcher.Job {
 func (f *fakeSessions) OpenSession(_ context.Context, o launcher.SessionOptions) (SessionConn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := &fakeConn{f: f}
+	c := &fakeConn{f: f, gone: make(chan struct{})}
 	f.opened = append(f.opened, o)
 	f.conns = append(f.conns, c)
 	return c, nil
@@ -62,6 +63,8 @@ func (c *fakeConn) Exec(ctx context.Context, job launcher.Job) (launcher.Result,
 		case <-gate:
 		case <-ctx.Done():
 			return launcher.Result{SessionState: launcher.SessionRolledBack}, ctx.Err()
+		case <-c.gone:
+			return launcher.Result{}, launcher.ErrSessionClosed
 		}
 	}
 	if job.Tools != nil {
@@ -78,6 +81,9 @@ func (c *fakeConn) Exec(ctx context.Context, job launcher.Job) (launcher.Result,
 
 func (c *fakeConn) Close() {
 	c.mu.Lock()
+	if !c.closed {
+		close(c.gone)
+	}
 	c.closed = true
 	c.mu.Unlock()
 }

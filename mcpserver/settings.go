@@ -10,4 +10,5 @@ const (
 	SettingEgressProfiles         backend.Setting = "egress-profiles"
 	SettingMaxSessions            backend.Setting = "max-sessions"
 	SettingMaxSessionsPerIdentity backend.Setting = "max-sessions-per-identity"
+	SettingSessionMaxLifetime     backend.Setting = "session-max-lifetime-s"
 )

@@ -31,7 +31,7 @@ type execInput struct {
 	// SessionID is in the schema only when sessions are on (sessions.go).
 	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this session (from session_create) instead of a new sandbox: the program sees what the session's earlier calls left. Optional."`
 	// Background is in the schema only when background runs are on (runs.go).
-	Background bool `json:"background,omitempty" jsonschema:"Answer at once with a run_id and let the program run on, even if this client disconnects; run_wait gives its result. Optional; not with session_id."`
+	Background bool `json:"background,omitempty" jsonschema:"Answer at once with a run_id and let the program run on, even if this client disconnects; run_wait gives its result. Optional. With session_id the session stays busy until the run ends."`
 }
 
 // execOutput is the structured result. No omitempty: a model should always

@@ -939,7 +939,7 @@ func TestVarNamesLibrarySettings(t *testing.T) {
 		launcher.SettingEngineWait, engine.SettingAllowInsecure, kube.SettingSeccompProfile,
 		process.SettingTmpfsSize, process.SettingEgressDenied,
 		mcpserver.SettingMaxCodeBytes, mcpserver.SettingMaxStdinBytes, mcpserver.SettingEgressProfiles,
-		mcpserver.SettingMaxSessions, mcpserver.SettingMaxSessionsPerIdentity,
+		mcpserver.SettingMaxSessions, mcpserver.SettingMaxSessionsPerIdentity, mcpserver.SettingSessionMaxLifetime,
 		mcpserver.SettingMaxBackgroundRuns, mcpserver.SettingMaxBackgroundRunsPerIdentity, mcpserver.SettingRunTTL,
 		upstream.SettingMaxSessions, upstream.SettingIdleTimeout,
 	} {
