@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -100,21 +101,27 @@ func TestBackgroundInSessionClaimsAtOnce(t *testing.T) {
 // idle timeout does not end a session while its run goes on; the maximum lifetime ends
 // the run and the session.
 func TestBackgroundInSessionEnds(t *testing.T) {
-	t.Run("close", func(t *testing.T) {
-		f := &fakeSessions{gate: make(chan struct{})}
-		cs := clientOf(t, New(&fakeRunner{}, Options{Sessions: sessionOpts(f), Runs: runOpts(4)}))
-		sid := createSession(t, cs).SessionID
-		id := startRun(t, cs, inSession(sid))
-		if res := callNamed(t, cs, toolSessionClose, map[string]any{"session_id": sid}); res.IsError || res.StructuredContent.(map[string]any)["closed"] != true {
-			t.Fatalf("session_close: %s", text(t, res))
-		}
-		if got := errText(t, runWait(t, cs, id, 5)); !strings.Contains(got, "session closed while the call ran") {
-			t.Errorf("run_wait after session_close: %q", got)
-		}
-		if !f.conns[0].isClosed() {
-			t.Error("the session's sandbox is still open")
-		}
-	})
+	for name, f := range map[string]*fakeSessions{
+		"close, the call fails":   {closeErr: errors.New("sandbox 0123 ended without a result")},
+		"close, the call is lost": {closeLost: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// As the launcher's session may, the call fails or is lost as its sandbox goes.
+			f.gate = make(chan struct{})
+			cs := clientOf(t, New(&fakeRunner{}, Options{Sessions: sessionOpts(f), Runs: runOpts(4)}))
+			sid := createSession(t, cs).SessionID
+			id := startRun(t, cs, inSession(sid))
+			if res := callNamed(t, cs, toolSessionClose, map[string]any{"session_id": sid}); res.IsError || res.StructuredContent.(map[string]any)["closed"] != true {
+				t.Fatalf("session_close: %s", text(t, res))
+			}
+			if got := errText(t, runWait(t, cs, id, 5)); !strings.Contains(got, "session closed while the call ran (session_close)") {
+				t.Errorf("run_wait after session_close: %q", got)
+			}
+			if !f.conns[0].isClosed() {
+				t.Error("the session's sandbox is still open")
+			}
+		})
+	}
 	t.Run("cancel", func(t *testing.T) {
 		f := &fakeSessions{gate: make(chan struct{})}
 		cs := clientOf(t, New(&fakeRunner{}, Options{Sessions: sessionOpts(f), Runs: runOpts(4)}))

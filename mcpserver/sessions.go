@@ -364,6 +364,14 @@ func (s *sessions) conn(sandbox string) SessionConn {
 	return closedConn{}
 }
 
+// holds reports whether the sandbox is held here, its session open.
+func (s *sessions) holds(sandbox string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.held[sandbox]
+	return ok
+}
+
 // endHeld closes the held sandbox of a session that ended (the memory store's expiry
 // and close call it).
 func (s *sessions) endHeld(sandbox string) {
@@ -481,6 +489,12 @@ func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string
 		s.mu.Unlock()
 	}
 	res, err := s.conn(c.Sandbox).Exec(ctx, job)
+	if (err != nil || res.SessionState == launcher.SessionLost) && !errors.Is(err, context.Canceled) && !s.o.shared() && !s.holds(c.Sandbox) {
+		// A claimed session ends meanwhile only by session_close (expiry waits for the
+		// call): its sandbox was removed under the call, which is neither a failure of
+		// the sandbox nor a lost interpreter that the next call would replace.
+		err = launcher.ErrSessionClosed
+	}
 	var expires time.Time
 	if res.SessionState == launcher.SessionLost && s.o.shared() {
 		// The launcher removed the attached sandbox; the session starts again, empty,
@@ -497,7 +511,7 @@ func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string
 		return res, nil, errSessionBusy()
 	}
 	if errors.Is(err, launcher.ErrSessionClosed) {
-		return res, nil, &sessionError{fmt.Sprintf("session closed while the call ran; call %s for a new session", toolSessionCreate)}
+		return res, nil, &sessionError{fmt.Sprintf("session closed while the call ran (session_close), which stopped the call; call %s for a new session", toolSessionCreate)}
 	}
 	return res, &sessionInfo{ID: id, ExecutionCount: c.Record.Count, State: res.SessionState, ExpiresAt: expires.UTC().Format(time.RFC3339), egress: egress}, err
 }

@@ -28,6 +28,11 @@ type fakeSessions struct {
 	conns     []*fakeConn
 	gate      chan struct{}
 	toolCalls int
+	// A call in flight at Close ends as the launcher's may, its sandbox gone: failing
+	// with closeErr, or with closeLost a result whose interpreter was lost; else
+	// launcher.ErrSessionClosed.
+	closeErr  error
+	closeLost bool
 }
 
 type fakeConn struct {
@@ -64,6 +69,12 @@ func (c *fakeConn) Exec(ctx context.Context, job launcher.Job) (launcher.Result,
 		case <-ctx.Done():
 			return launcher.Result{SessionState: launcher.SessionRolledBack}, ctx.Err()
 		case <-c.gone:
+			switch {
+			case c.f.closeErr != nil:
+				return launcher.Result{SessionState: launcher.SessionLost}, c.f.closeErr
+			case c.f.closeLost:
+				return launcher.Result{Stdout: "started\n", ExitCode: 137, SessionState: launcher.SessionLost}, nil
+			}
 			return launcher.Result{}, launcher.ErrSessionClosed
 		}
 	}
