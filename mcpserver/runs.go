@@ -36,6 +36,11 @@ type RunOptions struct {
 	MaxPerIdentity int
 	// TTL is how long a result is kept after its run ends; 0 is 15 min.
 	TTL time.Duration
+	// MaxBytes bounds the memory of the runs this server keeps: a running run holds
+	// the most its result can take (resultCap) and an ended one its result's size, so
+	// that a run is refused at its start rather than its result lost at its end. 0 is no
+	// bound but Max.
+	MaxBytes int64
 
 	// Now is the registry's clock, for TTLs and elapsed times; nil is time.Now.
 	Now func() time.Time
@@ -46,6 +51,7 @@ const (
 	SettingMaxBackgroundRuns            backend.Setting = "max-background-runs"
 	SettingMaxBackgroundRunsPerIdentity backend.Setting = "max-background-runs-per-identity"
 	SettingRunTTL                       backend.Setting = "run-ttl-s"
+	SettingRunResultsMaxBytes           backend.Setting = "run-results-max-bytes"
 )
 
 const (
@@ -62,6 +68,11 @@ const (
 	// one that waits for a sandbox, or for an engine, past any reason.
 	runBackstop = 10 * time.Minute
 
+	// resultOverhead is what a result holds besides its output and files: the text's
+	// headers and file list, the structured fields, code mode's tool_calls (at most
+	// maxListedCalls records and their groups).
+	resultOverhead = 64 << 10
+
 	// maxExpired bounds the handles remembered as expired (to answer "expired" rather
 	// than "not found"); the oldest are forgotten first.
 	maxExpired = 4096
@@ -77,9 +88,11 @@ type runs struct {
 	vars backend.Vars
 	log  zerolog.Logger
 	now  func() time.Time
+	cap  int64 // the most one result can take (resultCap), held by a run until it ends
 
 	mu      sync.Mutex
 	byID    map[string]*run
+	bytes   int64             // held by the runs in byID
 	owned   map[string]int    // runs kept, by owner
 	expired map[string]string // handle -> owner, of results removed at TTL
 	order   []string          // expired's handles, oldest first
@@ -96,21 +109,92 @@ type run struct {
 	progress  atomic.Pointer[launcher.Progress]
 	done      chan struct{}
 
+	size  int64 // bytes held under MaxBytes: cap while it runs, then its result's; under mu
 	ended time.Time
 	res   *mcp.CallToolResult
 	out   map[string]any // the structured result, nil with err
 	err   error
 }
 
-func newRuns(o RunOptions, vars backend.Vars, log zerolog.Logger) *runs {
+// newRuns is the registry; limit is the runner's, for the most one result can take.
+func newRuns(o RunOptions, vars backend.Vars, log zerolog.Logger, limit runnerLimits) *runs {
 	if o.TTL <= 0 {
 		o.TTL = 15 * time.Minute
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &runs{o: o, vars: vars, log: log, now: o.Now,
+	return &runs{o: o, vars: vars, log: log, now: o.Now, cap: resultCap(limit),
 		byID: map[string]*run{}, owned: map[string]int{}, expired: map[string]string{}}
+}
+
+// resultCap is the most a kept result can take in memory (ResultCap of the runner's
+// limits).
+func resultCap(l runnerLimits) int64 {
+	return ResultCap(int64(l.MaxOutputBytes), int64(l.MaxOutputFilesBytes))
+}
+
+// ResultCap is the most a background run's kept result can take in memory, the output
+// capped at maxOutputBytes and the returned files at maxOutputFilesBytes: its stdout and
+// stderr twice (the structured fields and the text), its files, and resultOverhead. A
+// RunOptions.MaxBytes below it refuses every run.
+func ResultCap(maxOutputBytes, maxOutputFilesBytes int64) int64 {
+	return 2*maxOutputBytes + maxOutputFilesBytes + resultOverhead
+}
+
+// approxSize is n as size writes it when exact, else in MiB to a tenth.
+func approxSize(n int64) string {
+	if n < 1<<20 || n%(1<<20) == 0 {
+		return size(int(n))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// resultSize is what a kept result takes: its structured fields, its content (text,
+// files) and its error.
+func resultSize(res *mcp.CallToolResult, out map[string]any, err error) int64 {
+	n := valueSize(out)
+	if err != nil {
+		n += int64(len(err.Error()))
+	}
+	if res == nil {
+		return n
+	}
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			n += int64(len(c.Text))
+		case *mcp.ImageContent:
+			n += int64(len(c.Data))
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				n += int64(len(c.Resource.Text) + len(c.Resource.Blob))
+			}
+		}
+	}
+	return n
+}
+
+// valueSize is the bytes of v's strings and keys, and a word for anything else: what a
+// decoded JSON value holds, within its maps' and slices' own overhead.
+func valueSize(v any) int64 {
+	switch v := v.(type) {
+	case string:
+		return int64(len(v))
+	case map[string]any:
+		var n int64
+		for k, x := range v {
+			n += int64(len(k)) + valueSize(x)
+		}
+		return n
+	case []any:
+		var n int64
+		for _, x := range v {
+			n += valueSize(x)
+		}
+		return n
+	}
+	return 8
 }
 
 // start runs body in the background for owner, under a context detached from ctx
@@ -142,9 +226,15 @@ func (r *runs) reserve(ctx context.Context, owner string, timeout time.Duration)
 		return nil, fmt.Errorf("too many background runs for you: one identity keeps at most %d at once, running or with a result not yet expired (%s); cancel one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
 			n, r.vars.Name(SettingMaxBackgroundRunsPerIdentity), toolRunCancel, r.o.TTL)
 	}
+	if b := r.o.MaxBytes; b > 0 && r.bytes+r.cap > b {
+		r.log.Warn().Int64("max_bytes", b).Int64("held_bytes", r.bytes).Msg("background run refused: results' memory")
+		return nil, fmt.Errorf("not enough memory for another background run's result: this server keeps at most %s of results (%s), %s of it held now, and a run holds %s until it ends (the most its result can take: twice the output cap plus the output files' cap), then its result's size until it expires (%s after its run ends); wait for a run to end or a result to expire, cancel a running one with %s, or call exec without background",
+			approxSize(b), r.vars.Name(SettingRunResultsMaxBytes), approxSize(r.bytes), approxSize(r.cap), r.o.TTL, toolRunCancel)
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+runBackstop)
-	ru := &run{id: newHandle("run_"), owner: owner, started: r.now(), timeout: timeout, ctx: rctx, cancel: cancel, done: make(chan struct{})}
+	ru := &run{id: newHandle("run_"), owner: owner, started: r.now(), timeout: timeout, ctx: rctx, cancel: cancel, done: make(chan struct{}), size: r.cap}
 	r.byID[ru.id] = ru
+	r.bytes += ru.size
 	r.owned[owner]++
 	return ru, nil
 }
@@ -176,8 +266,13 @@ func (r *runs) do(ctx context.Context, ru *run, body runBody) {
 		ru.out, err = asObject(out)
 	}
 	ru.err = err
+	size := resultSize(ru.res, ru.out, err)
 	r.mu.Lock()
 	ru.ended = r.now()
+	if _, ok := r.byID[ru.id]; ok {
+		r.bytes += size - ru.size
+	}
+	ru.size = size
 	close(ru.done)
 	r.mu.Unlock()
 	r.log.Info().Str("run", handleHash(ru.id)).Bool("result", err == nil).Msg("background run ended")
@@ -209,10 +304,7 @@ func (r *runs) sweepLocked() {
 		if ru.ended.IsZero() || now.Before(ru.ended.Add(r.o.TTL)) {
 			continue
 		}
-		delete(r.byID, id)
-		if r.owned[ru.owner]--; r.owned[ru.owner] <= 0 {
-			delete(r.owned, ru.owner)
-		}
+		r.removeLocked(ru)
 		if len(r.order) >= maxExpired {
 			delete(r.expired, r.order[0])
 			r.order = r.order[1:]
@@ -220,6 +312,15 @@ func (r *runs) sweepLocked() {
 		r.expired[id] = ru.owner
 		r.order = append(r.order, id)
 		r.log.Info().Str("run", handleHash(id)).Msg("background run's result expired")
+	}
+}
+
+// removeLocked forgets ru and what it held. Called with mu held.
+func (r *runs) removeLocked(ru *run) {
+	delete(r.byID, ru.id)
+	r.bytes -= ru.size
+	if r.owned[ru.owner]--; r.owned[ru.owner] <= 0 {
+		delete(r.owned, ru.owner)
 	}
 }
 

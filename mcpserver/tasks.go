@@ -607,9 +607,6 @@ func (r *runs) forget(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ru, ok := r.byID[id]; ok {
-		delete(r.byID, id)
-		if r.owned[ru.owner]--; r.owned[ru.owner] <= 0 {
-			delete(r.owned, ru.owner)
-		}
+		r.removeLocked(ru)
 	}
 }

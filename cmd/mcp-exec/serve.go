@@ -392,7 +392,7 @@ func runOptions(cfg config.Config, log zerolog.Logger) mcpserver.RunOptions {
 		log.Info().Str("backend", cfg.Backend).Msg("background runs are not offered by this backend yet (a run would live on one replica): no background argument, no run tools")
 		return mcpserver.RunOptions{}
 	}
-	return mcpserver.RunOptions{Max: cfg.MaxBackgroundRuns, MaxPerIdentity: cfg.MaxBackgroundRunsPerIdentity, TTL: cfg.RunTTL}
+	return mcpserver.RunOptions{Max: cfg.MaxBackgroundRuns, MaxPerIdentity: cfg.MaxBackgroundRunsPerIdentity, TTL: cfg.RunTTL, MaxBytes: cfg.RunResultsMaxBytes}
 }
 
 // sweepEvery is how often every replica sweeps the shared sessions: a quarter of the

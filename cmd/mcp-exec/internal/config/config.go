@@ -26,6 +26,7 @@ import (
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/kube"
+	"github.com/mcp-exec/mcp-exec/mcpserver"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
@@ -111,6 +112,21 @@ type Config struct {
 	MaxBackgroundRuns            int           // --max-background-runs MCP_EXEC_MAX_BACKGROUND_RUNS: 0 removes background and the run tools
 	MaxBackgroundRunsPerIdentity int           // --max-background-runs-per-identity MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY: 0 is no bound but --max-background-runs
 	RunTTL                       time.Duration // --run-ttl-s MCP_EXEC_RUN_TTL_S: how long a run's result is kept after it ends
+	RunResultsMaxBytes           int64         // --run-results-max-bytes MCP_EXEC_RUN_RESULTS_MAX_BYTES: memory for runs' results; 0 is no bound but --max-background-runs
+}
+
+// runResultsCheck: --run-results-max-bytes is 0 or holds at least one run's result at
+// its caps, else every background run would be refused.
+func (c *Config) runResultsCheck() string {
+	one := mcpserver.ResultCap(c.MaxOutputBytes, c.MaxFilesBytes)
+	if c.RunResultsMaxBytes == 0 || c.MaxBackgroundRuns == 0 || c.RunResultsMaxBytes >= one {
+		return ""
+	}
+	if c.RunResultsMaxBytes < 0 {
+		return fmt.Sprintf("must be 0 or more, got %d", c.RunResultsMaxBytes)
+	}
+	return fmt.Sprintf("must be 0 or at least %s, the most one background run's result can take with --max-output-bytes %s and --max-files-bytes %s (twice the one, the other, and 64 KiB), got %s",
+		cfgFormatSize(one), cfgFormatSize(c.MaxOutputBytes), cfgFormatSize(c.MaxFilesBytes), cfgFormatSize(c.RunResultsMaxBytes))
 }
 
 // AuthTokenEnv is the only source of the token besides the token file.
@@ -381,6 +397,8 @@ func cfgTable(c *Config) []cfgField {
 			func() string {
 				return cmp.Or(cfgAtLeastOneSecond(c.RunTTL), cfgSecondsUpTo(c.RunTTL, 24*time.Hour))
 			}},
+		{"run-results-max-bytes", "MCP_EXEC_RUN_RESULTS_MAX_BYTES", "64m", "memory for background runs' results: a running run holds the most its result can take, an ended one its result's size until it expires; a run that does not fit is refused at its start; unset, at least one result at the output caps; 0: no bound but --max-background-runs",
+			(*cfgSize)(&c.RunResultsMaxBytes), c.runResultsCheck},
 		{"preload", "MCP_EXEC_PRELOAD", "", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
 			(*cfgString)(&c.Preload),
 			func() string {
@@ -537,21 +555,26 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
+	explicit := map[string]bool{} // the flags set on the command line
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 	if c.Backend == "process" {
 		// Standalone mode: runs share the server's user, so they are serialized and
 		// none is started ahead of its call, unless the operator says otherwise.
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["max-concurrent"] && getenv("MCP_EXEC_MAX_CONCURRENT") == "" {
+		if !explicit["max-concurrent"] && getenv("MCP_EXEC_MAX_CONCURRENT") == "" {
 			c.MaxConcurrent = 1
 		}
-		if !set["pool-size"] && getenv("MCP_EXEC_POOL_SIZE") == "" {
+		if !explicit["pool-size"] && getenv("MCP_EXEC_POOL_SIZE") == "" {
 			c.PoolSize = 0
 		}
 	}
 
 	c.MaxSessionsPerIdentity = c.sessionsPerIdentity()
 	c.MaxBackgroundRunsPerIdentity = fairShare(c.MaxBackgroundRunsPerIdentity, c.MaxBackgroundRuns, c.OAuthIssuer != "")
+	if !explicit["run-results-max-bytes"] && getenv("MCP_EXEC_RUN_RESULTS_MAX_BYTES") == "" {
+		// The default holds at least one result at the output caps set, so that raising
+		// them does not refuse every background run.
+		c.RunResultsMaxBytes = max(c.RunResultsMaxBytes, mcpserver.ResultCap(c.MaxOutputBytes, c.MaxFilesBytes))
+	}
 
 	if c.AuthTokenFile != "" {
 		if c.AuthToken.Set() {

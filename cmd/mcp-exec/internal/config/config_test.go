@@ -85,7 +85,7 @@ func cfgWantDefaults() Config {
 	c.MaxSessions, c.SessionIdleTimeout, c.SessionMaxLifetime, c.SessionMemory = 4, 10*time.Minute, time.Hour, 512<<20
 	c.SessionPoolSize = 1
 	c.UpstreamMaxSessions, c.UpstreamIdleTimeout = 16, 5*time.Minute
-	c.MaxBackgroundRuns, c.RunTTL = 8, 15*time.Minute
+	c.MaxBackgroundRuns, c.RunTTL, c.RunResultsMaxBytes = 8, 15*time.Minute, 64<<20
 	return c
 }
 
@@ -182,6 +182,7 @@ func TestLoadEnv(t *testing.T) {
 	env["MCP_EXEC_MAX_BACKGROUND_RUNS"], want.MaxBackgroundRuns = "5", 5
 	env["MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY"], want.MaxBackgroundRunsPerIdentity = "2", 2
 	env["MCP_EXEC_RUN_TTL_S"], want.RunTTL = "30", 30*time.Second
+	env["MCP_EXEC_RUN_RESULTS_MAX_BYTES"], want.RunResultsMaxBytes = "100m", 100<<20
 	got, err := cfgLoad(nil, env)
 	if err != nil {
 		t.Fatalf("Load: got error %v, want nil", err)
@@ -323,6 +324,8 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"session idle", func(c *Config) { c.SessionIdleTimeout = 0 }, "--session-idle-timeout-s (MCP_EXEC_SESSION_IDLE_TIMEOUT_S) must be at least 1, got 0"},
 		{"background runs", func(c *Config) { c.MaxBackgroundRuns = 1025 }, "--max-background-runs (MCP_EXEC_MAX_BACKGROUND_RUNS) must be from 0 to 1024, got 1025"},
 		{"run ttl", func(c *Config) { c.RunTTL = 0 }, "--run-ttl-s (MCP_EXEC_RUN_TTL_S) must be at least 1, got 0"},
+		{"run results below one result", func(c *Config) { c.RunResultsMaxBytes = 16 << 20 }, "--run-results-max-bytes (MCP_EXEC_RUN_RESULTS_MAX_BYTES) must be 0 or at least 18496k, the most one background run's result can take with --max-output-bytes 1m and --max-files-bytes 16m"},
+		{"run results negative", func(c *Config) { c.RunResultsMaxBytes = -1 }, "--run-results-max-bytes (MCP_EXEC_RUN_RESULTS_MAX_BYTES) must be 0 or more, got -1"},
 		{"session lifetime", func(c *Config) { c.SessionMaxLifetime = 8 * 24 * time.Hour }, "--session-max-lifetime-s (MCP_EXEC_SESSION_MAX_LIFETIME_S) must be from 0 to 604800"},
 		{"session memory", func(c *Config) { c.SessionMemory = 8 << 20 }, "--session-memory (MCP_EXEC_SESSION_MEMORY) must be at least 16m, got 8m"},
 		{"pids", func(c *Config) { c.Pids = 4 }, "--pids (MCP_EXEC_PIDS) must be at least 8, got 4"},
@@ -385,6 +388,7 @@ func TestValidateAcceptsDefaultsAndEdges(t *testing.T) {
 		}},
 		{"largest limits", func(c *Config) {
 			c.MaxCodeBytes, c.MaxStdinBytes, c.MaxOutputBytes = 64<<20, 64<<20, 64<<20
+			c.RunResultsMaxBytes = 2*64<<20 + 16<<20 + 64<<10 // one result at these caps (Load raises the default to it)
 			c.CPUs = 64
 			c.MaxTimeout = 86400 * time.Second
 		}},
@@ -941,6 +945,7 @@ func TestVarNamesLibrarySettings(t *testing.T) {
 		mcpserver.SettingMaxCodeBytes, mcpserver.SettingMaxStdinBytes, mcpserver.SettingEgressProfiles,
 		mcpserver.SettingMaxSessions, mcpserver.SettingMaxSessionsPerIdentity, mcpserver.SettingSessionMaxLifetime,
 		mcpserver.SettingMaxBackgroundRuns, mcpserver.SettingMaxBackgroundRunsPerIdentity, mcpserver.SettingRunTTL,
+		mcpserver.SettingRunResultsMaxBytes,
 		upstream.SettingMaxSessions, upstream.SettingIdleTimeout,
 	} {
 		want := "MCP_EXEC_" + strings.ToUpper(strings.ReplaceAll(string(s), "-", "_"))
@@ -979,5 +984,39 @@ func TestMaxBackgroundRunsPerIdentityDefault(t *testing.T) {
 				t.Errorf("got %d runs per identity (TTL %s), want %d (15m0s)", c.MaxBackgroundRunsPerIdentity, c.RunTTL, tc.want)
 			}
 		})
+	}
+}
+
+// TestRunResultsMaxBytesDefault: unset, --run-results-max-bytes is 64m, or one result at
+// the output caps when they make that more, so that raising them refuses no run; set, it
+// is what it says, and below one result it is refused, naming both limits.
+func TestRunResultsMaxBytesDefault(t *testing.T) {
+	cfgStubHostname(t)
+	one := int64(2*64<<20 + 16<<20 + 64<<10)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int64
+	}{
+		{"default", nil, nil, 64 << 20},
+		{"large output cap", []string{"--max-output-bytes", "64m"}, nil, one},
+		{"large output cap, env", nil, map[string]string{"MCP_EXEC_MAX_OUTPUT_BYTES": "64m"}, one},
+		{"explicit", []string{"--run-results-max-bytes", "1g"}, nil, 1 << 30},
+		{"explicit 0", nil, map[string]string{"MCP_EXEC_RUN_RESULTS_MAX_BYTES": "0"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := cfgLoad(tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.RunResultsMaxBytes != tc.want {
+				t.Errorf("got %d, want %d", c.RunResultsMaxBytes, tc.want)
+			}
+		})
+	}
+	_, err := cfgLoad([]string{"--max-output-bytes", "64m", "--run-results-max-bytes", "64m"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--run-results-max-bytes (MCP_EXEC_RUN_RESULTS_MAX_BYTES) must be 0 or at least") || !strings.Contains(err.Error(), "--max-output-bytes 64m") {
+		t.Errorf("an explicit budget below one result: %v", err)
 	}
 }

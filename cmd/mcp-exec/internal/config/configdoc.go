@@ -95,6 +95,7 @@ var cfgDocs = map[string]cfgDoc{
 	"MCP_EXEC_MAX_BACKGROUND_RUNS":              {"", "[background runs](background-runs.md) kept at once on this server: running, or ended with their result kept until `--run-ttl-s`; kept results take at most this many times one result's caps in memory; `0` removes exec's `background`, `run_wait` and `run_cancel`; docker and process backends only (on kubernetes the tools are absent)"},
 	"MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY": {"`-1` (a fair share)", "background runs kept at once for one identity, counted as `--max-background-runs`; `-1`: with `--oauth-issuer` half of `--max-background-runs`, at least 1; without OAuth no bound but `--max-background-runs`; `0`: no bound but `--max-background-runs`"},
 	"MCP_EXEC_RUN_TTL_S":                        {"", "seconds a background run's result is kept after the run ends, for any number of `run_wait` calls; then it is removed and `run_wait` answers that it expired"},
+	"MCP_EXEC_RUN_RESULTS_MAX_BYTES":            {"`64m` (unset: at least one result at the output caps)", "memory for [background runs](background-runs.md#ttl-and-limits)' results: a running run holds the most its result can take (twice `--max-output-bytes`, plus `--max-files-bytes`, plus 64 KiB; 18.1 MiB with the defaults), an ended one its result's size until `--run-ttl-s`; a run that does not fit is refused at its start, naming this setting, so no result of a started run is lost; `0`: no bound but `--max-background-runs`"},
 }
 
 // configDoc returns page with the text between cfgDocBegin and cfgDocEnd replaced by
