@@ -7,8 +7,9 @@
 // (Options.Upstreams, package upstream: programs call allowed upstream tools, and
 // tools_search finds them); egress profiles a call may name (Options.Egress); background
 // runs (Options.Runs: exec's "background", run_wait, run_cancel), kept in this server's
-// memory by one registry (runs.go), which MCP tasks (tasks.go) see through the task
-// methods.
+// memory by one registry (runs.go) within a count and a byte budget, which MCP tasks
+// (tasks.go) see through the task methods; a run in a held session holds the session's
+// claim until it ends.
 //
 // Every call ends in one of three channels, never mixed:
 //

@@ -307,7 +307,8 @@ func TestRunLimits(t *testing.T) {
 }
 
 // TestRunRefusals: run_wait's timeout_s is bounded, naming the bound; background is
-// refused with session_id, and with invalid arguments before anything runs; without
+// refused with a session_id where there are no sessions, and with invalid arguments
+// before anything runs; without
 // Runs there is no background argument and no run tools.
 func TestRunRefusals(t *testing.T) {
 	r := newSlowRunner(launcher.Result{})
