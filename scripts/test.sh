@@ -312,9 +312,11 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   MCP_EXEC_TEST_RUNTIME=runsc MCP_EXEC_TEST_POOL_SIZE=2 gotest -race -count=1 -timeout 20m -run "$warm_tests" ./launcher
   go run ./cmd/mcp-exec selftest --runtime runsc --log-level warn
   # TestSessionExpiryAndRestart: the server offers sessions under runsc (28 s at load ~6).
+  # TestBackgroundInSessionE2E: a background run in a session, closed mid-run (22 s at
+  # load ~11, 10 s of it the run).
   # TestEgressE2E here: runsc is strict (no --host-uds), so the server must refuse its
   # egress profiles at start, naming the flag (~33 s at load ~18).
-  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestEgressE2E|TestSessionExpiryAndRestart)$' ./e2e
+  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestEgressE2E|TestSessionExpiryAndRestart|TestBackgroundInSessionE2E)$' ./e2e
   # Code mode under gVisor: the TypeScript client over HTTP, an upstream's tools called
   # from the sandbox over the bridge (~18 s). Its stdio half is left out here: the SDK's
   # stdio client kills the server 4 s after closing its stdin, and under gVisor on a
