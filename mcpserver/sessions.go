@@ -623,7 +623,7 @@ func (s *sessions) restart(ctx context.Context, c backend.SessionClaim) time.Tim
 }
 
 func errSessionBusy() error {
-	return &sessionError{"session busy: another exec call is running in this session; wait for it to end (or cancel it) and call again; calls in one session run one at a time"}
+	return &sessionError{"session busy: another exec call is running in this session (a call with background runs until its run ends); wait for it to end (or cancel it; a background run with run_cancel) and call again; calls in one session run one at a time"}
 }
 
 // addTools adds session_create and session_close.
