@@ -397,7 +397,7 @@ func cfgTable(c *Config) []cfgField {
 			func() string {
 				return cmp.Or(cfgAtLeastOneSecond(c.RunTTL), cfgSecondsUpTo(c.RunTTL, 24*time.Hour))
 			}},
-		{"run-results-max-bytes", "MCP_EXEC_RUN_RESULTS_MAX_BYTES", "64m", "memory for background runs' results: a running run holds the most its result can take, an ended one its result's size until it expires; a run that does not fit is refused at its start; unset, at least one result at the output caps; 0: no bound but --max-background-runs",
+		{"run-results-max-bytes", "MCP_EXEC_RUN_RESULTS_MAX_BYTES", "160m", "memory for background runs' results: a running run holds the most its result can take, an ended one its result's size until it expires; a run that does not fit is refused at its start; unset, at least one result at the output caps; 0: no bound but --max-background-runs",
 			(*cfgSize)(&c.RunResultsMaxBytes), c.runResultsCheck},
 		{"preload", "MCP_EXEC_PRELOAD", "", "comma-separated modules each sandbox imports before its code arrives, e.g. numpy,pandas",
 			(*cfgString)(&c.Preload),

@@ -85,7 +85,7 @@ func cfgWantDefaults() Config {
 	c.MaxSessions, c.SessionIdleTimeout, c.SessionMaxLifetime, c.SessionMemory = 4, 10*time.Minute, time.Hour, 512<<20
 	c.SessionPoolSize = 1
 	c.UpstreamMaxSessions, c.UpstreamIdleTimeout = 16, 5*time.Minute
-	c.MaxBackgroundRuns, c.RunTTL, c.RunResultsMaxBytes = 8, 15*time.Minute, 64<<20
+	c.MaxBackgroundRuns, c.RunTTL, c.RunResultsMaxBytes = 8, 15*time.Minute, 160<<20
 	return c
 }
 
@@ -987,21 +987,21 @@ func TestMaxBackgroundRunsPerIdentityDefault(t *testing.T) {
 	}
 }
 
-// TestRunResultsMaxBytesDefault: unset, --run-results-max-bytes is 64m, or one result at
+// TestRunResultsMaxBytesDefault: unset, --run-results-max-bytes is 160m, or one result at
 // the output caps when they make that more, so that raising them refuses no run; set, it
 // is what it says, and below one result it is refused, naming both limits.
 func TestRunResultsMaxBytesDefault(t *testing.T) {
 	cfgStubHostname(t)
-	one := int64(2*64<<20 + 16<<20 + 64<<10)
+	one := int64(2*64<<20 + 64<<20 + 64<<10)
 	for _, tc := range []struct {
 		name string
 		args []string
 		env  map[string]string
 		want int64
 	}{
-		{"default", nil, nil, 64 << 20},
-		{"large output cap", []string{"--max-output-bytes", "64m"}, nil, one},
-		{"large output cap, env", nil, map[string]string{"MCP_EXEC_MAX_OUTPUT_BYTES": "64m"}, one},
+		{"default", nil, nil, 160 << 20},
+		{"large caps", []string{"--max-output-bytes", "64m", "--max-files-bytes", "64m"}, nil, one},
+		{"large caps, env", nil, map[string]string{"MCP_EXEC_MAX_OUTPUT_BYTES": "64m", "MCP_EXEC_MAX_FILES_BYTES": "64m"}, one},
 		{"explicit", []string{"--run-results-max-bytes", "1g"}, nil, 1 << 30},
 		{"explicit 0", nil, map[string]string{"MCP_EXEC_RUN_RESULTS_MAX_BYTES": "0"}, 0},
 	} {
