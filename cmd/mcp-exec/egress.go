@@ -39,7 +39,7 @@ func newEgress(cfg config.Config, engineHost string, self owner.ID, log zerolog.
 	if cfg.EgressProfiles == "" {
 		return nil, nil
 	}
-	ps, err := egress.LoadProfiles(cfg.EgressProfiles)
+	ps, err := egress.LoadProfiles(cfg.EgressProfiles, config.Secrets())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.Name("egress-profiles"), err)
 	}

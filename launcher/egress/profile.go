@@ -30,6 +30,7 @@ type Profile struct {
 	ports    []int               // sorted, no duplicates
 	maxConns int64
 	maxBytes int64
+	inject   map[string][]Header // canonical exact host -> headers, in name order
 }
 
 // MaxConnections returns the cap on connections opened per call; 0 means no cap.
@@ -127,13 +128,14 @@ func (ps *Profiles) Lookup(name string) (*Profile, bool) {
 	return p, ok
 }
 
-// LoadProfiles reads and parses the profiles file at path.
-func LoadProfiles(path string) (*Profiles, error) {
+// LoadProfiles reads and parses the profiles file at path, resolving the inject
+// rules' values with sec (ParseProfilesSecrets).
+func LoadProfiles(path string, sec Secrets) (*Profiles, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading egress profiles: %w", err)
 	}
-	ps, err := ParseProfiles(data)
+	ps, err := ParseProfilesSecrets(data, sec)
 	if err != nil {
 		return nil, fmt.Errorf("egress profiles %s: %w", path, err)
 	}
@@ -145,6 +147,8 @@ type rawProfile struct {
 	Ports          *[]int   `json:"ports"`
 	MaxConnections int64    `json:"max_connections"`
 	MaxBytes       int64    `json:"max_bytes"`
+
+	Inject map[string]rawInject `json:"inject"`
 }
 
 // ParseProfiles parses a profiles file:
@@ -172,8 +176,26 @@ type rawProfile struct {
 // profile, before its lookup, so that the cap bounds the lookups too) and max_bytes
 // (bytes both ways per call) are optional; absent or 0 means no cap. Unknown fields,
 // duplicate profile names and trailing data are errors, and every error names the
-// profile and the field.
-func ParseProfiles(data []byte) (*Profiles, error) {
+// profile and the field. A file with inject rules needs ParseProfilesSecrets.
+func ParseProfiles(data []byte) (*Profiles, error) { return ParseProfilesSecrets(data, nil) }
+
+// ParseProfilesSecrets is ParseProfiles for a file that may have inject rules, whose
+// values sec resolves:
+//
+//	"github": {
+//	  "hosts": ["api.github.com", "codeload.github.com"],
+//	  "inject": {
+//	    "api.github.com": {"headers": {"Authorization": "Bearer ${env:GITHUB_TOKEN}"}}
+//	  }
+//	}
+//
+// inject's keys are exact names that hosts lists exactly (never a wildcard); each has
+// headers to set on every request to that host, replacing any of the same name the
+// program sent. A value is text with ${env:NAME} and ${file:/path} references, as in
+// the upstreams file; it must resolve to a non-empty value a header can carry. Host,
+// Content-Length, Transfer-Encoding, Proxy-* and the hop-by-hop headers are refused.
+// Errors name the profile, the host and the header, never a value.
+func ParseProfilesSecrets(data []byte, sec Secrets) (*Profiles, error) {
 	var top struct {
 		Profiles json.RawMessage `json:"profiles"`
 	}
@@ -207,7 +229,7 @@ func ParseProfiles(data []byte) (*Profiles, error) {
 		if _, dup := ps.byName[name]; dup {
 			return nil, fmt.Errorf("profile %q: defined twice", name)
 		}
-		p, err := newProfile(name, raw)
+		p, err := newProfile(name, raw, sec)
 		if err != nil {
 			return nil, fmt.Errorf("profile %q: %w", name, err)
 		}
@@ -219,7 +241,7 @@ func ParseProfiles(data []byte) (*Profiles, error) {
 	return ps, nil
 }
 
-func newProfile(name string, raw rawProfile) (*Profile, error) {
+func newProfile(name string, raw rawProfile, sec Secrets) (*Profile, error) {
 	if !profileName.MatchString(name) {
 		return nil, errors.New("name: want 1 to 32 characters of a-z, 0-9, _ and -, starting with a letter")
 	}
@@ -264,6 +286,11 @@ func newProfile(name string, raw rawProfile) (*Profile, error) {
 		return nil, fmt.Errorf("max_bytes: %d is negative (0 or absent: no cap)", raw.MaxBytes)
 	}
 	p.maxConns, p.maxBytes = raw.MaxConnections, raw.MaxBytes
+	inject, err := newInject(p, raw.Inject, sec)
+	if err != nil {
+		return nil, err
+	}
+	p.inject = inject
 	return p, nil
 }
 

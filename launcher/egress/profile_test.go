@@ -65,16 +65,16 @@ func TestLoadProfiles(t *testing.T) {
 	if err := os.WriteFile(path, []byte(pypiFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadProfiles(path); err != nil {
+	if _, err := LoadProfiles(path, nil); err != nil {
 		t.Errorf("LoadProfiles: %v", err)
 	}
-	_, err := LoadProfiles(filepath.Join(t.TempDir(), "missing.json"))
+	_, err := LoadProfiles(filepath.Join(t.TempDir(), "missing.json"), nil)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadProfiles(missing) = %v, want ErrNotExist", err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"profiles": {"x": {"hosts": ["*.com"]}}}`), 0o600)
-	if _, err := LoadProfiles(bad); err == nil || !strings.Contains(err.Error(), bad) {
+	if _, err := LoadProfiles(bad, nil); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("LoadProfiles(bad) = %v, want an error naming the file", err)
 	}
 }

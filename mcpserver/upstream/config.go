@@ -234,6 +234,16 @@ func resolveAll(server, field string, m map[string]string, r Resolver) (map[stri
 
 var refRE = regexp.MustCompile(`\$\{([a-z]+):([^}]*)\}`)
 
+// Resolve replaces each ${env:NAME} and ${file:/path} in v. Its error names the
+// reference, never a value (the egress profiles' inject rules take their values so).
+func (r Resolver) Resolve(v string) (string, error) {
+	got, err := resolve(v, r)
+	if err != nil {
+		return "", errors.New(strings.TrimPrefix(err.Error(), ": "))
+	}
+	return got, nil
+}
+
 // resolve replaces each ${env:NAME} and ${file:/path} in v.
 func resolve(v string, r Resolver) (string, error) {
 	var err error
