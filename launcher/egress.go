@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,6 +170,11 @@ func egressEnv() []string {
 	}
 }
 
+// bundleEnv points every TLS stack a program may use at the CA bundle at p.
+func bundleEnv(p string) []string {
+	return []string{"SSL_CERT_FILE=" + p, "REQUESTS_CA_BUNDLE=" + p, "CURL_CA_BUNDLE=" + p, "PIP_CERT=" + p}
+}
+
 // egressSpec is SpecOf for a sandbox holding channel ch.
 func egressSpec(o Options, ch backend.EgressChannel) backend.Spec {
 	return withEgress(SpecOf(o), ch)
@@ -180,6 +186,12 @@ func egressSpec(o Options, ch backend.EgressChannel) backend.Spec {
 // bootstrap); the proxy variables either way.
 func withEgress(spec backend.Spec, ch backend.EgressChannel) backend.Spec {
 	spec.Env = append(slices.Clone(spec.Env), egressEnv()...)
+	if b, ok := ch.(interface{ CABundle() string }); ok && b.CABundle() != "" && ch.Dir() != "" {
+		// The profile has inject rules: the proxy terminates TLS for those hosts
+		// with its own CA, which the sandbox trusts through this bundle (the system's
+		// roots and that CA, read-only in the channel's directory).
+		spec.Env = append(spec.Env, bundleEnv(path.Join(backend.EgressMount, b.CABundle()))...)
+	}
 	if spec.EgressDir = ch.Dir(); spec.EgressDir == "" {
 		spec.EgressConns = ch
 		spec.Env = append(spec.Env, backend.EgressTunnelEnv)

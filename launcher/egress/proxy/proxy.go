@@ -25,6 +25,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -70,6 +71,13 @@ type Server struct {
 
 	// hashKey is nameHash's key: random, per Server, never logged.
 	hashKey []byte
+
+	// For the profiles' inject rules (intercept.go): the CA, nil without rules; the
+	// bundle their sandboxes trust; the roots the real hosts are verified against.
+	ca            *authority
+	bundle        []byte
+	upstreamRoots *x509.CertPool
+	audit         *Audit // nil: no audit log
 }
 
 // New returns a Server whose Channels live in directories under dir, which it creates
@@ -88,6 +96,9 @@ func New(profiles *egress.Profiles, dir, instance string, self owner.ID, log zer
 	s := &Server{profiles: profiles, dir: dir, prefix: DirPrefix(instance), self: self, resolver: net.DefaultResolver, log: log, dial: dialAddr}
 	s.hashKey = make([]byte, 32)
 	_, _ = rand.Read(s.hashKey)
+	if err := s.initInject(); err != nil {
+		return nil, err
+	}
 	if dir != "" {
 		if err := s.makeDir(); err != nil {
 			return nil, err
@@ -211,9 +222,19 @@ func (s *Server) OpenChannel(profile string) (*Channel, error) {
 			return nil, fmt.Errorf("egress channel: %w", err)
 		}
 	}
+	bundle := s.ca != nil && len(p.InjectHosts()) > 0 && dir != ""
+	if bundle {
+		if err := s.writeBundle(dir); err != nil {
+			ln.Close()
+			removeChannelDir(dir)
+			return nil, fmt.Errorf("egress channel: writing the CA bundle: %w", err)
+		}
+	}
+	id := make([]byte, 6)
+	_, _ = rand.Read(id)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Channel{
-		s: s, p: p, dir: dir, ln: ln, counter: p.NewCounter(),
+		s: s, p: p, dir: dir, ln: ln, counter: p.NewCounter(), bundle: bundle, id: hex.EncodeToString(id),
 		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{},
 	}
 	if ln != nil {
@@ -337,6 +358,8 @@ type Channel struct {
 	counter *egress.Counter
 	ctx     context.Context
 	cancel  context.CancelFunc
+	bundle  bool   // its directory holds the CA bundle (CABundle)
+	id      string // random, for the audit log's lines of this sandbox
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -442,6 +465,7 @@ type record struct {
 	up, down       int64
 	began          time.Time
 	denied, failed bool
+	intercepted    bool // TLS terminated for inject rules
 }
 
 // logRecord writes the connection's one log line: profile, host, port, decision,
@@ -460,13 +484,8 @@ func (c *Channel) logRecord(r *record) {
 	// The host is logged only when the profile names it exactly: then it is the
 	// operator's text. Any other name is the program's, and a program could spell
 	// data in it; under a wildcard the log has the wildcard and a keyed hash.
-	host, hash := "", ""
-	if entry, name, ok := c.p.Entry(r.host); ok {
-		host = entry
-		if entry != name {
-			hash = c.s.nameHash(name)
-		}
-	}
+	host, hash := c.logHost(r.host)
+	c.s.auditConn(c, r, decision, host, hash)
 	ev := lvl.Str("profile", c.p.Name()).Str("method", r.method).Str("host", host)
 	if hash != "" {
 		ev = ev.Str("host_hash", hash)
@@ -475,6 +494,18 @@ func (c *Channel) logRecord(r *record) {
 		Str("decision", decision).Str("reason", r.reason).
 		Int64("bytes_up", r.up).Int64("bytes_down", r.down).
 		Int64("duration_ms", time.Since(r.began).Milliseconds()).Msg("egress")
+}
+
+// logHost is how a connection's host is logged: the profile's entry when it names it
+// exactly, else the wildcard entry with a keyed hash of the name, else nothing.
+func (c *Channel) logHost(name string) (host, hash string) {
+	if entry, canon, ok := c.p.Entry(name); ok {
+		host = entry
+		if entry != canon {
+			hash = c.s.nameHash(canon)
+		}
+	}
+	return host, hash
 }
 
 // headReader limits what the request head may take; lifted once it is read.
@@ -540,6 +571,11 @@ func (c *Channel) serve(conn net.Conn) {
 	addrs, err := c.p.Resolve(c.ctx, c.s.resolver, host, port, c.s.own)
 	if err != nil {
 		c.deny(conn, r, err)
+		return
+	}
+	if hs := c.p.Inject(host); r.method == "CONNECT" && len(hs) > 0 && c.s.ca != nil {
+		_, name, _ := c.p.Entry(host) // canonical: the one the rule and the leaf name
+		c.intercept(conn, br, addrs, name, port, hs, r)
 		return
 	}
 	up, err := c.s.dialVetted(c.ctx, addrs)

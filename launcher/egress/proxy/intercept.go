@@ -1,0 +1,261 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/egress"
+)
+
+// BundleName is the name, in the directory of a Channel whose profile has inject
+// rules, of the CA bundle its sandbox trusts: the system's trust store and the
+// proxy's CA, certificates only.
+const BundleName = "ca-bundle.pem"
+
+const (
+	handshakeTimeout = 10 * time.Second
+	idleTimeout      = 60 * time.Second // between requests on a kept-alive connection
+)
+
+// SetUpstreamRoots replaces the trust store the proxy verifies an injected host's
+// real certificate against (nil: the system's). An operator's internal CA, or a
+// test's.
+func (s *Server) SetUpstreamRoots(roots *x509.CertPool) { s.upstreamRoots = roots }
+
+// CABundle returns the name, in Dir, of the CA bundle the sandbox is to trust, or ""
+// when its profile has no inject rules (then nothing is intercepted and the sandbox
+// trusts only its image's roots). The launcher points SSL_CERT_FILE and its kin at it.
+func (c *Channel) CABundle() string {
+	if c.bundle {
+		return BundleName
+	}
+	return ""
+}
+
+// initInject makes the CA when some profile has inject rules, and the bundle that
+// sandboxes of those profiles trust.
+func (s *Server) initInject() error {
+	hosts := s.profiles.InjectHosts()
+	if len(hosts) == 0 {
+		return nil
+	}
+	ca, err := newAuthority(hosts)
+	if err != nil {
+		return fmt.Errorf("making the egress injection CA: %w", err)
+	}
+	sys, err := systemBundle()
+	if err != nil {
+		// Python's ssl still finds the image's roots in its hashed directory
+		// (SSL_CERT_DIR is left alone); requests and pip would not.
+		s.log.Warn().Err(err).Msg("egress inject: the sandboxes' CA bundle holds only the proxy's CA")
+	}
+	if len(sys) > 0 && sys[len(sys)-1] != '\n' {
+		sys = append(sys, '\n')
+	}
+	s.ca, s.bundle = ca, append(sys, ca.pem...)
+	return nil
+}
+
+// writeBundle puts the CA bundle in a Channel's directory, readable by the sandbox's
+// user (the directory lets it search, not list).
+func (s *Server) writeBundle(dir string) error {
+	path := filepath.Join(dir, BundleName)
+	if err := os.WriteFile(path, s.bundle, 0o644); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644) // whatever the umask
+}
+
+// intercept serves a CONNECT to a host with inject rules: it opens its own TLS to the
+// real host first (verified against upstreamRoots or the system's: a mismatch is a
+// 502 to the CONNECT, before the program's TLS), then terminates the program's TLS
+// with a leaf for the host and relays HTTP/1.1 requests one by one, each with the
+// rule's headers set, until either side ends. Redirects reach the program like any
+// response: it follows them itself, and a request to another host is another
+// CONNECT, without the headers.
+func (c *Channel) intercept(conn net.Conn, br *bufio.Reader, addrs []netip.AddrPort, host string, port int, hs []egress.Header, r *record) {
+	r.intercepted = true
+	raw, err := c.s.dialVetted(c.ctx, addrs)
+	if err != nil {
+		r.failed, r.reason = true, "dial_failed"
+		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: could not connect to %q port %d", host, port))
+		return
+	}
+	if !c.track(raw) {
+		return
+	}
+	defer c.drop(raw)
+	up := tls.Client(raw, &tls.Config{ServerName: host, RootCAs: c.s.upstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	hctx, cancel := context.WithTimeout(c.ctx, handshakeTimeout)
+	err = up.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
+		r.failed, r.reason = true, "upstream_tls"
+		c.s.log.Warn().Str("profile", c.p.Name()).Str("host", host).Int("port", port).Err(err).Msg("egress inject: the real host's TLS was refused")
+		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: %q port %d: its certificate was refused (the proxy verifies the real host before it sets a credential)", host, port))
+		return
+	}
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	leaf, err := c.s.ca.leaf(host)
+	if err != nil {
+		r.failed, r.reason = true, "leaf_failed"
+		return
+	}
+	// Only HTTP/1.1 is offered: the proxy reads each request to set its headers, and
+	// a client that wants h2 falls back to it.
+	client := tls.Server(&prefixConn{Conn: conn, r: io.MultiReader(io.LimitReader(br, int64(br.Buffered())), conn)},
+		&tls.Config{Certificates: []tls.Certificate{*leaf}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	hctx, cancel = context.WithTimeout(c.ctx, handshakeTimeout)
+	err = client.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
+		r.failed, r.reason = true, "client_tls"
+		return
+	}
+	c.relayRequests(client, up, host, port, hs, r)
+}
+
+// relayRequests forwards the program's requests on client to up, one at a time, with
+// the headers hs set, and streams each response back.
+func (c *Channel) relayRequests(client, up *tls.Conn, host string, port int, hs []egress.Header, r *record) {
+	hr := &headReader{r: client}
+	cbr := bufio.NewReader(hr)
+	ubr := bufio.NewReader(up)
+	authority := host
+	if port != 443 {
+		authority = net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	for {
+		_ = client.SetReadDeadline(time.Now().Add(idleTimeout))
+		hr.left, hr.on = maxHead, true
+		req, err := http.ReadRequest(cbr)
+		hr.on = false
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) {
+				writeStatus(client, http.StatusBadRequest, "egress: could not read the request head")
+			}
+			return
+		}
+		_ = client.SetReadDeadline(time.Time{})
+		rr := &requestRecord{method: req.Method, path: req.URL.Path, began: time.Now()}
+		keep := c.relayOne(client, up, cbr, ubr, req, authority, hs, rr, r)
+		c.s.auditRequest(c, host, port, rr, hs)
+		if !keep {
+			return
+		}
+	}
+}
+
+// requestRecord is what one injected request's audit line says.
+type requestRecord struct {
+	method, path string
+	status       int
+	up, down     int64
+	began        time.Time
+	decision     string
+	reason       string
+}
+
+// relayOne forwards one request and its response; it reports whether the connection
+// may carry another.
+func (c *Channel) relayOne(client, up net.Conn, cbr, ubr *bufio.Reader, req *http.Request, authority string, hs []egress.Header, rr *requestRecord, r *record) bool {
+	rr.decision = "allowed"
+	if req.Header.Get("Upgrade") != "" || req.Method == http.MethodConnect {
+		// A websocket (or any upgrade) would leave HTTP, where the proxy can no
+		// longer tell requests apart; refused rather than carried half-checked.
+		rr.decision, rr.reason, rr.status = "denied", "upgrade_refused", http.StatusNotImplemented
+		writeStatus(client, http.StatusNotImplemented, "egress: protocol upgrades (websockets) are not carried to a host with inject rules")
+		return false
+	}
+	// The site is the host the rule is for: another Host would take the credential
+	// to another site served from the same address.
+	req.Host = authority
+	for k := range req.Header {
+		if strings.HasPrefix(strings.ToLower(k), "proxy-") {
+			req.Header.Del(k)
+		}
+	}
+	for _, h := range hs {
+		req.Header.Set(h.Name, h.Value())
+	}
+	req.RequestURI = ""
+	cw := &countWriter{w: up, c: c.counter}
+	werr := req.Write(cw)
+	rr.up = cw.n
+	r.up += cw.n
+	if werr != nil {
+		c.noteCap(werr, rr, r)
+		return false
+	}
+	for {
+		resp, err := http.ReadResponse(ubr, req)
+		if err != nil {
+			rr.decision, rr.reason, rr.status = "failed", "bad_response", http.StatusBadGateway
+			writeStatus(client, http.StatusBadGateway, "egress: the host's response could not be read")
+			return false
+		}
+		rr.status = resp.StatusCode
+		cw := &countWriter{w: client, c: c.counter}
+		werr := resp.Write(cw)
+		resp.Body.Close()
+		rr.down += cw.n
+		r.down += cw.n
+		if werr != nil {
+			c.noteCap(werr, rr, r)
+			return false
+		}
+		// An interim response (100 Continue) is followed by the final one.
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue
+		}
+		return !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	}
+}
+
+func (c *Channel) noteCap(err error, rr *requestRecord, r *record) {
+	if isCap(err) {
+		rr.decision, rr.reason = "denied", capReason(err)
+		r.denied, r.reason = true, capReason(err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// prefixConn is a connection whose first bytes come from r (what the proxy had
+// already buffered after the CONNECT head).
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// track registers an upstream connection for Close; false once the Channel is closed.
+func (c *Channel) track(up net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		up.Close()
+		return false
+	}
+	c.conns[up] = struct{}{}
+	return true
+}
