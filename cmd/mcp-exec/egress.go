@@ -50,6 +50,9 @@ func newEgress(cfg config.Config, engineHost string, self owner.ID, log zerolog.
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", config.Name("egress-profiles"), err)
 		}
+		if err := egressExtras(srv, cfg); err != nil {
+			return nil, err
+		}
 		log.Info().Strs("profiles", ps.Names()).Msg("egress profiles loaded (channels over port-forward streams)")
 		return srv, nil
 	}
@@ -67,8 +70,33 @@ func newEgress(cfg config.Config, engineHost string, self owner.ID, log zerolog.
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.Name("egress-dir"), err)
 	}
-	log.Info().Strs("profiles", ps.Names()).Str("dir", dir).Msg("egress profiles loaded")
+	if err := egressExtras(srv, cfg); err != nil {
+		return nil, err
+	}
+	// The hosts with inject rules are the operator's text; the values never are logged.
+	log.Info().Strs("profiles", ps.Names()).Strs("inject_hosts", ps.InjectHosts()).Str("dir", dir).Msg("egress profiles loaded")
 	return srv, nil
+}
+
+// egressExtras gives srv the audit log of --egress-audit and the trust store of
+// --egress-inject-ca. The audit's "-" is the process's stdout, which the
+// configuration keeps from --transport stdio.
+func egressExtras(srv *proxy.Server, cfg config.Config) error {
+	if cfg.EgressInjectCA != "" {
+		pool, err := config.LoadCAs(cfg.EgressInjectCA)
+		if err != nil {
+			return fmt.Errorf("%s: %w", config.Name("egress-inject-ca"), err)
+		}
+		srv.SetUpstreamRoots(pool)
+	}
+	if cfg.EgressAudit != "" {
+		a, err := proxy.OpenAudit(cfg.EgressAudit, os.Stdout)
+		if err != nil {
+			return fmt.Errorf("%s: %w", config.Name("egress-audit"), err)
+		}
+		srv.SetAudit(a)
+	}
+	return nil
 }
 
 // checkEgress runs the launcher's start-up check of the egress channel (a sandbox

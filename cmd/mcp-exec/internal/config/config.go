@@ -107,6 +107,8 @@ type Config struct {
 	LogFormat              string        // --log-format MCP_EXEC_LOG_FORMAT
 	EgressProfiles         string        // --egress-profiles MCP_EXEC_EGRESS_PROFILES: JSON file of egress profiles; "" = none: no network, no egress field
 	EgressDir              string        // --egress-dir MCP_EXEC_EGRESS_DIR: where the per-sandbox proxy sockets live; "" = under the temp directory
+	EgressAudit            string        // --egress-audit MCP_EXEC_EGRESS_AUDIT: file of the egress audit log, "-" for stdout; "" = none
+	EgressInjectCA         string        // --egress-inject-ca MCP_EXEC_EGRESS_INJECT_CA: PEM file of the CAs injected hosts are verified against; "" = the system's
 
 	// Background runs (docs/background-runs.md).
 	MaxBackgroundRuns            int           // --max-background-runs MCP_EXEC_MAX_BACKGROUND_RUNS: 0 removes background and the run tools
@@ -421,6 +423,10 @@ func cfgTable(c *Config) []cfgField {
 			func() string {
 				return cfgUnless(c.EgressDir == "" || filepath.IsAbs(c.EgressDir), "must be an absolute path, got %q", c.EgressDir)
 			}},
+		{"egress-audit", "MCP_EXEC_EGRESS_AUDIT", "", "egress: file of the audit log, one JSON line per connection and per request to a host with inject rules (metadata only; rotated to FILE.1 past 64 MiB), or - for stdout (not with --transport stdio); empty: none",
+			(*cfgString)(&c.EgressAudit), func() string { return cfgEgressAudit(*c) }},
+		{"egress-inject-ca", "MCP_EXEC_EGRESS_INJECT_CA", "", "egress: PEM file of the CAs that hosts with inject rules are verified against, instead of the system's trust store",
+			(*cfgString)(&c.EgressInjectCA), func() string { return cfgEgressInjectCA(*c) }},
 	}
 }
 

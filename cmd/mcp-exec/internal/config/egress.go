@@ -1,8 +1,10 @@
 package config
 
 import (
+	"crypto/x509"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
@@ -37,4 +39,45 @@ func cfgEgressProfiles(c Config) string {
 		return fmt.Sprintf("inject rules (for %v) need --backend docker in this version: a pod's channel has no directory to carry the proxy's CA to it (docs/egress-inject.md)", hosts)
 	}
 	return ""
+}
+
+// cfgEgressAudit checks --egress-audit: it needs profiles, and stdout is the MCP
+// stream under --transport stdio.
+func cfgEgressAudit(c Config) string {
+	switch {
+	case c.EgressAudit == "":
+		return ""
+	case c.EgressProfiles == "":
+		return "needs " + Name("egress-profiles") + ": without profiles there is no egress to audit"
+	case c.EgressAudit == "-" && c.Transport == "stdio":
+		return "- (stdout) is the MCP stream under --transport stdio: name a file"
+	case c.EgressAudit != "-" && !filepath.IsAbs(c.EgressAudit):
+		return fmt.Sprintf("must be an absolute path or -, got %q", c.EgressAudit)
+	}
+	return ""
+}
+
+// cfgEgressInjectCA checks --egress-inject-ca: a PEM file with at least one
+// certificate.
+func cfgEgressInjectCA(c Config) string {
+	if c.EgressInjectCA == "" {
+		return ""
+	}
+	if _, err := LoadCAs(c.EgressInjectCA); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// LoadCAs reads a PEM file of CA certificates as a pool.
+func LoadCAs(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
 }

@@ -21,6 +21,8 @@ func writeProfiles(t *testing.T, body string) string {
 // and the variable.
 func TestEgressConfig(t *testing.T) {
 	good := writeProfiles(t, `{"profiles": {"deb": {"hosts": ["deb.debian.org"]}}}`)
+	t.Setenv("MCP_EXEC_TEST_TOKEN", "canary-inject-SECRET")
+	inject := writeProfiles(t, `{"profiles": {"gh": {"hosts": ["api.github.com"], "inject": {"api.github.com": {"headers": {"Authorization": "Bearer ${env:MCP_EXEC_TEST_TOKEN}"}}}}}}`)
 	tests := []struct {
 		name string
 		edit func(*Config)
@@ -45,6 +47,16 @@ func TestEgressConfig(t *testing.T) {
 		// flags are the engine's, not the server's.
 		{"gvisor", func(c *Config) { c.EgressProfiles, c.Runtime = good, "runsc" }, ""},
 		{"relative dir", func(c *Config) { c.EgressDir = "egress" }, `--egress-dir (MCP_EXEC_EGRESS_DIR) must be an absolute path, got "egress"`},
+		{"inject", func(c *Config) { c.EgressProfiles = inject }, ""},
+		{"inject unset variable", func(c *Config) {
+			c.EgressProfiles = writeProfiles(t, `{"profiles": {"gh": {"hosts": ["api.github.com"], "inject": {"api.github.com": {"headers": {"Authorization": "Bearer ${env:MCP_EXEC_TEST_UNSET_TOKEN}"}}}}}}`)
+		}, `profile "gh": inject "api.github.com": headers "Authorization": ${env:MCP_EXEC_TEST_UNSET_TOKEN} is not set`},
+		{"inject kubernetes", func(c *Config) { c.EgressProfiles, c.Backend = inject, "kubernetes" }, "inject rules (for [api.github.com]) need --backend docker"},
+		{"audit", func(c *Config) { c.EgressProfiles, c.EgressAudit = good, "/var/log/egress.jsonl" }, ""},
+		{"audit stdout", func(c *Config) { c.EgressProfiles, c.EgressAudit, c.Transport = good, "-", "http" }, ""},
+		{"audit stdout stdio", func(c *Config) { c.EgressProfiles, c.EgressAudit = good, "-" }, "--egress-audit (MCP_EXEC_EGRESS_AUDIT) - (stdout) is the MCP stream"},
+		{"audit without profiles", func(c *Config) { c.EgressAudit = "/var/log/egress.jsonl" }, "--egress-audit (MCP_EXEC_EGRESS_AUDIT) needs --egress-profiles"},
+		{"inject ca not pem", func(c *Config) { c.EgressInjectCA = good }, "--egress-inject-ca (MCP_EXEC_EGRESS_INJECT_CA) " + good + " holds no PEM certificate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
