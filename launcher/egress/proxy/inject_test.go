@@ -169,7 +169,7 @@ func TestInjectHeaders(t *testing.T) {
 	pool := bundlePool(t, ch)
 	req := newReq(t, "GET", "https://api.example.org/user?q=1")
 	req.Header.Set("Authorization", "Bearer the-programs-own")
-	req.Header.Set("Host", "evil.example.net")
+	req.Host = "evil.example.net" // another site on the same address must not get the credential
 	resp, body, chain := get(t, ch, "api.example.org", pool, req)
 	if resp.StatusCode != 200 || !strings.HasPrefix(body, "ok api.example.org /user") {
 		t.Errorf("got %s %q, want 200 ok api.example.org /user", resp.Status, body)
