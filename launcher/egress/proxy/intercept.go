@@ -66,6 +66,7 @@ func (s *Server) initInject() error {
 		sys = append(sys, '\n')
 	}
 	s.ca, s.bundle = ca, append(sys, ca.pem...)
+	s.sessions = tls.NewLRUClientSessionCache(256)
 	return nil
 }
 
@@ -98,7 +99,10 @@ func (c *Channel) intercept(conn net.Conn, br *bufio.Reader, addrs []netip.AddrP
 		return
 	}
 	defer c.drop(raw)
-	up := tls.Client(raw, &tls.Config{ServerName: host, RootCAs: c.s.upstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	// Sessions are resumed across connections: the real host's handshake is the
+	// larger part of what interception adds to a new connection's first byte.
+	up := tls.Client(raw, &tls.Config{ServerName: host, RootCAs: c.s.upstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
+		ClientSessionCache: c.s.sessions})
 	hctx, cancel := context.WithTimeout(c.ctx, handshakeTimeout)
 	err = up.HandshakeContext(hctx)
 	cancel()

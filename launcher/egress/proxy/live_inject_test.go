@@ -35,7 +35,7 @@ const liveInjectProfiles = `{"profiles": {"api": {
 
 // injectLauncher is a started, checked launcher whose proxy has liveInjectProfiles
 // and an audit log; served is as liveLauncher's.
-func injectLauncher(t *testing.T) (l *launcher.Launcher, ts *egresstest.TLSServer, logs, audit *syncbuf.Buffer, served bool) {
+func injectLauncher(t testing.TB) (l *launcher.Launcher, ts *egresstest.TLSServer, logs, audit *syncbuf.Buffer, served bool) {
 	t.Helper()
 	ps, err := egress.ParseProfilesSecrets([]byte(liveInjectProfiles), envSecrets{"TOK": injectSecret})
 	if err != nil {

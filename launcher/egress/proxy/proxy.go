@@ -25,6 +25,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -77,7 +78,8 @@ type Server struct {
 	ca            *authority
 	bundle        []byte
 	upstreamRoots *x509.CertPool
-	audit         *Audit // nil: no audit log
+	sessions      tls.ClientSessionCache // of the real hosts' TLS, shared by Channels
+	audit         *Audit                 // nil: no audit log
 }
 
 // New returns a Server whose Channels live in directories under dir, which it creates
