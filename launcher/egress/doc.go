@@ -1,7 +1,8 @@
 // Package egress holds the decision logic of egress profiles: which hosts and ports a
 // sandbox with a given profile may reach (Profile.AllowName), which resolved addresses
 // it may never reach whatever its profile says (Vet), and how much it may use per call
-// (Counter). It has no listener and no network I/O of its own beyond the Resolver it
+// (Counter), and which headers the proxy sets on requests to a host (Profile.Inject,
+// values resolved at parse time and never printed). It has no listener and no network I/O of its own beyond the Resolver it
 // is handed. ParseProfiles states the rules of the operator's profiles file.
 //
 // The code in the sandbox is hostile and chooses the name, the port and, through any

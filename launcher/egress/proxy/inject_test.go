@@ -366,3 +366,17 @@ func TestNoInjectNoBundle(t *testing.T) {
 		t.Error("a profile without rules had a header injected")
 	}
 }
+
+// TestInjectTraceRefused: TRACE, which echoes the request as the host got it, never
+// reaches an injected host.
+func TestInjectTraceRefused(t *testing.T) {
+	rig := newInjectRig(t)
+	ch := rig.open(t)
+	resp, body, _ := get(t, ch, "api.example.org", bundlePool(t, ch), newReq(t, "TRACE", "https://api.example.org/"))
+	if resp.StatusCode != http.StatusMethodNotAllowed || strings.Contains(body, injectSecret) {
+		t.Errorf("got %q %q, want 405 without the secret", resp.Status, body)
+	}
+	if n := len(rig.ts.Seen()); n != 0 {
+		t.Errorf("the server got %d requests, want none", n)
+	}
+}

@@ -1,7 +1,8 @@
 // Package proxy is the egress proxy: a forward proxy in the server that
 // lets a sandbox with an egress profile reach the hosts its profile names, and nothing
-// else. It speaks HTTP CONNECT (for TLS, which it never intercepts) and plain HTTP with
-// an absolute URI to a Channel of the sandbox's own: on a Unix socket that the backend
+// else. It speaks HTTP CONNECT (for TLS, which it intercepts only for a host its profile
+// has inject rules for: intercept.go) and plain HTTP with an absolute URI to a Channel of
+// the sandbox's own: on a Unix socket that the backend
 // bind-mounts into that sandbox alone, or on connections the backend carries to it
 // (ServeEgress: Kubernetes' port-forward). The sandbox itself keeps no network.
 //
@@ -15,6 +16,11 @@
 //     holds no path, header, body or name the program chose (logRecord).
 //   - Close ends every connection of a Channel and removes its directory; New removes
 //     only the directories that servers proven gone left (DirPrefix, stale).
+//   - A host with inject rules gets the rule's headers only after the proxy has
+//     verified the real host's certificate, over TLS the program opened to a leaf of
+//     the Server's CA, whose key stays in memory and whose name constraints permit only
+//     the injected hosts; only its profile's Channels carry the CA's bundle (intercept.go).
+//   - The audit log (Audit) has metadata only: never a header's value, a body or a query.
 //
 // docs/egress.md tells how backends carry a Channel, and the threat model.
 package proxy
