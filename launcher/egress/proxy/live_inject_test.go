@@ -262,3 +262,32 @@ with urllib.request.urlopen("https://api.example.org/s", timeout=30) as r:
 		t.Errorf("the server got %d requests, the last with the injected header %v; want 2, yes", len(seen), len(seen) == 2 && seen[1].Get("Authorization") != "")
 	}
 }
+
+// TestLiveEgressInjectWithTools: code mode and a profile with inject rules together:
+// the program calls a tool over its stream and the injected host over its channel.
+func TestLiveEgressInjectWithTools(t *testing.T) {
+	l, ts, _, _, served := injectLauncher(t)
+	if !served {
+		return
+	}
+	tools := &launcher.Tools{
+		Catalog: []byte(`{"servers":[{"name":"echo","module":"echo","tools":[
+ {"name":"echo","function":"echo","description":"Echo.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}]}`),
+		Serve: func(context.Context, []byte, int) []byte {
+			return []byte(`{"result":{"content":[],"structuredContent":{"text":"hi"}}}`)
+		},
+	}
+	out := run(t, l, launcher.Job{Egress: "api", Tools: tools, Code: `
+import json, urllib.request
+from mcptools import echo
+out = {"tool": "ok %s" % echo.echo(text="hi")}
+with urllib.request.urlopen("https://api.example.org/tools", timeout=30) as r:
+    out["api"] = "ok %d %s" % (r.status, r.read().decode().strip())
+print(json.dumps(out))
+`})
+	want(t, out, "tool", "ok {'text': 'hi'}")
+	want(t, out, "api", "ok 200 ok api.example.org /tools")
+	if seen := ts.Seen(); len(seen) != 1 || seen[0].Get("Authorization") != "Bearer "+injectSecret {
+		t.Errorf("the server got %d requests; want 1 with the injected header", len(seen))
+	}
+}
