@@ -15,6 +15,9 @@ type EgressProfile struct {
 	Name  string
 	Hosts []string // exact names and "*.suffix"
 	Ports []int
+	// Inject are the hosts whose requests the server's proxy sets credentials on (the
+	// profile's inject rules): the program sends none of its own there.
+	Inject []string
 }
 
 // egressSchema sets the "egress" property of exec's input schema: the enum of the
@@ -57,7 +60,11 @@ func egressList(ps []EgressProfile) string {
 		for i, p := range e.Ports {
 			ports[i] = strconv.Itoa(p)
 		}
-		fmt.Fprintf(&b, " %s (%s; ports %s);", e.Name, strings.Join(e.Hosts, ", "), strings.Join(ports, ", "))
+		inject := ""
+		if len(e.Inject) > 0 {
+			inject = "; credentials set by the server for " + strings.Join(e.Inject, ", ")
+		}
+		fmt.Fprintf(&b, " %s (%s; ports %s%s);", e.Name, strings.Join(e.Hosts, ", "), strings.Join(ports, ", "), inject)
 	}
 	return strings.TrimSuffix(b.String(), ";") + "."
 }
@@ -67,7 +74,7 @@ func egressDescription(o Options) string {
 	if len(o.Egress) == 0 {
 		return ""
 	}
-	return "\n\nEgress: with \"egress\" set to a profile's name, the program may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set, so urllib, requests and pip use it; TLS is end to end). A refused host, port or address is answered 403 with the reason. There is still no DNS, no UDP and no other way out. Each call with a profile starts a new sandbox (not a warm one). In a session, the profile is the one session_create was given (its calls leave \"egress\" out). " + egressList(o.Egress)
+	return "\n\nEgress: with \"egress\" set to a profile's name, the program may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set, so urllib, requests and pip use it; TLS is end to end, except to a host where the server sets credentials: there the request arrives with them, so send none of your own). A refused host, port or address is answered 403 with the reason. There is still no DNS, no UDP and no other way out. Each call with a profile starts a new sandbox (not a warm one). In a session, the profile is the one session_create was given (its calls leave \"egress\" out). " + egressList(o.Egress)
 }
 
 // checkEgress refuses a profile name that is not configured (the schema's enum

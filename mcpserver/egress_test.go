@@ -197,3 +197,12 @@ func listedProperty(t *testing.T, cs *mcp.ClientSession, tool, prop string) (sch
 	}
 	return schema.Properties[prop], tools.Tools[i].Description
 }
+
+// TestEgressListInject: a profile's hosts with inject rules are named to the model, so
+// that it sends no credentials of its own there.
+func TestEgressListInject(t *testing.T) {
+	got := egressList([]EgressProfile{{Name: "gh", Hosts: []string{"api.github.com", "codeload.github.com"}, Ports: []int{443}, Inject: []string{"api.github.com"}}})
+	if want := "Profiles: gh (api.github.com, codeload.github.com; ports 443; credentials set by the server for api.github.com)."; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

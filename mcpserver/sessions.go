@@ -664,7 +664,7 @@ func sessionEgressNote(o Options) string {
 	if len(o.Egress) == 0 || o.Sessions.shared() {
 		return ""
 	}
-	return "\n\nEgress: with \"egress\" set to a profile's name, every exec call in the session may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set; TLS is end to end; a refused host, port or address is answered 403 with the reason), within the profile's caps, which count per call; there is still no DNS, no UDP and no other way out. The profile is fixed for the session: exec calls with its session_id leave \"egress\" out. Without it the session has no network at all. " + egressList(o.Egress)
+	return "\n\nEgress: with \"egress\" set to a profile's name, every exec call in the session may reach that profile's hosts over HTTP and HTTPS through a proxy (HTTP_PROXY and HTTPS_PROXY are set; TLS is end to end, except to a host where the server sets credentials, which requests there arrive with; a refused host, port or address is answered 403 with the reason), within the profile's caps, which count per call; there is still no DNS, no UDP and no other way out. The profile is fixed for the session: exec calls with its session_id leave \"egress\" out. Without it the session has no network at all. " + egressList(o.Egress)
 }
 
 // sessionsNote is what exec's description adds when sessions are on.

@@ -131,7 +131,7 @@ func egressTool(srv *proxy.Server) []mcpserver.EgressProfile {
 	var out []mcpserver.EgressProfile
 	for _, n := range ps.Names() {
 		p, _ := ps.Lookup(n)
-		out = append(out, mcpserver.EgressProfile{Name: n, Hosts: p.Hosts(), Ports: p.Ports()})
+		out = append(out, mcpserver.EgressProfile{Name: n, Hosts: p.Hosts(), Ports: p.Ports(), Inject: p.InjectHosts()})
 	}
 	return out
 }
