@@ -35,8 +35,9 @@ type TLSServer struct {
 	Pool  *x509.CertPool // the same, as a pool
 	Names []string
 
-	mu   sync.Mutex
-	seen []http.Header
+	mu    sync.Mutex
+	seen  []http.Header
+	conns int
 }
 
 // NewTLSServer starts a TLSServer whose certificate names names.
@@ -46,6 +47,13 @@ func NewTLSServer(t testing.TB, names ...string) *TLSServer {
 	s := &TLSServer{CAPEM: caPEM, Pool: pool, Names: names}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
 	s.StartTLS()
 	t.Cleanup(s.Close)
 	return s
@@ -56,6 +64,13 @@ func (s *TLSServer) Seen() []http.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]http.Header(nil), s.seen...)
+}
+
+// Conns returns how many connections the server has accepted.
+func (s *TLSServer) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 func (s *TLSServer) serve(w http.ResponseWriter, r *http.Request) {

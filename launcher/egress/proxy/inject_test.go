@@ -148,6 +148,7 @@ func get(t *testing.T, ch *proxy.Channel, host string, pool *x509.CertPool, req 
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
+	tc.Close() // as urllib does after each request
 	return resp, string(body), tc.ConnectionState().PeerCertificates
 }
 
@@ -379,4 +380,47 @@ func TestInjectTraceRefused(t *testing.T) {
 	if n := len(rig.ts.Seen()); n != 0 {
 		t.Errorf("the server got %d requests, want none", n)
 	}
+}
+
+// TestInjectReusesUpstream: the program's next connection to the injected host reuses
+// the proxy's verified connection to the real host, within one Channel only, and not
+// once the server has closed it.
+func TestInjectReusesUpstream(t *testing.T) {
+	rig := newInjectRig(t)
+	ch := rig.open(t)
+	pool := bundlePool(t, ch)
+	for range 3 {
+		if resp, body, _ := get(t, ch, "api.example.org", pool, newReq(t, "GET", "https://api.example.org/again")); resp.StatusCode != 200 {
+			t.Fatalf("got %s %q", resp.Status, body)
+		}
+		// The proxy keeps the connection once it has read the program's close.
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitFor(t, func() bool { return rig.ts.Conns() == 1 }, "the server to have accepted 1 connection, got %d", rig.ts.Conns)
+	// Another Channel (another sandbox) never gets this one's connection.
+	other := rig.open(t)
+	get(t, other, "api.example.org", bundlePool(t, other), newReq(t, "GET", "https://api.example.org/other"))
+	time.Sleep(50 * time.Millisecond)
+	if n := rig.ts.Conns(); n != 2 {
+		t.Errorf("after another channel's request the server accepted %d connections, want 2", n)
+	}
+	// The server closes its idle connections: the next request gets a fresh one.
+	rig.ts.Config.SetKeepAlivesEnabled(false)
+	rig.ts.CloseClientConnections()
+	time.Sleep(100 * time.Millisecond)
+	rig.ts.Config.SetKeepAlivesEnabled(true)
+	if resp, body, _ := get(t, ch, "api.example.org", pool, newReq(t, "GET", "https://api.example.org/after")); resp.StatusCode != 200 {
+		t.Errorf("after the server closed the kept connection: got %s %q, want 200", resp.Status, body)
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool, format string, arg func() int) {
+	t.Helper()
+	for range 50 {
+		if ok() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("waited for "+format, arg())
 }

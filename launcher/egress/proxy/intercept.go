@@ -89,29 +89,21 @@ func (s *Server) writeBundle(dir string) error {
 // CONNECT, without the headers.
 func (c *Channel) intercept(conn net.Conn, br *bufio.Reader, addrs []netip.AddrPort, host string, port int, hs []egress.Header, r *record) {
 	r.intercepted = true
-	raw, err := c.s.dialVetted(c.ctx, addrs)
-	if err != nil {
-		r.failed, r.reason = true, "dial_failed"
-		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: could not connect to %q port %d", host, port))
-		return
+	key := net.JoinHostPort(host, strconv.Itoa(port))
+	up := c.takeIdle(key)
+	if up == nil {
+		if up = c.dialUpstream(conn, addrs, host, port, r); up == nil {
+			return
+		}
 	}
-	if !c.track(raw) {
-		return
-	}
-	defer c.drop(raw)
-	// Sessions are resumed across connections: the real host's handshake is the
-	// larger part of what interception adds to a new connection's first byte.
-	up := tls.Client(raw, &tls.Config{ServerName: host, RootCAs: c.s.upstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
-		ClientSessionCache: c.s.sessions})
-	hctx, cancel := context.WithTimeout(c.ctx, handshakeTimeout)
-	err = up.HandshakeContext(hctx)
-	cancel()
-	if err != nil {
-		r.failed, r.reason = true, "upstream_tls"
-		c.s.log.Warn().Str("profile", c.p.Name()).Str("host", host).Int("port", port).Err(err).Msg("egress inject: the real host's TLS was refused")
-		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: %q port %d: its certificate was refused (the proxy verifies the real host before it sets a credential)", host, port))
-		return
-	}
+	keep := false
+	defer func() {
+		if keep {
+			c.putIdle(key, up)
+		} else {
+			c.drop(up.raw)
+		}
+	}()
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
@@ -124,22 +116,112 @@ func (c *Channel) intercept(conn net.Conn, br *bufio.Reader, addrs []netip.AddrP
 	// a client that wants h2 falls back to it.
 	client := tls.Server(&prefixConn{Conn: conn, r: io.MultiReader(io.LimitReader(br, int64(br.Buffered())), conn)},
 		&tls.Config{Certificates: []tls.Certificate{*leaf}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
-	hctx, cancel = context.WithTimeout(c.ctx, handshakeTimeout)
+	hctx, cancel := context.WithTimeout(c.ctx, handshakeTimeout)
 	err = client.HandshakeContext(hctx)
 	cancel()
 	if err != nil {
 		r.failed, r.reason = true, "client_tls"
 		return
 	}
-	c.relayRequests(client, up, host, port, hs, r)
+	keep = c.relayRequests(client, up, host, port, hs, r)
+}
+
+// upstream is the proxy's TLS connection to a real host, with its reader.
+type upstream struct {
+	conn      *tls.Conn
+	raw       net.Conn
+	br        *bufio.Reader
+	idleSince time.Time
+}
+
+// dialUpstream connects to a vetted address and verifies the real host's TLS; on
+// failure it answers the CONNECT with 502 and returns nil.
+func (c *Channel) dialUpstream(conn net.Conn, addrs []netip.AddrPort, host string, port int, r *record) *upstream {
+	raw, err := c.s.dialVetted(c.ctx, addrs)
+	if err != nil {
+		r.failed, r.reason = true, "dial_failed"
+		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: could not connect to %q port %d", host, port))
+		return nil
+	}
+	if !c.track(raw) {
+		return nil
+	}
+	// Sessions are resumed across connections: the real host's handshake is the
+	// larger part of what interception adds to a new connection's first byte.
+	up := tls.Client(raw, &tls.Config{ServerName: host, RootCAs: c.s.upstreamRoots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
+		ClientSessionCache: c.s.sessions})
+	hctx, cancel := context.WithTimeout(c.ctx, handshakeTimeout)
+	err = up.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
+		c.drop(raw)
+		r.failed, r.reason = true, "upstream_tls"
+		c.s.log.Warn().Str("profile", c.p.Name()).Str("host", host).Int("port", port).Err(err).Msg("egress inject: the real host's TLS was refused")
+		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: %q port %d: its certificate was refused (the proxy verifies the real host before it sets a credential)", host, port))
+		return nil
+	}
+	return &upstream{conn: up, raw: raw, br: bufio.NewReader(up)}
+}
+
+// idleKeep is how long a Channel keeps a verified connection to a real host that
+// the program's connection left clean, for the program's next connection to the
+// same host (urllib opens one per request): below the shortest keep-alive timeouts
+// servers use (Node's 5 s), so that the server has rarely closed it.
+const idleKeep = 4 * time.Second
+
+// takeIdle returns the Channel's idle connection to key, if it is young and the
+// server has not closed it (nor sent anything unasked); nil otherwise. Connections
+// are never shared between Channels: a sandbox's requests never travel on another's.
+func (c *Channel) takeIdle(key string) *upstream {
+	c.mu.Lock()
+	up := c.idle[key]
+	delete(c.idle, key)
+	c.mu.Unlock()
+	if up == nil {
+		return nil
+	}
+	if time.Since(up.idleSince) > idleKeep {
+		c.drop(up.raw)
+		return nil
+	}
+	_ = up.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_, err := up.br.Peek(1)
+	_ = up.conn.SetReadDeadline(time.Time{})
+	if !isTimeout(err) {
+		c.drop(up.raw) // closed by the server, or bytes nobody asked for
+		return nil
+	}
+	return up
+}
+
+// putIdle keeps up for the Channel's next connection to key, replacing (and
+// closing) one kept before; a closed Channel closes it.
+func (c *Channel) putIdle(key string, up *upstream) {
+	up.idleSince = time.Now()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.drop(up.raw)
+		return
+	}
+	if c.idle == nil {
+		c.idle = map[string]*upstream{}
+	}
+	old := c.idle[key]
+	c.idle[key] = up
+	c.mu.Unlock()
+	if old != nil {
+		c.drop(old.raw)
+	}
 }
 
 // relayRequests forwards the program's requests on client to up, one at a time, with
-// the headers hs set, and streams each response back.
-func (c *Channel) relayRequests(client, up *tls.Conn, host string, port int, hs []egress.Header, r *record) {
+// the headers hs set, and streams each response back. It reports whether up is left
+// clean for another connection: the program ended between two requests, and the last
+// exchange was complete and kept alive.
+func (c *Channel) relayRequests(client *tls.Conn, up *upstream, host string, port int, hs []egress.Header, r *record) bool {
 	hr := &headReader{r: client}
 	cbr := bufio.NewReader(hr)
-	ubr := bufio.NewReader(up)
 	authority := host
 	if port != 443 {
 		authority = net.JoinHostPort(host, strconv.Itoa(port))
@@ -152,15 +234,16 @@ func (c *Channel) relayRequests(client, up *tls.Conn, host string, port int, hs 
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) {
 				writeStatus(client, http.StatusBadRequest, "egress: could not read the request head")
+				return false
 			}
-			return
+			return errors.Is(err, io.EOF)
 		}
 		_ = client.SetReadDeadline(time.Time{})
 		rr := &requestRecord{method: req.Method, path: req.URL.Path, began: time.Now()}
-		keep := c.relayOne(client, up, cbr, ubr, req, authority, hs, rr, r)
+		keep := c.relayOne(client, up.conn, up.br, req, authority, hs, rr, r)
 		c.s.auditRequest(c, host, port, rr, hs)
 		if !keep {
-			return
+			return false
 		}
 	}
 }
@@ -177,13 +260,19 @@ type requestRecord struct {
 
 // relayOne forwards one request and its response; it reports whether the connection
 // may carry another.
-func (c *Channel) relayOne(client, up net.Conn, cbr, ubr *bufio.Reader, req *http.Request, authority string, hs []egress.Header, rr *requestRecord, r *record) bool {
+func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, req *http.Request, authority string, hs []egress.Header, rr *requestRecord, r *record) bool {
 	rr.decision = "allowed"
 	if req.Header.Get("Upgrade") != "" || req.Method == http.MethodConnect {
 		// A websocket (or any upgrade) would leave HTTP, where the proxy can no
 		// longer tell requests apart; refused rather than carried half-checked.
 		rr.decision, rr.reason, rr.status = "denied", "upgrade_refused", http.StatusNotImplemented
 		writeStatus(client, http.StatusNotImplemented, "egress: protocol upgrades (websockets) are not carried to a host with inject rules")
+		return false
+	}
+	if req.Method == "TRACE" || req.Method == "TRACK" {
+		// TRACE answers with the request as the host got it, the set headers in it.
+		rr.decision, rr.reason, rr.status = "denied", "trace_refused", http.StatusMethodNotAllowed
+		writeStatus(client, http.StatusMethodNotAllowed, "egress: TRACE is not carried to a host with inject rules (it would echo the credential)")
 		return false
 	}
 	// The site is the host the rule is for: another Host would take the credential
