@@ -92,16 +92,16 @@ func (c *Channel) intercept(conn net.Conn, br *bufio.Reader, addrs []netip.AddrP
 	key := net.JoinHostPort(host, strconv.Itoa(port))
 	up := c.takeIdle(key)
 	if up == nil {
-		if up = c.dialUpstream(conn, addrs, host, port, r); up == nil {
+		var msg string
+		if up, msg = c.dialUpstream(addrs, host, port, r); up == nil {
+			writeStatus(conn, http.StatusBadGateway, msg)
 			return
 		}
 	}
-	keep := false
+	// Whatever still holds up here is clean: unused, or between two exchanges.
 	defer func() {
-		if keep {
+		if up != nil {
 			c.putIdle(key, up)
-		} else {
-			c.drop(up.raw)
 		}
 	}()
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
@@ -123,7 +123,7 @@ func (c *Channel) intercept(conn net.Conn, br *bufio.Reader, addrs []netip.AddrP
 		r.failed, r.reason = true, "client_tls"
 		return
 	}
-	keep = c.relayRequests(client, up, host, port, hs, r)
+	c.relayRequests(client, &up, key, addrs, host, port, hs, r)
 }
 
 // upstream is the proxy's TLS connection to a real host, with its reader.
@@ -135,16 +135,16 @@ type upstream struct {
 }
 
 // dialUpstream connects to a vetted address and verifies the real host's TLS; on
-// failure it answers the CONNECT with 502 and returns nil.
-func (c *Channel) dialUpstream(conn net.Conn, addrs []netip.AddrPort, host string, port int, r *record) *upstream {
+// failure it returns nil and the text of the 502 to answer (the CONNECT's, or the
+// request's inside the program's TLS).
+func (c *Channel) dialUpstream(addrs []netip.AddrPort, host string, port int, r *record) (*upstream, string) {
 	raw, err := c.s.dialVetted(c.ctx, addrs)
 	if err != nil {
 		r.failed, r.reason = true, "dial_failed"
-		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: could not connect to %q port %d", host, port))
-		return nil
+		return nil, fmt.Sprintf("egress: could not connect to %q port %d", host, port)
 	}
 	if !c.track(raw) {
-		return nil
+		return nil, "egress: the channel is closed"
 	}
 	// Sessions are resumed across connections: the real host's handshake is the
 	// larger part of what interception adds to a new connection's first byte.
@@ -157,10 +157,9 @@ func (c *Channel) dialUpstream(conn net.Conn, addrs []netip.AddrPort, host strin
 		c.drop(raw)
 		r.failed, r.reason = true, "upstream_tls"
 		c.s.log.Warn().Str("profile", c.p.Name()).Str("host", host).Int("port", port).Err(err).Msg("egress inject: the real host's TLS was refused")
-		writeStatus(conn, http.StatusBadGateway, fmt.Sprintf("egress: %q port %d: its certificate was refused (the proxy verifies the real host before it sets a credential)", host, port))
-		return nil
+		return nil, fmt.Sprintf("egress: %q port %d: its certificate was refused (the proxy verifies the real host before it sets a credential)", host, port)
 	}
-	return &upstream{conn: up, raw: raw, br: bufio.NewReader(up)}
+	return &upstream{conn: up, raw: raw, br: bufio.NewReader(up)}, ""
 }
 
 // idleKeep is how long a Channel keeps a verified connection to a real host that
@@ -169,33 +168,41 @@ func (c *Channel) dialUpstream(conn net.Conn, addrs []netip.AddrPort, host strin
 // servers use (Node's 5 s), so that the server has rarely closed it.
 const idleKeep = 4 * time.Second
 
-// takeIdle returns the Channel's idle connection to key, if it is young and the
-// server has not closed it (nor sent anything unasked); nil otherwise. Connections
-// are never shared between Channels: a sandbox's requests never travel on another's.
+// maxIdle bounds the idle connections a Channel keeps per host and port.
+const maxIdle = 4
+
+// takeIdle returns one of the Channel's idle connections to key, the most recent that
+// is young and that the server has not closed (nor sent anything unasked on); nil
+// when there is none. Connections are never shared between Channels: a sandbox's
+// requests never travel on another's.
 func (c *Channel) takeIdle(key string) *upstream {
-	c.mu.Lock()
-	up := c.idle[key]
-	delete(c.idle, key)
-	c.mu.Unlock()
-	if up == nil {
-		return nil
+	for {
+		c.mu.Lock()
+		list := c.idle[key]
+		if len(list) == 0 {
+			c.mu.Unlock()
+			return nil
+		}
+		up := list[len(list)-1]
+		c.idle[key] = list[:len(list)-1]
+		c.mu.Unlock()
+		if time.Since(up.idleSince) > idleKeep {
+			c.drop(up.raw)
+			continue
+		}
+		_ = up.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+		_, err := up.br.Peek(1)
+		_ = up.conn.SetReadDeadline(time.Time{})
+		if !isTimeout(err) {
+			c.drop(up.raw) // closed by the server, or bytes nobody asked for
+			continue
+		}
+		return up
 	}
-	if time.Since(up.idleSince) > idleKeep {
-		c.drop(up.raw)
-		return nil
-	}
-	_ = up.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
-	_, err := up.br.Peek(1)
-	_ = up.conn.SetReadDeadline(time.Time{})
-	if !isTimeout(err) {
-		c.drop(up.raw) // closed by the server, or bytes nobody asked for
-		return nil
-	}
-	return up
 }
 
-// putIdle keeps up for the Channel's next connection to key, replacing (and
-// closing) one kept before; a closed Channel closes it.
+// putIdle keeps up, clean between two exchanges, for the Channel's next request to
+// key, closing the oldest kept past maxIdle; a closed Channel closes it.
 func (c *Channel) putIdle(key string, up *upstream) {
 	up.idleSince = time.Now()
 	c.mu.Lock()
@@ -205,21 +212,27 @@ func (c *Channel) putIdle(key string, up *upstream) {
 		return
 	}
 	if c.idle == nil {
-		c.idle = map[string]*upstream{}
+		c.idle = map[string][]*upstream{}
 	}
-	old := c.idle[key]
-	c.idle[key] = up
+	list := append(c.idle[key], up)
+	var old *upstream
+	if len(list) > maxIdle {
+		old, list = list[0], list[1:]
+	}
+	c.idle[key] = list
 	c.mu.Unlock()
 	if old != nil {
 		c.drop(old.raw)
 	}
 }
 
-// relayRequests forwards the program's requests on client to up, one at a time, with
-// the headers hs set, and streams each response back. It reports whether up is left
-// clean for another connection: the program ended between two requests, and the last
-// exchange was complete and kept alive.
-func (c *Channel) relayRequests(client *tls.Conn, up *upstream, host string, port int, hs []egress.Header, r *record) bool {
+// relayRequests forwards the program's requests on client, one at a time, with the
+// headers hs set, and streams each response back. Each request goes on a clean
+// connection to the real host: *held (the one verified for the CONNECT), else one
+// the Channel kept, else a new one verified as the first was. After a complete
+// exchange kept alive, the connection goes back to the Channel (putIdle): urllib
+// opens a connection per request, and the next one finds it.
+func (c *Channel) relayRequests(client *tls.Conn, held **upstream, key string, addrs []netip.AddrPort, host string, port int, hs []egress.Header, r *record) {
 	hr := &headReader{r: client}
 	cbr := bufio.NewReader(hr)
 	authority := host
@@ -234,17 +247,32 @@ func (c *Channel) relayRequests(client *tls.Conn, up *upstream, host string, por
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) {
 				writeStatus(client, http.StatusBadRequest, "egress: could not read the request head")
-				return false
 			}
-			return errors.Is(err, io.EOF)
+			return
 		}
 		_ = client.SetReadDeadline(time.Time{})
 		rr := &requestRecord{method: req.Method, path: req.URL.Path, began: time.Now()}
+		up := *held
+		*held = nil
+		if up == nil {
+			up = c.takeIdle(key)
+		}
+		if up == nil {
+			var msg string
+			if up, msg = c.dialUpstream(addrs, host, port, r); up == nil {
+				rr.decision, rr.reason, rr.status = "failed", r.reason, http.StatusBadGateway
+				c.s.auditRequest(c, host, port, rr, hs)
+				writeStatus(client, http.StatusBadGateway, msg)
+				return
+			}
+		}
 		keep := c.relayOne(client, up.conn, up.br, req, authority, hs, rr, r)
 		c.s.auditRequest(c, host, port, rr, hs)
 		if !keep {
-			return false
+			c.drop(up.raw)
+			return
 		}
+		c.putIdle(key, up)
 	}
 }
 

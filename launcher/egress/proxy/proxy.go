@@ -371,7 +371,7 @@ type Channel struct {
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
-	idle   map[string]*upstream // by host:port, to hosts with inject rules (intercept.go)
+	idle   map[string][]*upstream // by host:port, to hosts with inject rules (intercept.go)
 	closed bool
 	wg     sync.WaitGroup
 	once   sync.Once
