@@ -188,6 +188,9 @@ func TestInjectHeaders(t *testing.T) {
 	if got := seen[0].Get("X-Api-Key"); got != injectSecret {
 		t.Errorf("X-Api-Key at the server: got %q, want the injected one", got)
 	}
+	if got := seen[0].Get("Connection"); got != "" {
+		t.Errorf("Connection at the server: got %q, want none (hop-by-hop)", got)
+	}
 	if got := seen[0].Get("Host"); got != "api.example.org" {
 		t.Errorf("Host at the server: got %q, want api.example.org (the rule's host)", got)
 	}
@@ -390,8 +393,11 @@ func TestInjectReusesUpstream(t *testing.T) {
 	ch := rig.open(t)
 	pool := bundlePool(t, ch)
 	for range 3 {
-		if resp, body, _ := get(t, ch, "api.example.org", pool, newReq(t, "GET", "https://api.example.org/again")); resp.StatusCode != 200 {
-			t.Fatalf("got %s %q", resp.Status, body)
+		req := newReq(t, "GET", "https://api.example.org/again")
+		req.Close = true // "Connection: close", as urllib sends: the program's hop only
+		resp, body, _ := get(t, ch, "api.example.org", pool, req)
+		if resp.StatusCode != 200 || !resp.Close {
+			t.Fatalf("got %s %q (close %v), want 200 closing the program's connection", resp.Status, body, resp.Close)
 		}
 		// The proxy keeps the connection once it has read the program's close.
 		time.Sleep(50 * time.Millisecond)

@@ -266,13 +266,16 @@ func (c *Channel) relayRequests(client *tls.Conn, held **upstream, key string, a
 				return
 			}
 		}
-		keep := c.relayOne(client, up.conn, up.br, req, authority, hs, rr, r)
+		clean, more := c.relayOne(client, up.conn, up.br, req, authority, hs, rr, r)
 		c.s.auditRequest(c, host, port, rr, hs)
-		if !keep {
+		if clean {
+			c.putIdle(key, up)
+		} else {
 			c.drop(up.raw)
+		}
+		if !more {
 			return
 		}
-		c.putIdle(key, up)
 	}
 }
 
@@ -286,28 +289,40 @@ type requestRecord struct {
 	reason       string
 }
 
-// relayOne forwards one request and its response; it reports whether the connection
-// may carry another.
-func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, req *http.Request, authority string, hs []egress.Header, rr *requestRecord, r *record) bool {
+// relayOne forwards one request and its response. It reports whether the connection
+// to the host is clean for another exchange, and whether the program's connection
+// may carry another request. Connection is hop-by-hop: the program's (urllib always
+// sends "close") ends its own connection after this response, and the proxy's to the
+// host stays open unless the host closes it.
+func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, req *http.Request, authority string, hs []egress.Header, rr *requestRecord, r *record) (upClean, more bool) {
 	rr.decision = "allowed"
 	if req.Header.Get("Upgrade") != "" || req.Method == http.MethodConnect {
 		// A websocket (or any upgrade) would leave HTTP, where the proxy can no
 		// longer tell requests apart; refused rather than carried half-checked.
 		rr.decision, rr.reason, rr.status = "denied", "upgrade_refused", http.StatusNotImplemented
 		writeStatus(client, http.StatusNotImplemented, "egress: protocol upgrades (websockets) are not carried to a host with inject rules")
-		return false
+		return true, false
 	}
 	if req.Method == "TRACE" || req.Method == "TRACK" {
 		// TRACE answers with the request as the host got it, the set headers in it.
 		rr.decision, rr.reason, rr.status = "denied", "trace_refused", http.StatusMethodNotAllowed
 		writeStatus(client, http.StatusMethodNotAllowed, "egress: TRACE is not carried to a host with inject rules (it would echo the credential)")
-		return false
+		return true, false
 	}
 	// The site is the host the rule is for: another Host would take the credential
 	// to another site served from the same address.
 	req.Host = authority
+	progClose := req.Close
+	req.Close = false
+	for _, v := range req.Header["Connection"] {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				req.Header.Del(name)
+			}
+		}
+	}
 	for k := range req.Header {
-		if strings.HasPrefix(strings.ToLower(k), "proxy-") {
+		if l := strings.ToLower(k); strings.HasPrefix(l, "proxy-") || l == "connection" || l == "keep-alive" {
 			req.Header.Del(k)
 		}
 	}
@@ -321,16 +336,18 @@ func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, req *http.Req
 	r.up += cw.n
 	if werr != nil {
 		c.noteCap(werr, rr, r)
-		return false
+		return false, false
 	}
 	for {
 		resp, err := http.ReadResponse(ubr, req)
 		if err != nil {
 			rr.decision, rr.reason, rr.status = "failed", "bad_response", http.StatusBadGateway
 			writeStatus(client, http.StatusBadGateway, "egress: the host's response could not be read")
-			return false
+			return false, false
 		}
 		rr.status = resp.StatusCode
+		upClose := resp.Close
+		resp.Close = upClose || progClose // the program's connection ends with it
 		cw := &countWriter{w: client, c: c.counter}
 		werr := resp.Write(cw)
 		resp.Body.Close()
@@ -338,13 +355,16 @@ func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, req *http.Req
 		r.down += cw.n
 		if werr != nil {
 			c.noteCap(werr, rr, r)
-			return false
+			return false, false
 		}
 		// An interim response (100 Continue) is followed by the final one.
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue
 		}
-		return !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			return false, false
+		}
+		return !upClose, !resp.Close
 	}
 }
 
