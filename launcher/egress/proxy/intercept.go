@@ -80,9 +80,10 @@ func (s *Server) writeBundle(dir string) error {
 	return os.Chmod(path, 0o644) // whatever the umask
 }
 
-// intercept serves a CONNECT to a host with inject rules: it opens its own TLS to the
-// real host first (verified against upstreamRoots or the system's: a mismatch is a
-// 502 to the CONNECT, before the program's TLS), then terminates the program's TLS
+// intercept serves a CONNECT to a host with inject rules: it takes a connection to the
+// real host that the Channel kept, or opens its own TLS to it first (verified against
+// upstreamRoots or the system's: a mismatch is a 502 to the CONNECT, before the
+// program's TLS), then terminates the program's TLS
 // with a leaf for the host and relays HTTP/1.1 requests one by one, each with the
 // rule's headers set, until either side ends. Redirects reach the program like any
 // response: it follows them itself, and a request to another host is another
