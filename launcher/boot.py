@@ -52,7 +52,7 @@ EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not 
 #                     them, and reads the server's Y frames, in the program's process)
 # The server writes header lines on stdin, each followed by what it announces, and Y
 # frames (u32 call id, JSON: replies to calls) after a header with tools. A one-shot
-# child reads HEADER_EXEC "<code> <files>" or HEADER_TOOLS "<code> <files> <tools>
+# child reads HEADER_EXEC "<code> <files> [<language>]" or HEADER_TOOLS "<code> <files> <tools>
 # <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files> <stdin>",
 # HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KILL, or HEADER_RESEAL
 # "<key hex>". Input files are u32 name length, name, u32 size, bytes;
@@ -71,6 +71,15 @@ HEADER_CELL = b"MCPEXECS"
 HEADER_CELL_TOOLS = b"MCPEXECT"
 HEADER_KILL = b"MCPEXECK"
 HEADER_RESEAL = b"MCPEXECR"
+# The languages besides Python a one-shot HEADER_EXEC may name last: the interpreter's
+# argv, CODE standing for the program's file (see _interpreter). bash fails on the first
+# failing command, of a pipeline too; node takes the file for an ES module when its
+# syntax says so (import, top-level await), else CommonJS (Node 20.19's detection), and
+# the file keeps its /dev/fd name (a memory file's target is no path).
+LANGUAGES = {
+    b"bash": ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "CODE"],
+    b"javascript": ["node", "--preserve-symlinks-main", "CODE"],
+}
 
 
 def frame(kind, payload=b""):
@@ -229,7 +238,7 @@ def _boot():
     import os, _signal, sys
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
-    tools, prepare = globals().pop("_tools"), globals().pop("_prepare")
+    tools, prepare, _interpreter = globals().pop("_tools"), globals().pop("_prepare"), globals().pop("_interpreter")
     ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     _seed(os)
     lines = plots(sys, outdir)
@@ -266,6 +275,8 @@ def _boot():
             raise SystemExit("mcp-exec: no code header")
         header += b
     parts = header.split()
+    # A one-shot header without tools may name another language last (see LANGUAGES).
+    argv = LANGUAGES[parts.pop()] if len(parts) == 4 and parts[3] in LANGUAGES else None
     if not parts or (len(parts), parts[0]) not in ONE_SHOT_HEADERS or not all(p.isdigit() for p in parts[1:]):
         raise SystemExit("mcp-exec: bad code header")
     source = read_exact(int(parts[1])).decode("utf-8", "surrogateescape")
@@ -275,6 +286,8 @@ def _boot():
     else:
         os.close(calls)  # no tools: nothing may reach the call stream
     os.makedirs(outdir, exist_ok=True)
+    if argv is not None:
+        _interpreter(os, argv, source.encode("utf-8", "surrogateescape"), go)
     # The source, for tracebacks, warnings and inspect: into linecache's cache, now if
     # something loaded it already, or else when it is first imported (see _plots).
     lines["<exec>"] = (len(source), None, source.splitlines(True), "<exec>")
@@ -286,6 +299,27 @@ def _boot():
         raise SystemExit("mcp-exec: the bootstrap did not start")
     os.close(go)
     return code
+
+def _interpreter(os, argv, source, go):
+    # Another language: its interpreter replaces this process once the set-up every
+    # program gets is done (filter, limits, working directory, files, stdin). The code
+    # goes in a memory file, as large as code may be (an argument holds 128 KiB), named
+    # by /dev/fd/N; N stays open in the program, unlike the descriptors that got here.
+    fd = os.memfd_create("exec", 0)
+    while source:
+        source = source[os.write(fd, source):]
+    os.lseek(fd, 0, 0)
+    if os.read(go, 1) != b"G":
+        raise SystemExit("mcp-exec: the bootstrap did not start")
+    os.close(go)
+    argv = [a.replace("CODE", "/dev/fd/%d" % fd) for a in argv]
+    import _signal  # what Python ignores, an exec would pass on: `yes | head` would not end
+    for sig in ("SIGPIPE", "SIGXFSZ"):
+        _signal.signal(getattr(_signal, sig), _signal.SIG_DFL)
+    try:
+        os.execvpe(argv[0], argv, os.environ)
+    except OSError as e:
+        raise SystemExit("mcp-exec: cannot start %s: %s" % (argv[0], e.strerror))
 
 def _prepare(sys):
     # What a program's start needs that does not depend on its code, done before the
@@ -507,7 +541,7 @@ def _plots(sys, outdir):
 
 globals().pop("_status")
 globals().pop("_main")(globals().pop("_boot"), globals().pop("_finish"))
-'''.replace("ONE_SHOT_HEADERS", repr(((3, HEADER_EXEC), (5, HEADER_TOOLS))))
+'''.replace("ONE_SHOT_HEADERS", repr(((3, HEADER_EXEC), (5, HEADER_TOOLS)))).replace("LANGUAGES", repr(LANGUAGES))
 
 
 # exit_watch: a one-shot child's exit status, read from the kernel before the child is

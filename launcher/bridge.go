@@ -49,8 +49,12 @@ const (
 // toolsBlob is the tools part of the MCPEXEC3 stream.
 func toolsBlob(t *Tools) []byte { return wire.ToolsBlob(mcptoolsSource, t.Catalog) }
 
-// header is the code header of a job: MCPEXEC2 without tools, MCPEXEC3 with.
+// header is the code header of a job: MCPEXEC2 without tools (naming the language
+// when it is not Python), MCPEXEC3 with.
 func header(job Job, files, tools []byte) string {
+	if !job.python() {
+		return wire.ExecLanguageHeader(job.Language, len(job.Code), len(files))
+	}
 	if job.Tools == nil {
 		return wire.ExecHeader(len(job.Code), len(files))
 	}

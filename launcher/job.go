@@ -2,14 +2,18 @@ package launcher
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
+	"github.com/mcp-exec/mcp-exec/launcher/wire"
 )
 
 // Job is one program to run in one fresh sandbox.
 type Job struct {
-	// Code is the Python source. It reaches the sandbox over the attached stdin
+	// Code is the program's source, in Language. It reaches the sandbox over the attached stdin
 	// stream only: never in the container's command, environment, labels or files.
 	Code string
 	// Stdin is what the program reads from standard input; it travels like Code.
@@ -27,6 +31,10 @@ type Job struct {
 	// (bridge.go); their time counts against Timeout. nil: no module, and the
 	// stream protocol is the one without tools.
 	Tools *Tools
+	// Language is the program's language: "" or LanguagePython, or one of
+	// OtherLanguages (wire.Languages), whose interpreter boot.py starts in place of
+	// Python. A program with Tools, or in a Session, is Python's alone for now.
+	Language string
 	// Egress names the egress profile the program may use; "" (the
 	// default) means no network at all. It is the operator's name, chosen from a
 	// fixed list, and reaches the sandbox only as the channel's mount.
@@ -34,6 +42,34 @@ type Job struct {
 
 	// internal marks the launcher's own checks, which are not counted as executions.
 	internal bool
+}
+
+// LanguagePython is the default language: boot.py's own interpreter runs the program.
+const LanguagePython = "python"
+
+// OtherLanguages are the languages besides Python a Job may name (the image must carry
+// their interpreters: bash, node).
+var OtherLanguages = slices.Clone(wire.Languages)
+
+// ErrLanguage: the job's language is unknown, or not available with what else the job
+// asks for (tools, a session).
+var ErrLanguage = errors.New("language not supported")
+
+func (j Job) python() bool { return j.Language == "" || j.Language == LanguagePython }
+
+// checkLanguage refuses a language the bootstrap does not know, and tools for a
+// program that is not Python (the mcptools module is Python's).
+func (j Job) checkLanguage() error {
+	if j.python() {
+		return nil
+	}
+	if !slices.Contains(OtherLanguages, j.Language) {
+		return fmt.Errorf("%w: %q (supported: %s, %s)", ErrLanguage, j.Language, LanguagePython, strings.Join(OtherLanguages, ", "))
+	}
+	if j.Tools != nil {
+		return fmt.Errorf("%w: tools are for Python programs only, not %s", ErrLanguage, j.Language)
+	}
+	return nil
 }
 
 // Result is what the program did. A non-zero exit, a timeout or an OOM kill is a

@@ -201,6 +201,9 @@ func (l *Launcher) Backend() Backend { return l.be }
 // is for infrastructure failures only (see ErrEngineUnavailable and friends) or the
 // context's error when ctx ends first; in every case the container is removed.
 func (l *Launcher) Run(ctx context.Context, job Job) (Result, error) {
+	if err := job.checkLanguage(); err != nil {
+		return Result{}, err
+	}
 	return l.call(ctx, job, func(ctx context.Context, job Job) (Result, error) {
 		res, waited, err := l.runWaiting(ctx, job, func() (Result, error) { return l.attempt(ctx, job) })
 		res.EngineWait = waited

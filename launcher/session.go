@@ -213,10 +213,13 @@ func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 }
 
 // sessionJob refuses what a session's call cannot have, held or attached: an egress
-// profile of its own.
+// profile of its own, a language other than Python.
 func sessionJob(job Job) error {
 	if job.Egress != "" {
 		return ErrSessionEgress
+	}
+	if !job.python() {
+		return fmt.Errorf("%w: a session runs Python only, not %s", ErrLanguage, job.Language)
 	}
 	return nil
 }

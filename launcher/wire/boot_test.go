@@ -3,6 +3,7 @@ package wire
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,16 @@ func TestBootSpeaksThisWire(t *testing.T) {
 	}
 	if !strings.HasPrefix(ExecHeader(0, 0), "MCPEXEC"+string(rune('0'+Version))+" ") {
 		t.Errorf("ExecHeader %q does not carry Version %d", ExecHeader(0, 0), Version)
+	}
+	block := regexp.MustCompile(`(?ms)^LANGUAGES = \{\n(.*?)^\}`).FindStringSubmatch(string(src))
+	var langs []string
+	if block != nil {
+		for _, m := range regexp.MustCompile(`(?m)^    b"([a-z]+)": \[`).FindAllStringSubmatch(block[1], -1) {
+			langs = append(langs, m[1])
+		}
+	}
+	if !slices.Equal(langs, Languages) {
+		t.Errorf("boot.py LANGUAGES: got %q, want %q", langs, Languages)
 	}
 	if m := regexp.MustCompile(`(?m)^\s+if buf\[0:1\] != b"(.)"`).FindStringSubmatch(mustRead(t, "../mcptools.py")); m == nil || m[1] != string(rune(FrameReply)) {
 		t.Errorf("mcptools.py: got reply frame kind %v, want %q", m, FrameReply)

@@ -6,6 +6,7 @@
 //
 //	→ <key hex>                 GateLine    Kubernetes: opens the start gate with the seal's key
 //	→ MCPEXEC2 <code> <files>   ExecHeader  one-shot: code, files (AppendFile), stdin to its end
+//	→ MCPEXEC2 <c> <f> <lang>   ExecLanguageHeader  the same, for a program in a language of Languages
 //	→ MCPEXEC3 <c> <f> <t> <s>  ToolsHeader with tools: code, files, ToolsBlob, s bytes of stdin
 //	→ MCPEXECS <c> <f> <s>      CellHeader  a session's call: code, files, s bytes of stdin
 //	→ MCPEXECT <c> <f> <t> <s>  CellToolsHeader  a session's call with tools: as MCPEXEC3

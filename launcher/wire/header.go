@@ -17,6 +17,16 @@ func ExecHeader(code, files int) string {
 	return "MCPEXEC2 " + strconv.Itoa(code) + " " + strconv.Itoa(files) + "\n"
 }
 
+// Languages are the languages besides Python that ExecLanguageHeader may name (boot.py's
+// LANGUAGES, which holds each one's interpreter).
+var Languages = []string{"bash", "javascript"}
+
+// ExecLanguageHeader is ExecHeader for a program in one of Languages: its name goes
+// last. Python is ExecHeader itself; a program with tools is Python's alone.
+func ExecLanguageHeader(language string, code, files int) string {
+	return "MCPEXEC2 " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " + language + "\n"
+}
+
 // ToolsHeader starts a one-shot exec with tools: code, files, tools (ToolsBlob) and
 // exactly stdin bytes; the rest of the stream carries only Y frames.
 func ToolsHeader(code, files, tools, stdin int) string {

@@ -23,6 +23,7 @@ func TestGolden(t *testing.T) {
 		"files-none": nil,
 		"exec":       []byte(ExecHeader(len(code), len(files))),
 		"exec-empty": []byte(ExecHeader(0, 0)),
+		"exec-bash":  []byte(ExecLanguageHeader("bash", len(code), len(files))),
 		"tools-blob": tools,
 		"tools":      []byte(ToolsHeader(len(code), len(files), len(tools), len(stdin))),
 		"cell":       []byte(CellHeader(len(code), len(files), len(stdin))),

@@ -1,0 +1,60 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrLanguageMissing: the image cannot run a language the server is configured to
+// offer (its interpreter or one of the tools the tool's description promises is
+// missing, or it does not run as the bootstrap starts it).
+var ErrLanguageMissing = errors.New("the sandbox image cannot run a configured language")
+
+// languageChecks are the programs CheckLanguages runs, each in its own language: each
+// prints "ok <version>" when what the tool's description promises is there.
+var languageChecks = map[string]string{
+	// The tools docs/languages.md lists for the shell.
+	"bash": `for t in jq sqlite3 curl file gzip xz zip unzip awk sed grep; do command -v "$t" >/dev/null || missing="$missing $t"; done
+if [ -n "$missing" ]; then echo "missing:$missing"; exit 1; fi
+echo "ok $BASH_VERSION"`,
+	// An ES module with top-level await: the syntax detection the bootstrap relies on.
+	"javascript": `import { versions } from "node:process";
+await null;
+console.log("ok " + versions.node);`,
+}
+
+// CheckLanguages runs one sandbox per language of langs other than Python, each a
+// program in that language, so that a server offering a language its image cannot
+// run refuses to start rather than fail every call in it. It returns each language's
+// interpreter version. Python needs no check: every sandbox's bootstrap is Python.
+func (l *Launcher) CheckLanguages(ctx context.Context, langs []string) (map[string]string, error) {
+	versions := map[string]string{}
+	var errs []error
+	for _, lang := range langs {
+		if lang == LanguagePython {
+			continue
+		}
+		code, ok := languageChecks[lang]
+		if !ok || !slices.Contains(OtherLanguages, lang) {
+			errs = append(errs, fmt.Errorf("%w: %q", ErrLanguage, lang))
+			continue
+		}
+		res, err := l.Run(ctx, Job{Language: lang, Code: code, Timeout: 30 * time.Second, internal: true})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("checking %s: %w", lang, err))
+			continue
+		}
+		v, found := strings.CutPrefix(strings.TrimSpace(res.Stdout), "ok ")
+		if res.ExitCode != 0 || !found {
+			errs = append(errs, fmt.Errorf("%w: %s in image %s: exit %d, stdout %q, stderr %q", ErrLanguageMissing, lang,
+				l.opts.Image, res.ExitCode, truncate(res.Stdout, 200), truncate(res.Stderr, 300)))
+			continue
+		}
+		versions[lang] = v
+	}
+	return versions, errors.Join(errs...)
+}

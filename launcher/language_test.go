@@ -1,0 +1,194 @@
+package launcher
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLanguagePrograms is the contract battery for the languages besides Python
+// (Job.Language): boot.py's child does the set-up every program gets, then execs bash
+// or node on the code. Each row holds for the language as it does for Python
+// (TestRunPrograms, TestFilesInAndOut).
+func TestLanguagePrograms(t *testing.T) {
+	l := testLauncher(t, Options{MaxOutputBytes: 64 << 10})
+	// Larger than one argument may be (MAX_ARG_STRLEN, 128 KiB): the code travels in a
+	// memory file, not on the interpreter's command line.
+	bigComment := strings.Repeat("# padding\n", 20000)
+	tests := []struct {
+		name      string
+		job       Job
+		wantExit  int
+		wantOut   string // exact stdout
+		wantErr   string // substring of stderr
+		wantTrunc bool
+		wantFile  string // name=content of a returned file
+	}{
+		{name: "bash hello", job: Job{Language: "bash", Code: "echo hello; echo oops >&2"}, wantOut: "hello\n", wantErr: "oops"},
+		{name: "bash stdin", job: Job{Language: "bash", Code: "tr a-z A-Z", Stdin: "abc\n"}, wantOut: "ABC\n"},
+		{name: "bash stdin absent", job: Job{Language: "bash", Code: "wc -c"}, wantOut: "0\n"},
+		{name: "bash exit code", job: Job{Language: "bash", Code: "echo before; exit 7"}, wantExit: 7, wantOut: "before\n"},
+		{name: "bash -e stops at a failure", job: Job{Language: "bash", Code: "false\necho not reached"}, wantExit: 1},
+		{name: "bash pipefail", job: Job{Language: "bash", Code: "ls /nonexistent | cat\necho not reached"}, wantExit: 2, wantErr: "No such file"},
+		{name: "bash command not found", job: Job{Language: "bash", Code: "nosuchcommand"}, wantExit: 127, wantErr: "nosuchcommand"},
+		// Python ignores SIGPIPE; the interpreter it execs must not inherit that, or a
+		// writer into a closed pipe would not die of it (141) but see EPIPE (1).
+		{name: "bash SIGPIPE default", job: Job{Language: "bash", Code: "set +e\nyes | head -n1 >/dev/null\necho ${PIPESTATUS[@]}"}, wantOut: "141 0\n"},
+		{name: "bash tools", job: Job{Language: "bash", Code: `echo '{"a":[1,2,3]}' | jq -c '.a|add'; sqlite3 :memory: 'select 6*7'; printf hi | gzip | gzip -d; echo; printf x | xz | xz -d; echo; file -b /bin/bash | cut -d, -f1; zip -q /tmp/z.zip /etc/hostname && unzip -l /tmp/z.zip | grep -c hostname; command -v curl`}, wantOut: "6\n42\nhi\nx\nELF 64-bit LSB pie executable\n1\n/usr/bin/curl\n"},
+		{name: "bash big code", job: Job{Language: "bash", Code: bigComment + "echo big"}, wantOut: "big\n"},
+		{name: "bash unicode", job: Job{Language: "bash", Code: "echo 'héllo ✓ 日本'"}, wantOut: "héllo ✓ 日本\n"},
+		{name: "bash flood", job: Job{Language: "bash", Code: "head -c 300000 /dev/zero | tr '\\0' x; echo done >&2"}, wantTrunc: true},
+		{name: "bash files in and out", job: Job{Language: "bash", Files: []File{{Name: "data/in.csv", Data: []byte("x\n1\n2\n3\n")}},
+			Code: "awk 'NR > 1 {s += $1} END {printf \"%d\", s}' data/in.csv > /tmp/outputs/sum.txt"}, wantFile: "sum.txt=6"},
+		{name: "bash no network", job: Job{Language: "bash", Code: "ls /sys/class/net; curl -sS --max-time 3 http://1.1.1.1/ || echo refused $?"}, wantOut: "lo\nrefused 7\n", wantErr: "curl: (7)"},
+		{name: "bash read-only root", job: Job{Language: "bash", Code: "touch /usr/x 2>/dev/null || echo ro"}, wantOut: "ro\n"},
+		{name: "bash no capabilities", job: Job{Language: "bash", Code: "grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status | cut -f2 | sort -u; id -u"}, wantOut: "0000000000000000\n65532\n"},
+		{name: "bash background child left running", job: Job{Language: "bash", Code: "sleep 600 &\necho started"}, wantOut: "started\n"},
+
+		{name: "javascript hello", job: Job{Language: "javascript", Code: "console.log('hello'); console.error('oops')"}, wantOut: "hello\n", wantErr: "oops"},
+		{name: "javascript top-level await", job: Job{Language: "javascript", Code: "const x = await new Promise(r => setTimeout(() => r(42), 10));\nconsole.log(x)"}, wantOut: "42\n"},
+		{name: "javascript import", job: Job{Language: "javascript", Code: "import { readFileSync } from 'node:fs';\nprocess.stdout.write(readFileSync(0, 'utf8').toUpperCase())", Stdin: "abc\n"}, wantOut: "ABC\n"},
+		{name: "javascript require", job: Job{Language: "javascript", Code: "const os = require('os'); console.log(os.userInfo().uid)"}, wantOut: "65532\n"},
+		{name: "javascript exit code", job: Job{Language: "javascript", Code: "process.exitCode = 3"}, wantExit: 3},
+		{name: "javascript exception", job: Job{Language: "javascript", Code: "\nthrow new Error('boom')"}, wantExit: 1, wantErr: "Error: boom"},
+		{name: "javascript unhandled rejection", job: Job{Language: "javascript", Code: "Promise.reject(new Error('nope'))"}, wantExit: 1, wantErr: "nope"},
+		{name: "javascript syntax error", job: Job{Language: "javascript", Code: "let = ;"}, wantExit: 1, wantErr: "SyntaxError"},
+		{name: "javascript big code", job: Job{Language: "javascript", Code: strings.Repeat("// padding\n", 20000) + "console.log('big')"}, wantOut: "big\n"},
+		{name: "javascript flood", job: Job{Language: "javascript", Code: "process.stdout.write('x'.repeat(300000))"}, wantTrunc: true},
+		{name: "javascript files in and out", job: Job{Language: "javascript", Files: []File{{Name: "data/in.csv", Data: []byte("x\n1\n2\n3\n")}},
+			Code: "import fs from 'node:fs';\nconst s = fs.readFileSync('data/in.csv', 'utf8').trim().split('\\n').slice(1).map(Number).reduce((a, b) => a + b);\nfs.writeFileSync('/tmp/outputs/sum.txt', String(s))"}, wantFile: "sum.txt=6"},
+		{name: "javascript no network", job: Job{Language: "javascript", Code: "import net from 'node:net';\nconst s = net.connect(80, '1.1.1.1');\ns.on('error', e => console.log(e.code))"}, wantOut: "ENETUNREACH\n"},
+		{name: "javascript read-only root", job: Job{Language: "javascript", Code: "import fs from 'node:fs';\ntry { fs.writeFileSync('/usr/x', 'x') } catch (e) { console.log(e.code) }"}, wantOut: "EROFS\n"},
+		{name: "javascript no capabilities", job: Job{Language: "javascript", Code: "import fs from 'node:fs';\nconsole.log(fs.readFileSync('/proc/self/status', 'utf8').match(/^CapEff:\\s*(\\S+)/m)[1])"}, wantOut: "0000000000000000\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := l.Run(t.Context(), tt.job)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.ExitCode != tt.wantExit {
+				t.Errorf("exit code: got %d, want %d (stderr %q)", res.ExitCode, tt.wantExit, res.Stderr)
+			}
+			if !tt.wantTrunc && tt.wantFile == "" && res.Stdout != tt.wantOut {
+				t.Errorf("stdout: got %q, want %q (stderr %q)", res.Stdout, tt.wantOut, res.Stderr)
+			}
+			if !strings.Contains(res.Stderr, tt.wantErr) {
+				t.Errorf("stderr: got %q, want it to contain %q", res.Stderr, tt.wantErr)
+			}
+			if res.Truncated != tt.wantTrunc {
+				t.Errorf("truncated: got %v, want %v", res.Truncated, tt.wantTrunc)
+			}
+			if tt.wantTrunc && len(res.Stdout)+len(res.Stderr) > 64<<10 {
+				t.Errorf("output: got %d bytes, want at most %d", len(res.Stdout)+len(res.Stderr), 64<<10)
+			}
+			if tt.wantFile != "" {
+				name, want, _ := strings.Cut(tt.wantFile, "=")
+				got := "(not returned)"
+				for _, f := range res.Files {
+					if f.Name == name {
+						got = string(f.Data)
+					}
+				}
+				if got != want {
+					t.Errorf("file %s: got %q, want %q (files %v, stderr %q)", name, got, want, names(res.Files), res.Stderr)
+				}
+			}
+			if res.TimedOut || res.OOMKilled {
+				t.Errorf("timed out %v, oom killed %v: want neither", res.TimedOut, res.OOMKilled)
+			}
+		})
+	}
+}
+
+// TestLanguageTimeoutKillsTree: the timeout ends a bash or node program and what it
+// started, as it does Python's (TestTimeoutKillsProcessTree). 4 s: node's start alone
+// took over 2 s on a loaded 2-core host under -race.
+func TestLanguageTimeoutKillsTree(t *testing.T) {
+	l := testLauncher(t, Options{})
+	for lang, code := range map[string]string{
+		"bash":       "trap '' TERM\nsleep 100 &\nsetsid sleep 100 &\necho spawned\nwhile :; do sleep 1; done",
+		"javascript": "import { spawn } from 'node:child_process';\nspawn('sleep', ['100'], { detached: true, stdio: 'ignore' }).unref();\nprocess.on('SIGTERM', () => {});\nconsole.log('spawned');\nsetInterval(() => {}, 1000);",
+	} {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			res, err := l.Run(t.Context(), Job{Language: lang, Code: code, Timeout: 4 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.TimedOut || res.ExitCode != 137 || res.Stdout != "spawned\n" {
+				t.Errorf("got timed out %v, exit %d, stdout %q; want true, 137, %q (stderr %q)", res.TimedOut, res.ExitCode, res.Stdout, "spawned\n", res.Stderr)
+			}
+			if res.Duration < 4*time.Second || time.Since(start) > 20*time.Second {
+				t.Errorf("duration: got %v (wall %v), want about 4s", res.Duration, time.Since(start))
+			}
+			// Every process of the program is gone with its sandbox: the launcher's
+			// cleanup asserts that no container of this instance is left.
+		})
+	}
+}
+
+// TestLanguageMemoryLimit: a bash or node program that touches more than the memory
+// limit is killed for it, and the result says so.
+func TestLanguageMemoryLimit(t *testing.T) {
+	l := testLauncher(t, Options{Memory: 128 << 20})
+	for lang, code := range map[string]string{
+		"bash":       "x=$(head -c 300M /dev/zero | tr '\\0' x)\necho survived",
+		"javascript": "const a = [];\nfor (let i = 0; i < 40; i++) a.push(Buffer.alloc(10 << 20, 1));\nconsole.log('survived')",
+	} {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			res, err := l.Run(t.Context(), Job{Language: lang, Code: code})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.OOMKilled || res.ExitCode == 0 || strings.Contains(res.Stdout, "survived") {
+				t.Errorf("got oom killed %v, exit %d, stdout %q; want killed for memory (stderr %q)", res.OOMKilled, res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
+
+// TestLanguageRefused: what is Python's alone (tools, sessions) and unknown languages
+// are refused with ErrLanguage before any sandbox is used.
+func TestLanguageRefused(t *testing.T) {
+	for _, job := range []Job{
+		{Language: "ruby", Code: "puts 1"},
+		{Language: "bash", Code: "echo", Tools: &Tools{}},
+	} {
+		if err := job.checkLanguage(); !errors.Is(err, ErrLanguage) {
+			t.Errorf("%s with tools %v: got %v, want ErrLanguage", job.Language, job.Tools != nil, err)
+		}
+	}
+	if err := sessionJob(Job{Language: "javascript", Code: "1"}); !errors.Is(err, ErrLanguage) {
+		t.Errorf("session job in javascript: got %v, want ErrLanguage", err)
+	}
+	for _, lang := range []string{"", LanguagePython, "bash", "javascript"} {
+		if err := (Job{Language: lang}).checkLanguage(); err != nil {
+			t.Errorf("%q: got %v, want nil", lang, err)
+		}
+	}
+}
+
+// TestCheckLanguages: the start-up check runs a program in each language and returns
+// the interpreters' versions; a check that fails (here: a tool the image lacks) is
+// ErrLanguageMissing, naming the language and what the program said.
+func TestCheckLanguages(t *testing.T) {
+	l := testLauncher(t, Options{})
+	v, err := l.CheckLanguages(t.Context(), []string{"python", "bash", "javascript"})
+	if err != nil || !strings.HasPrefix(v["bash"], "5.") || v["javascript"] == "" {
+		t.Fatalf("got %v, %v; want bash 5.x and a node version", v, err)
+	}
+	saved := languageChecks["bash"]
+	t.Cleanup(func() { languageChecks["bash"] = saved })
+	languageChecks["bash"] = `command -v nosuchtool >/dev/null || { echo "missing: nosuchtool"; exit 1; }; echo ok`
+	if _, err := l.CheckLanguages(t.Context(), []string{"python", "bash"}); !errors.Is(err, ErrLanguageMissing) || !strings.Contains(err.Error(), "missing: nosuchtool") {
+		t.Errorf("a missing tool: got %v, want ErrLanguageMissing naming it", err)
+	}
+	if _, err := l.CheckLanguages(t.Context(), []string{"ruby"}); !errors.Is(err, ErrLanguage) {
+		t.Errorf("an unknown language: got %v, want ErrLanguage", err)
+	}
+}
