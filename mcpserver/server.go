@@ -63,6 +63,11 @@ type Options struct {
 	// (code mode): exec's description gains their index, its result tool_calls,
 	// and a second tool, tools_search, appears. nil: exec alone, as always.
 	Upstreams Upstreams
+	// Languages lists what exec's "language" may name (launcher.LanguagePython and
+	// launcher.OtherLanguages), checked against the image by the caller (the runner
+	// refuses an interpreter it lacks only when a call needs it). Empty: no such field;
+	// every program is Python.
+	Languages []string
 	// Egress lists the egress profiles a call may name in "egress"; the
 	// runner enforces them. Empty: no such field, and the tool is as without it.
 	Egress []EgressProfile
@@ -337,6 +342,9 @@ func (h *handler) logDone(id string, job launcher.Job, res launcher.Result) {
 		Func(func(e *zerolog.Event) {
 			if job.Egress != "" {
 				e.Str("egress", job.Egress) // the operator's profile name
+			}
+			if job.Language != "" {
+				e.Str("language", job.Language) // one of the configured names
 			}
 		}).
 		Msg("exec")

@@ -382,8 +382,8 @@ func TestCallInvalid(t *testing.T) {
 	tests := []badCall{
 		{"no arguments", `{}`, `missing properties: ["code"]`},
 		{"missing code", `{"stdin":"x"}`, `missing properties: ["code"]`},
-		{"empty code", `{"code":""}`, `code is empty: send the Python program to run in "code"`},
-		{"whitespace code", `{"code":" \n\t "}`, `code is empty: send the Python program to run in "code"`},
+		{"empty code", `{"code":""}`, `code is empty: send the program to run in "code"`},
+		{"whitespace code", `{"code":" \n\t "}`, `code is empty: send the program to run in "code"`},
 		{"code over limit", `{"code":"` + strings.Repeat("x", 101) + `"}`,
 			"code is 101 bytes; the limit is 100 bytes (MCP_EXEC_MAX_CODE_BYTES)"},
 		{"stdin over limit", `{"code":"x","stdin":"` + strings.Repeat("y", 51) + `"}`,

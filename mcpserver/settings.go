@@ -8,6 +8,7 @@ const (
 	SettingMaxCodeBytes           backend.Setting = "max-code-bytes"
 	SettingMaxStdinBytes          backend.Setting = "max-stdin-bytes"
 	SettingEgressProfiles         backend.Setting = "egress-profiles"
+	SettingLanguages              backend.Setting = "languages"
 	SettingMaxSessions            backend.Setting = "max-sessions"
 	SettingMaxSessionsPerIdentity backend.Setting = "max-sessions-per-identity"
 	SettingSessionMaxLifetime     backend.Setting = "session-max-lifetime-s"

@@ -22,6 +22,8 @@ const toolName = "exec"
 // unknown properties.
 type execInput struct {
 	Code string `json:"code" jsonschema:"The complete Python program to run. Print results to stdout."`
+	// Language is in the schema only when languages are configured (language.go).
+	Language string `json:"language,omitempty" jsonschema:"The language of code (languageSchema fills in the names)."`
 	// TimeoutS is a pointer so that an explicit 0 (invalid) differs from absent
 	// (the default).
 	TimeoutS *wholeSeconds `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit in whole seconds (inputSchema fills in the numbers)."`
@@ -97,6 +99,7 @@ func inputSchema(o Options) *jsonschema.Schema {
 	enc.Enum = []any{encodingUTF8, encodingBase64}
 	enc.Default = json.RawMessage(`"` + encodingUTF8 + `"`)
 	egressSchema(s, o)
+	languageSchema(s, o)
 	if !sessionsOn(o) {
 		delete(s.Properties, "session_id")
 	}
@@ -130,7 +133,7 @@ func (e *invalidInput) Error() string { return e.msg }
 // newJob checks in against the limits and builds the job the runner gets.
 func newJob(in execInput, o Options) (launcher.Job, error) {
 	if strings.TrimSpace(in.Code) == "" {
-		return launcher.Job{}, &invalidInput{"code", `code is empty: send the Python program to run in "code"`}
+		return launcher.Job{}, &invalidInput{"code", `code is empty: send the program to run in "code"`}
 	}
 	if err := checkSize("code", in.Code, o.MaxCodeBytes, o.Vars.Var(SettingMaxCodeBytes)); err != nil {
 		return launcher.Job{}, err
@@ -149,12 +152,15 @@ func newJob(in execInput, o Options) (launcher.Job, error) {
 	if err := checkEgress(in.Egress, o); err != nil {
 		return launcher.Job{}, err
 	}
+	if err := checkLanguage(in, o); err != nil {
+		return launcher.Job{}, err
+	}
 	if in.Egress != "" && in.SessionID != "" {
 		// A session's channel is bound to the profile session_create named, when its
 		// sandbox was made: a call cannot change it (nor add one to a session without).
 		return launcher.Job{}, &invalidInput{"egress", "egress cannot be used with session_id: a session's egress profile is fixed at session_create, and every call in the session uses it; leave egress out, or call session_create with the egress you need"}
 	}
-	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout, Files: files, Egress: in.Egress}, nil
+	return launcher.Job{Code: in.Code, Stdin: in.Stdin, Timeout: timeout, Files: files, Egress: in.Egress, Language: in.Language}, nil
 }
 
 func checkSize(field, s string, limit int, setting string) error {
@@ -205,7 +211,7 @@ func size(n int) string {
 // it can import, what it cannot do, how files go in and out, and the limits it
 // will run into.
 func description(o Options, l runnerLimits) string {
-	return baseDescription(o, l) + egressDescription(o)
+	return baseDescription(o, l) + languageDescription(o) + egressDescription(o)
 }
 
 func baseDescription(o Options, l runnerLimits) string {

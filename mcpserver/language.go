@@ -1,0 +1,79 @@
+package mcpserver
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+)
+
+// languageSchema sets exec's "language" property to the enum of Options.Languages, or
+// drops it when none are configured (Python alone, the tool as it always was).
+func languageSchema(s *jsonschema.Schema, o Options) {
+	if len(o.Languages) == 0 {
+		delete(s.Properties, "language")
+		return
+	}
+	p := s.Properties["language"]
+	p.Enum = nil
+	for _, l := range o.Languages {
+		p.Enum = append(p.Enum, l)
+	}
+	p.Default = []byte(`"` + launcher.LanguagePython + `"`)
+	s.Properties["code"].Description = "The complete program to run, in \"language\" (Python when absent). Print results to stdout."
+}
+
+// languageDescription is what exec's description adds when languages are configured:
+// what each one is run with and what is Python's alone.
+func languageDescription(o Options) string {
+	if len(o.Languages) == 0 {
+		return ""
+	}
+	var lines []string
+	for _, l := range o.Languages {
+		switch l {
+		case "bash":
+			lines = append(lines, `"bash": the script runs with bash -e -o pipefail (it stops at the first failing command, of a pipeline too); coreutils, grep, sed, awk, jq, sqlite3, file, gzip, xz, zip and unzip are there (curl too, useful only with an egress profile).`)
+		case "javascript":
+			lines = append(lines, `"javascript": Node.js 20, standard library only (no npm packages); ES modules (import, top-level await) or CommonJS (require), told apart by the syntax. No TypeScript: write plain JavaScript.`)
+		}
+	}
+	return fmt.Sprintf("\n\nLanguages: %q (the default) and, with \"language\", %s. Stdin, files in and /tmp/outputs, the limits and the result are the same for each; matplotlib figures are Python's. %s Sessions and upstream tools are for Python only.",
+		launcher.LanguagePython, strings.Join(quoted(otherLanguages(o)), ", "), strings.Join(lines, " "))
+}
+
+func otherLanguages(o Options) []string {
+	return slices.DeleteFunc(slices.Clone(o.Languages), func(l string) bool { return l == launcher.LanguagePython })
+}
+
+func quoted(s []string) []string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return q
+}
+
+// checkLanguage refuses a language that is not configured (the schema's enum says so
+// too, in the validator's words) and one that the call's other arguments, or the
+// server's code mode, do not allow yet: those are Python's.
+func checkLanguage(in execInput, o Options) error {
+	if in.Language == "" || in.Language == launcher.LanguagePython {
+		return nil
+	}
+	if !slices.Contains(o.Languages, in.Language) {
+		supported := append([]string{launcher.LanguagePython}, otherLanguages(o)...)
+		return &invalidInput{"language", fmt.Sprintf("language %q is not available on this server; it runs %s (%s)",
+			in.Language, strings.Join(quoted(supported), ", "), o.Vars.Var(SettingLanguages))}
+	}
+	if in.SessionID != "" {
+		return &invalidInput{"language", fmt.Sprintf("language %q cannot be used with session_id: sessions run Python only (for now); leave session_id out to run it in a new sandbox", in.Language)}
+	}
+	if o.Upstreams != nil {
+		return &invalidInput{"language", fmt.Sprintf("language %q is not available while this server gives programs upstream tools (code mode): its exec runs Python only (for now); leave language out and write Python", in.Language)}
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package mcpserver
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
+)
+
+var testLanguages = []string{"python", "javascript", "bash"}
+
+// TestLanguageField: with languages configured, exec takes "language" from their enum
+// and the job carries it (the schema's default, python, when absent); without, there is no such field (TestListToolsGolden pins
+// the tool as it was).
+func TestLanguageField(t *testing.T) {
+	r := &fakeRunner{}
+	cs := connect(t, t.Context(), r, Options{Languages: testLanguages})
+	p, _ := listedProperty(t, cs, toolName, "language")
+	if diff := cmp.Diff([]string{"python", "javascript", "bash"}, p.Enum); diff != "" {
+		t.Errorf("language enum (-want +got):\n%s", diff)
+	}
+	if d := description(Options{Languages: testLanguages}.withDefaults(), limitsOf(launcher.Options{})); !strings.Contains(d, "\n\nLanguages: ") || !strings.Contains(d, "bash -e -o pipefail") {
+		t.Errorf("description lacks the languages paragraph:\n%s", d)
+	}
+	for _, args := range []string{`{"code":"echo hi","language":"bash"}`, `{"code":"console.log(1)","language":"javascript"}`, `{"code":"print(1)"}`} {
+		if res := call(t, t.Context(), cs, args); res.IsError {
+			t.Fatalf("%s: %s", args, text(t, res))
+		}
+	}
+	var got []string
+	for _, j := range r.calls() {
+		got = append(got, j.Language)
+	}
+	if diff := cmp.Diff([]string{"bash", "javascript", "python"}, got); diff != "" {
+		t.Errorf("jobs' language (-want +got):\n%s", diff)
+	}
+
+	if _, ok := inputSchema(Options{}.withDefaults()).Properties["language"]; ok {
+		t.Error("language: a property without languages configured")
+	}
+	r = &fakeRunner{}
+	cs = connect(t, t.Context(), r, Options{})
+	expectToolErrors(t, cs, r, []badCall{
+		{"language without languages", `{"code":"x","language":"bash"}`, `unexpected additional properties ["language"]`},
+	}, "language without languages")
+}
+
+// TestLanguageRefusals: a language that is not configured, and one with what runs
+// Python only for now (sessions, code mode), are tool errors that say what is
+// supported, and never reach the runner.
+func TestLanguageRefusals(t *testing.T) {
+	r := &fakeRunner{}
+	cs := connect(t, t.Context(), r, Options{Languages: []string{"python", "bash"}, Vars: testVars})
+	expectToolErrors(t, cs, r, []badCall{
+		{"not configured", `{"code":"x","language":"javascript"}`, "language"},
+		{"unknown", `{"code":"x","language":"ruby"}`, "language"},
+	}, "bad language")
+	if err := checkLanguage(execInput{Language: "javascript"}, Options{Languages: []string{"python", "bash"}, Vars: testVars}); err == nil ||
+		!strings.Contains(err.Error(), `it runs "python", "bash"`) || !strings.Contains(err.Error(), "MCP_EXEC_LANGUAGES") {
+		t.Errorf("not configured: got %v, want the supported list and the setting", err)
+	}
+	if err := checkLanguage(execInput{Language: "bash", SessionID: "s"}, Options{Languages: testLanguages}); err == nil || !strings.Contains(err.Error(), "sessions run Python only") {
+		t.Errorf("with session_id: got %v", err)
+	}
+
+	cfg, err := upstream.Parse([]byte(`{"mcpServers": {"echo-server": {"command": "/bin/false", "tools": ["echo"]}}}`),
+		upstream.Resolver{LookupEnv: os.LookupEnv, ReadFile: os.ReadFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = &fakeRunner{}
+	cs = connect(t, t.Context(), r, Options{Languages: testLanguages, Upstreams: upstream.New(cfg, "test", zerolog.Nop())})
+	expectToolErrors(t, cs, r, []badCall{
+		{"code mode", `{"code":"echo","language":"bash"}`, "runs Python only"},
+	}, "a language in code mode")
+	if res := call(t, t.Context(), cs, `{"code":"print(1)","language":"python"}`); res.IsError {
+		t.Fatalf("python in code mode: %s", text(t, res))
+	}
+}
