@@ -309,6 +309,12 @@ func newLauncher(ctx context.Context, cfg config.Config, log zerolog.Logger, m *
 		cleanup()
 		return nil, nil, err
 	}
+	if reap { // serving: a one-off command runs what it was given and fails as it does
+		if err := checkLanguages(ctx, cfg, l, log); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
 	l.StartPool()
 	name, err := l.EngineName(cctx)
 	if err != nil {

@@ -42,7 +42,10 @@ func selftest(ctx context.Context, cfg config.Config, l *launcher.Launcher, stdo
 		took time.Duration
 	}
 	probes := probe.All(p)
-	lines := make([]line, len(probes)+1)
+	// The probes are Python programs; each other language of --languages gets a line
+	// of its own: a program in it runs (launcher.CheckLanguages).
+	langs := slices.DeleteFunc(config.SplitList(cfg.Languages), func(s string) bool { return s == launcher.LanguagePython })
+	lines := make([]line, len(probes)+1, len(probes)+1+len(langs))
 	verify := func() {
 		start := time.Now()
 		lines[0] = line{"limits_enforced", l.VerifyLimits(ctx), time.Since(start)}
@@ -52,6 +55,11 @@ func selftest(ctx context.Context, cfg config.Config, l *launcher.Launcher, stdo
 		_, _, err := probe.Run(ctx, l, l, pr)
 		lines[i+1] = line{pr.Name, err, time.Since(start)}
 	})
+	for _, lang := range langs {
+		start := time.Now()
+		_, err := l.CheckLanguages(ctx, []string{lang})
+		lines = append(lines, line{"language_" + lang, err, time.Since(start)})
+	}
 
 	failed, unchecked, diffs := 0, 0, 0
 	for _, ln := range lines {

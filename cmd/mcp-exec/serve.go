@@ -46,6 +46,7 @@ func serve(ctx context.Context, cfg config.Config, l *launcher.Launcher, m *metr
 		DefaultTimeout: cfg.DefaultTimeout,
 		MaxTimeout:     cfg.MaxTimeout,
 		Egress:         egressOf(l),
+		Languages:      config.SplitList(cfg.Languages),
 		Sessions:       sessionOptions(ctx, cfg, l, log),
 		Runs:           runOptions(cfg, log),
 		Logger:         log,

@@ -108,6 +108,12 @@ func newProcessLauncher(ctx context.Context, cfg config.Config, log zerolog.Logg
 		}
 		return true
 	})
+	if verify {
+		if err := checkLanguages(ctx, cfg, l, log); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
 	l.StartPool()
 	name, _ := be.Name(cctx)
 	log.Info().Str("engine", name).Int("max_concurrent", cfg.MaxConcurrent).Msg("process backend ready")

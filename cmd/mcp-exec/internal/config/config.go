@@ -102,6 +102,7 @@ type Config struct {
 	SessionMemory          int64         // --session-memory MCP_EXEC_SESSION_MEMORY, bytes
 	SessionPoolSize        int           // --session-pool-size MCP_EXEC_SESSION_POOL_SIZE: session sandboxes kept ready (docker backend); 0 = every session starts cold
 	Preload                string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
+	Languages              string        // --languages MCP_EXEC_LANGUAGES: comma-separated languages exec's language may name; python among them
 	Instance               string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
 	LogLevel               string        // --log-level MCP_EXEC_LOG_LEVEL
 	LogFormat              string        // --log-format MCP_EXEC_LOG_FORMAT
@@ -406,6 +407,8 @@ func cfgTable(c *Config) []cfgField {
 			func() string {
 				return cfgUnless(c.Preload == "" || cfgPreloadRE.MatchString(c.Preload), "must be module names separated by commas (e.g. numpy,pandas), got %q", c.Preload)
 			}},
+		{"languages", "MCP_EXEC_LANGUAGES", "python,javascript,bash", "comma-separated languages exec's language may name, from python, javascript and bash (python among them); each one besides python is checked at start by running a program in it, and the server refuses to start when the image cannot",
+			(*cfgString)(&c.Languages), func() string { return cfgLanguages(c.Languages) }},
 		{"instance", "MCP_EXEC_INSTANCE", cfgHostDefault, "label value marking this server's containers (default: host name)",
 			(*cfgString)(&c.Instance),
 			func() string {
@@ -471,6 +474,22 @@ func cfgAtLeast(got, min int64) string {
 }
 
 // cfgUnless is "" when ok holds, else the message.
+// cfgLanguages: known names, no repeats, python among them (the bootstrap itself is
+// Python, and so are sessions and code mode).
+func cfgLanguages(s string) string {
+	seen := map[string]bool{}
+	for _, l := range SplitList(s) {
+		if l != "python" && l != "javascript" && l != "bash" {
+			return fmt.Sprintf("must be languages separated by commas, from python, javascript and bash; got %q", l)
+		}
+		if seen[l] {
+			return fmt.Sprintf("names %q twice", l)
+		}
+		seen[l] = true
+	}
+	return cfgUnless(seen["python"], "must include python (the default language), got %q", s)
+}
+
 func cfgUnless(ok bool, format string, a ...any) string {
 	if ok {
 		return ""
