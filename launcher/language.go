@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,33 +29,49 @@ console.log("ok " + versions.node);`,
 }
 
 // CheckLanguages runs one sandbox per language of langs other than Python, each a
-// program in that language, so that a server offering a language its image cannot
-// run refuses to start rather than fail every call in it. It returns each language's
-// interpreter version. Python needs no check: every sandbox's bootstrap is Python.
+// program in that language (at once, as the slots allow), so that a server offering a
+// language its image cannot run refuses to start rather than fail every call in it. It
+// returns each language's interpreter version. Python needs no check: every sandbox's
+// bootstrap is Python.
 func (l *Launcher) CheckLanguages(ctx context.Context, langs []string) (map[string]string, error) {
-	versions := map[string]string{}
-	var errs []error
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		versions = map[string]string{}
+		errs     []error
+	)
 	for _, lang := range langs {
 		if lang == LanguagePython {
 			continue
 		}
-		code, ok := languageChecks[lang]
-		if !ok || !slices.Contains(OtherLanguages, lang) {
-			errs = append(errs, fmt.Errorf("%w: %q", ErrLanguage, lang))
-			continue
-		}
-		res, err := l.Run(ctx, Job{Language: lang, Code: code, Timeout: 30 * time.Second, internal: true})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("checking %s: %w", lang, err))
-			continue
-		}
-		v, found := strings.CutPrefix(strings.TrimSpace(res.Stdout), "ok ")
-		if res.ExitCode != 0 || !found {
-			errs = append(errs, fmt.Errorf("%w: %s in image %s: exit %d, stdout %q, stderr %q", ErrLanguageMissing, lang,
-				l.opts.Image, res.ExitCode, truncate(res.Stdout, 200), truncate(res.Stderr, 300)))
-			continue
-		}
-		versions[lang] = v
+		wg.Go(func() {
+			v, err := l.checkLanguage(ctx, lang)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			versions[lang] = v
+		})
 	}
+	wg.Wait()
 	return versions, errors.Join(errs...)
+}
+
+func (l *Launcher) checkLanguage(ctx context.Context, lang string) (string, error) {
+	code, ok := languageChecks[lang]
+	if !ok || !slices.Contains(OtherLanguages, lang) {
+		return "", fmt.Errorf("%w: %q", ErrLanguage, lang)
+	}
+	res, err := l.Run(ctx, Job{Language: lang, Code: code, Timeout: 30 * time.Second, internal: true})
+	if err != nil {
+		return "", fmt.Errorf("checking %s: %w", lang, err)
+	}
+	v, found := strings.CutPrefix(strings.TrimSpace(res.Stdout), "ok ")
+	if res.ExitCode != 0 || !found {
+		return "", fmt.Errorf("%w: %s in image %s: exit %d, stdout %q, stderr %q", ErrLanguageMissing, lang,
+			l.opts.Image, res.ExitCode, truncate(res.Stdout, 200), truncate(res.Stderr, 300))
+	}
+	return v, nil
 }

@@ -20,7 +20,7 @@ func checkLanguages(ctx context.Context, cfg config.Config, l *launcher.Launcher
 	if len(langs) <= 1 {
 		return nil
 	}
-	// Cold sandboxes, one after the other; under gVisor on a loaded machine seconds each.
+	// Cold sandboxes, under gVisor on a loaded machine seconds each.
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	t0 := time.Now()
