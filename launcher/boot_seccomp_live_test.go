@@ -45,3 +45,35 @@ func TestBootFilterUnconfinedEngine(t *testing.T) {
 		}
 	})
 }
+
+// TestLanguageFilterUnconfinedEngine: bash and node, which the bootstrap's child execs,
+// run under the bootstrap's seccomp filter: with the engine's profile off, only that
+// filter can put them in filter mode (Seccomp: 2). The control, without the bootstrap's
+// filter, shows mode 0, so the test tells the two apart.
+func TestLanguageFilterUnconfinedEngine(t *testing.T) {
+	programs := map[string]string{
+		"bash":       "grep '^Seccomp:' /proc/self/status | tr -d '\\t '",
+		"javascript": "import fs from 'node:fs';\nconsole.log(fs.readFileSync('/proc/self/status', 'utf8').match(/^Seccomp:\\s*(\\d+)/m)[0].replace(/\\s+/g, ''))",
+	}
+	check := func(t *testing.T, l *launcher.Launcher, want string) {
+		t.Helper()
+		for lang, code := range programs {
+			res, err := l.Run(t.Context(), launcher.Job{Language: lang, Code: code})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Stdout != want+"\n" {
+				t.Errorf("%s: got %q (stderr %q), want %q", lang, res.Stdout, res.Stderr, want)
+			}
+		}
+	}
+	t.Run("filter", func(t *testing.T) {
+		check(t, launchertest.NewWith(t, launcher.Options{}, launchertest.Unconfined), "Seccomp:2")
+	})
+	t.Run("control", func(t *testing.T) {
+		l := launchertest.NewWith(t, launcher.Options{}, func(cli docker.Client, be *docker.Backend) launcher.Backend {
+			return launchertest.WithoutBootFilter(launchertest.Unconfined(cli, be))
+		})
+		check(t, l, "Seccomp:0")
+	})
+}

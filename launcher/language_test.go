@@ -45,6 +45,8 @@ func TestLanguagePrograms(t *testing.T) {
 		{name: "bash no network", job: Job{Language: "bash", Code: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; curl -sS --max-time 3 http://1.1.1.1/ || echo refused $?"}, wantOut: "lo\nrefused 7\n", wantErr: "curl: (7)"},
 		{name: "bash read-only root", job: Job{Language: "bash", Code: "touch /usr/x 2>/dev/null || echo ro"}, wantOut: "ro\n"},
 		{name: "bash no capabilities", job: Job{Language: "bash", Code: "grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status | cut -f2 | sort -u; id -u"}, wantOut: "0000000000000000\n65532\n"},
+		// The bootstrap's seccomp filter and no-new-privileges survive the exec.
+		{name: "bash seccomp filter", job: Job{Language: "bash", Code: "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status | tr -d '\\t'"}, wantOut: "NoNewPrivs:1\nSeccomp:2\n"},
 		{name: "bash background child left running", job: Job{Language: "bash", Code: "sleep 600 &\necho started"}, wantOut: "started\n"},
 
 		{name: "javascript hello", job: Job{Language: "javascript", Code: "console.log('hello'); console.error('oops')"}, wantOut: "hello\n", wantErr: "oops"},
@@ -61,6 +63,7 @@ func TestLanguagePrograms(t *testing.T) {
 			Code: "import fs from 'node:fs';\nconst s = fs.readFileSync('data/in.csv', 'utf8').trim().split('\\n').slice(1).map(Number).reduce((a, b) => a + b);\nfs.writeFileSync('/tmp/outputs/sum.txt', String(s))"}, wantFile: "sum.txt=6"},
 		{name: "javascript no network", job: Job{Language: "javascript", Code: "import net from 'node:net';\nconst s = net.connect(80, '1.1.1.1');\ns.on('error', e => console.log(e.code))"}, wantOut: "ENETUNREACH\n"},
 		{name: "javascript read-only root", job: Job{Language: "javascript", Code: "import fs from 'node:fs';\ntry { fs.writeFileSync('/usr/x', 'x') } catch (e) { console.log(['EROFS', 'EACCES'].includes(e.code) ? 'refused' : e.code) }"}, wantOut: "refused\n"},
+		{name: "javascript seccomp filter", job: Job{Language: "javascript", Code: "import fs from 'node:fs';\nconsole.log(fs.readFileSync('/proc/self/status', 'utf8').match(/^(NoNewPrivs|Seccomp):.*$/gm).join(' ').replace(/\\s+/g, ''))"}, wantOut: "NoNewPrivs:1Seccomp:2\n"},
 		{name: "javascript no capabilities", job: Job{Language: "javascript", Code: "import fs from 'node:fs';\nconsole.log(fs.readFileSync('/proc/self/status', 'utf8').match(/^CapEff:\\s*(\\S+)/m)[1])"}, wantOut: "0000000000000000\n"},
 	}
 	for _, tt := range tests {
