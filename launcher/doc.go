@@ -1,5 +1,5 @@
-// Package launcher runs untrusted Python programs, each in a throwaway sandbox of its
-// own, through a Backend: launcher/docker (Docker or Podman containers), launcher/kube
+// Package launcher runs untrusted programs (Python; bash or JavaScript by Job.Language,
+// which the bootstrap execs), each in a throwaway sandbox of its own, through a Backend: launcher/docker (Docker or Podman containers), launcher/kube
 // (Kubernetes pods) or launcher/process (child processes: the standalone mode). A
 // Backend makes, starts, kills, inspects, removes and lists sandboxes from the Spec of
 // SpecOf, and applies every field of it. The launcher owns the rest: the bootstrap

@@ -1,6 +1,7 @@
 // Package mcpserver exposes a [Runner] as an MCP server whose tool "exec" runs
-// caller-supplied Python in a throwaway sandbox and returns its stdout, stderr, exit
-// code and output files. Options add to it, the tool list fixed for a configuration:
+// caller-supplied Python (or bash or JavaScript: Options.Languages) in a throwaway
+// sandbox and returns its stdout, stderr, exit code and output files. Options add to it,
+// the tool list fixed for a configuration:
 // sessions (session_create, session_close), each kept in a [SessionStore] (this
 // server's memory, or launcher/kube's, shared by every replica) with a sandbox held
 // (launcher.Session) or attached per call (launcher.AttachedSession); code mode
