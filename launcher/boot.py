@@ -275,7 +275,7 @@ def _boot():
             raise SystemExit("mcp-exec: no code header")
         header += b
     parts = header.split()
-    # A one-shot header without tools may name another language last (see LANGUAGES).
+    # A one-shot header without tools may name another language last: its argv.
     argv = LANGUAGES[parts.pop()] if len(parts) == 4 and parts[3] in LANGUAGES else None
     if not parts or (len(parts), parts[0]) not in ONE_SHOT_HEADERS or not all(p.isdigit() for p in parts[1:]):
         raise SystemExit("mcp-exec: bad code header")
