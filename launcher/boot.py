@@ -47,16 +47,18 @@ EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not 
 #   D  u32 n, JSON, bytes  a file the program left in OUTDIR: n bytes of JSON header
 #                     {"name", "size", "skipped"} then its content (none if skipped)
 #   X  JSON           the program (or a session's call) has ended: exit_payload
+#   P  JSON           a kept call still runs: {"output_bytes"}, after O and E frames
+#                     holding the last TAIL bytes of each stream (MCPEXECF's answer)
 #   F  text           the bootstrap itself failed
 #   C  bytes          a chunk of the program's tool calls (code mode; mcptools.py writes
 #                     them, and reads the server's Y frames, in the program's process)
 # The server writes header lines on stdin, each followed by what it announces, and Y
 # frames (u32 call id, JSON: replies to calls) after a header with tools. A one-shot
-# child reads HEADER_EXEC "<code> <files> [<language>]" or HEADER_TOOLS "<code> <files> <tools>
-# <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files> <stdin>",
-# HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KILL, or HEADER_RESEAL
-# "<key hex>". Input files are u32 name length, name, u32 size, bytes;
-# repeated. Kubernetes' start gate reads its own line, the seal key (launcher/kube).
+# child reads HEADER_EXEC "<code> <files> [<language>]" or HEADER_TOOLS "<code>
+# <files> <tools> <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files>
+# <stdin>", HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KEPT "<code>
+# <files> <stdin> <timeout ms>", HEADER_FETCH, HEADER_KILL, or HEADER_RESEAL "<key
+# hex>". Input files are u32 name length, name, u32 size, bytes; repeated. Kubernetes' start gate reads its own line, the seal key (launcher/kube).
 FRAME_READY = b"R"
 FRAME_STDOUT = b"O"
 FRAME_STDERR = b"E"
@@ -65,12 +67,16 @@ FRAME_EXIT = b"X"
 FRAME_FATAL = b"F"
 FRAME_CALL = b"C"
 FRAME_REPLY = b"Y"
+FRAME_PROGRESS = b"P"
 HEADER_EXEC = b"MCPEXEC2"
 HEADER_TOOLS = b"MCPEXEC3"
 HEADER_CELL = b"MCPEXECS"
 HEADER_CELL_TOOLS = b"MCPEXECT"
 HEADER_KILL = b"MCPEXECK"
 HEADER_RESEAL = b"MCPEXECR"
+HEADER_KEPT = b"MCPEXECB"
+HEADER_FETCH = b"MCPEXECF"
+TAIL = 512
 # The languages besides Python a one-shot HEADER_EXEC may name last: the interpreter's
 # argv, CODE standing for the program's file (see _interpreter). bash fails on the first
 # failing command, of a pipeline too; node takes the file for an ES module when its
@@ -109,6 +115,7 @@ class Output:
     # it was hit, and everything after is dropped (dropped, in the X frame).
     def __init__(self, max_output, emit):
         self.max_output, self.emit, self.sent, self.dropped = max_output, emit, 0, False
+        self.total, self.tails = 0, {FRAME_STDOUT: b"", FRAME_STDERR: b""}  # past the cap too
 
     def relay(self, fd, kind):
         # Frames what fd has (non-blocking) as kind; False at its end of file.
@@ -118,6 +125,8 @@ class Output:
             return True
         if not data:
             return False
+        self.total += len(data)
+        self.tails[kind] = (self.tails[kind] + data[-TAIL:])[-TAIL:]
         room = self.max_output + 1 - self.sent
         if room < len(data):
             self.dropped = True
@@ -1165,6 +1174,13 @@ def send_files(outdir, max_file, max_total, out, max_count=64):
 # ends each cell with an X frame that adds "state". Output written between cells (a
 # thread a cell left) is dropped. A session with an egress profile has its channel at
 # EGRESS_SOCK; PID 1 runs the relay (egress_relay) for every cell.
+#
+# A kept call (HEADER_KEPT: a background run on Kubernetes, whose replicas attach and
+# detach at will) is a cell whose frames PID 1 keeps in its memory instead of writing
+# them, and which PID 1 kills itself at its timeout (its X frame adds "timed_out"). Each
+# HEADER_FETCH is answered on the stream: while the call runs, the tails of its output
+# and a P frame; once it has ended, its kept frames, as often as asked. It is the pod's
+# only call: at its end every other process goes, and PID 1 only answers fetches.
 HOLDER = r"""
 def _holder(seed, plots, files, status_of, prepare):
     import os, sys, _signal
@@ -1385,6 +1401,27 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             reap()
             time.sleep(0.005)
 
+    def reseal(parts):
+        # A new attach (a shared session or a kept call on Kubernetes: any replica serves
+        # the next call or fetch): a fresh key, whose keystream starts at 0, seals what
+        # follows. False for any other line.
+        global seal
+        if len(parts) != 2 or parts[0] != HEADER_RESEAL or seal is None:
+            return False
+        try:
+            key = bytes.fromhex(parts[1].decode())
+        except ValueError:
+            key = b""
+        if len(key) != SEAL_KEY_SIZE:
+            fatal("bad session seal key")
+        seal = sealer(key)
+        return True
+
+    def fetched(output):
+        # A running kept call's progress: its output's tails and size so far.
+        write_all(1, frame(FRAME_STDOUT, output.tails[FRAME_STDOUT]) + frame(FRAME_STDERR, output.tails[FRAME_STDERR]) +
+                  frame(FRAME_PROGRESS, b'{"output_bytes": %d}' % output.total))
+
     # The holder is ready once it has said so (its preload imported).
     holder = None
     while holder is None:
@@ -1419,24 +1456,17 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         if reply is not None:
             continue  # a reply that came after its call had ended
         parts = line.split()
-        if parts == [HEADER_KILL]:
-            continue  # a kill that came after its cell had ended
-        if len(parts) == 2 and parts[0] == HEADER_RESEAL and seal is not None:
-            # A new attach (a shared session on Kubernetes: any replica serves the next
-            # call): a fresh key, whose keystream starts at 0, seals what follows.
-            try:
-                key = bytes.fromhex(parts[1].decode())
-            except ValueError:
-                key = b""
-            if len(key) != SEAL_KEY_SIZE:
-                fatal("bad session seal key")
-            seal = sealer(key)
+        if parts in ([HEADER_KILL], [HEADER_FETCH]):
+            continue  # a kill that came after its cell had ended; nothing kept
+        if reseal(parts):
             continue
-        if not ((len(parts) == 4 and parts[0] == HEADER_CELL) or (len(parts) == 5 and parts[0] == HEADER_CELL_TOOLS)) \
+        if not ((len(parts) == 4 and parts[0] == HEADER_CELL) or (len(parts) == 5 and parts[0] in (HEADER_CELL_TOOLS, HEADER_KEPT))) \
                 or not all(p.isdigit() for p in parts[1:]):
             fatal("bad session header")
         n, m = int(parts[1]), int(parts[2])
-        t, s = (int(parts[3]), int(parts[4])) if len(parts) == 5 else (None, int(parts[3]))
+        kept = [] if parts[0] == HEADER_KEPT else None
+        stop_at = time.monotonic() + int(parts[4]) / 1000 if kept is not None else None
+        t, s = (int(parts[3]), int(parts[4])) if parts[0] == HEADER_CELL_TOOLS else (None, int(parts[3]))
         cell = read_exact(n) + read_exact(m) + (read_exact(t) if t is not None else b"") + read_exact(s)
         # With tools, the call gets FIFOs of its own (the holder's bind), in a new
         # directory: calls written to c go out as C frames, replies (Y frames) go to r;
@@ -1455,7 +1485,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             call_r = os.open(fifos + "/c", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
             rep_w = os.open(fifos + "/r", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         ooms = oom_kills()
-        state, status, killed = None, 0, False
+        state, status, killed, timed_out = None, 0, False, False
         events()  # the death of a cell forked ahead that never had a call: not this call's
         try:
             if t is None:
@@ -1467,7 +1497,8 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         except OSError:
             state = "lost"
         cell = None
-        output = Output(max_output, lambda d: write_all(1, d))
+        emit = kept.append if kept is not None else (lambda d: write_all(1, d))
+        output = Output(max_output, emit)
 
         def relay(fd):
             output.relay(fd, FRAME_STDOUT if fd == out_r else FRAME_STDERR)
@@ -1507,24 +1538,31 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                         state, status = "kept", e[1][1]
                     elif e[0] == b"L" and e[1][0] != holder:
                         state, status = "rolled_back", e[1][1]
+            late = kill = stop_at is not None and time.monotonic() > stop_at
             if state is None and 0 in r:
                 reply, line = read_input()
                 if reply is not None:
                     if rep_w is not None:
                         replies += reply
-                elif line.split() == [HEADER_KILL] and not killed:
-                    killed = True
-                    # A "K" already in the pipe means the cell ended first: keep it.
-                    for e in events():
-                        if e is not None and e[0] == b"K":
-                            old, holder = holder, e[1][0]
-                            try:
-                                os.kill(old, 9)
-                            except OSError:
-                                pass
-                            state, status, killed = "kept", e[1][1], False
-                    if state is None:
-                        kill_all_but(holder)
+                elif kept is not None and line.split() == [HEADER_FETCH]:
+                    fetched(output)
+                elif kept is not None and reseal(line.split()):
+                    pass
+                elif line.split() == [HEADER_KILL]:
+                    kill = True
+            if state is None and kill and not killed:
+                killed, timed_out = True, late
+                # A "K" already in the pipe means the cell ended first: keep it.
+                for e in events():
+                    if e is not None and e[0] == b"K":
+                        old, holder = holder, e[1][0]
+                        try:
+                            os.kill(old, 9)
+                        except OSError:
+                            pass
+                        state, status, killed, timed_out = "kept", e[1][1], False, False
+                if state is None:
+                    kill_all_but(holder)
             reap()
             if state is None and not alive(holder):
                 # A cell that ended its holder may still end by itself (then it holds).
@@ -1543,9 +1581,19 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 if not select.select([fd], [], [], 0)[0]:
                     break
                 relay(fd)
-        send_files(outdir, max_file, max_files, lambda d: write_all(1, d))
+        send_files(outdir, max_file, max_files, emit)
         shutil.rmtree(outdir, ignore_errors=True)
-        write_all(1, frame(FRAME_EXIT, exit_payload(status, ooms, output.dropped, killed, state)))
+        x = exit_payload(status, ooms, output.dropped, killed, state)
+        emit(frame(FRAME_EXIT, x[:-1] + b', "timed_out": true}' if timed_out else x))
+        if kept is not None:
+            kill_all_but(None)  # what the call left: its result is all the pod holds now
+            kept = b"".join(kept)
+            while True:
+                _, line = read_input()
+                if line is not None and line.split() == [HEADER_FETCH]:
+                    write_all(1, kept)
+                elif line is not None:
+                    reseal(line.split())
         if state == "lost":
             os._exit(EXIT_OK)
 

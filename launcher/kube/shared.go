@@ -33,7 +33,8 @@ import (
 // for each call (launcher.AttachedSession, Backend.Reattach, a fresh seal key per call).
 // The rule that ends a session is backend.SessionRecord.Due, as in a server's memory. Every replica's sweeper deletes the session pods whose
 // idle deadline or maximum lifetime has passed, whoever made them; activeDeadlineSeconds
-// is the backstop should no replica run.
+// is the backstop should no replica run. A background run's pod (runs.go) carries the
+// same label and LabelRun, which the store's selectors exclude.
 const (
 	annHandle    = "dev.mcp-exec.session-handle-sha256" // hex SHA-256 of the handle (domain-separated)
 	annOwner     = "dev.mcp-exec.session-owner-sha256"  // hex SHA-256 of the handle and the owner's identity
@@ -186,7 +187,7 @@ func sessionAnnotations(handle, owner string, idle time.Duration, idleUntil, exp
 // Another identity's session is ErrSessionGone, as is none.
 func (s *SessionStore) find(ctx context.Context, handle, owner string) (*corev1.Pod, error) {
 	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: backend.LabelSessionKey + "=" + SessionKey(handle)})
+		LabelSelector: backend.LabelSessionKey + "=" + SessionKey(handle) + ",!" + LabelRun})
 	if err != nil {
 		return nil, fmt.Errorf("looking up the session: %w", s.b.classify(err))
 	}
@@ -424,7 +425,7 @@ func (s *SessionStore) deleteIf(ctx context.Context, p *corev1.Pod, why string) 
 // past its maximum lifetime, idle past its idle deadline, claimed by a call whose claim
 // ran out (its replica went away), ended, or unreadable. It returns how many it deleted.
 func (s *SessionStore) Sweep(ctx context.Context) (int, error) {
-	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
+	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey + ",!" + LabelRun})
 	if err != nil {
 		return 0, fmt.Errorf("listing shared sessions: %w", s.b.classify(err))
 	}
@@ -451,7 +452,7 @@ func (s *SessionStore) Sweep(ctx context.Context) (int, error) {
 // --max-sessions-per-identity, which on Kubernetes bound every replica's sessions
 // together.
 func (s *SessionStore) Count(ctx context.Context, owner string) (all, owned int, err error) {
-	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey})
+	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey + ",!" + LabelRun})
 	if err != nil {
 		return 0, 0, fmt.Errorf("counting shared sessions: %w", s.b.classify(err))
 	}

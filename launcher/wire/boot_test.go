@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -30,12 +31,15 @@ func TestBootSpeaksThisWire(t *testing.T) {
 		"FRAME_FATAL":       string(rune(FrameFatal)),
 		"FRAME_CALL":        string(rune(FrameCall)),
 		"FRAME_REPLY":       string(rune(FrameReply)),
+		"FRAME_PROGRESS":    string(rune(FrameProgress)),
 		"HEADER_EXEC":       magic(ExecHeader(0, 0)),
 		"HEADER_TOOLS":      magic(ToolsHeader(0, 0, 0, 0)),
 		"HEADER_CELL":       magic(CellHeader(0, 0, 0)),
 		"HEADER_CELL_TOOLS": magic(CellToolsHeader(0, 0, 0, 0)),
 		"HEADER_KILL":       magic(Kill),
 		"HEADER_RESEAL":     magic(ResealLine("k")),
+		"HEADER_KEPT":       magic(KeptHeader(0, 0, 0, 0)),
+		"HEADER_FETCH":      magic(Fetch),
 	}
 	for name, w := range want {
 		if g, ok := got[name]; !ok || g != w {
@@ -44,6 +48,9 @@ func TestBootSpeaksThisWire(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("boot.py defines %d FRAME_/HEADER_ constants, want %d: %v", len(got), len(want), got)
+	}
+	if m := regexp.MustCompile(`(?m)^TAIL = (\d+)$`).FindStringSubmatch(string(src)); m == nil || m[1] != strconv.Itoa(TailSize) {
+		t.Errorf("boot.py TAIL: got %v, want %d", m, TailSize)
 	}
 	if !strings.HasPrefix(ExecHeader(0, 0), "MCPEXEC"+string(rune('0'+Version))+" ") {
 		t.Errorf("ExecHeader %q does not carry Version %d", ExecHeader(0, 0), Version)

@@ -20,6 +20,12 @@ type Exit struct {
 	Dropped bool `json:"dropped"` // the bootstrap dropped output past the cap
 	// State is a session's: kept, rolled_back or lost; "" in one-shot.
 	State string `json:"state"`
+	// TimedOut: a kept call that the bootstrap killed at its timeout.
+	TimedOut bool `json:"timed_out"`
+	// Running: the stream ended with a P frame (a kept call still runs); OutputBytes is
+	// its output so far, kept or not. No other field is set then.
+	Running     bool  `json:"-"`
+	OutputBytes int64 `json:"output_bytes"`
 }
 
 // File is a D frame: a file the program left in its output directory.
@@ -132,7 +138,7 @@ func (d *Decoder) startFrame() {
 	d.remain = binary.BigEndian.Uint32(d.hdr[1:])
 	switch d.kind {
 	case FrameStdout, FrameStderr, FrameCall:
-	case FrameReady, FrameExit, FrameFatal:
+	case FrameReady, FrameExit, FrameFatal, FrameProgress:
 		if d.remain > MaxControlFrame {
 			d.finish(nil, "", fmt.Errorf("control frame %q of %d bytes", d.kind, d.remain))
 			return
@@ -170,12 +176,13 @@ func (d *Decoder) endFrame() {
 	switch kind {
 	case FrameReady:
 		d.readyOnce.Do(func() { close(d.ready) })
-	case FrameExit:
+	case FrameExit, FrameProgress:
 		var st Exit
 		if err := json.Unmarshal(body, &st); err != nil {
-			d.finish(nil, "", fmt.Errorf("decoding exit frame: %w", err))
+			d.finish(nil, "", fmt.Errorf("decoding %q frame: %w", kind, err))
 			return
 		}
+		st.Running = kind == FrameProgress
 		d.finish(&st, "", nil)
 	case FrameFatal:
 		msg := string(body)

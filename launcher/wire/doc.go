@@ -12,10 +12,13 @@
 //	→ MCPEXECT <c> <f> <t> <s>  CellToolsHeader  a session's call with tools: as MCPEXEC3
 //	→ MCPEXECK                  Kill        kill a session's running call
 //	→ MCPEXECR <key hex>        ResealLine  a shared session's new seal key, between calls
+//	→ MCPEXECB <c> <f> <s> <ms> KeptHeader  a kept call (background, Kubernetes): as MCPEXECS, its frames kept for Fetch
+//	→ MCPEXECF                  Fetch       a kept call's frames: O, E tails and P while it runs, all up to X once ended
 //	→ Y frame                   ReplyFrame  u32 call id, the reply's JSON (after MCPEXEC3's or MCPEXECT's stdin)
 //	← R frame                   Decoder     ready: the interpreter waits for its code
 //	← O, E frames               Decoder     the program's stdout and stderr, in chunks
 //	← D frame                   File        a file the program left: JSON header, content
 //	← C frames                  Calls       the program's calls (u32 length, u32 id, JSON), in chunks
 //	← X or F frame              Exit        the end: the program's status, or the bootstrap's failure
+//	← P frame                   Exit        Fetch's answer while a kept call runs (Running): its output's size
 package wire

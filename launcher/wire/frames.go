@@ -10,6 +10,9 @@ const (
 	FrameExit   = 'X' // JSON Exit: the program has ended
 	FrameFatal  = 'F' // text: the bootstrap itself failed
 	FrameCall   = 'C' // a chunk of the program's call stream (Calls)
+	// FrameProgress answers Fetch while a kept call runs: JSON {"output_bytes"}, after an
+	// O and an E frame holding each stream's last TailSize bytes.
+	FrameProgress = 'P'
 
 	// Server to sandbox, on stdin after a Tools header's stdin bytes.
 	FrameReply = 'Y' // u32 call id, the reply's JSON

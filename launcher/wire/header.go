@@ -47,6 +47,21 @@ func CellToolsHeader(code, files, tools, stdin int) string {
 		strconv.Itoa(tools) + " " + strconv.Itoa(stdin) + "\n"
 }
 
+// KeptHeader starts a session's kept call (a background run on Kubernetes): as
+// CellHeader, but the bootstrap keeps the call's frames in its memory for Fetch rather
+// than writing them, and kills the call itself after timeoutMs milliseconds.
+func KeptHeader(code, files, stdin int, timeoutMs int64) string {
+	return "MCPEXECB " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " + strconv.Itoa(stdin) + " " +
+		strconv.FormatInt(timeoutMs, 10) + "\n"
+}
+
+// Fetch asks for a kept call's frames: its progress (O, E, P frames) while it runs, all
+// its frames (up to the X frame) once it has ended, as often as asked.
+const Fetch = "MCPEXECF\n"
+
+// TailSize is how many bytes of each stream a progress answer carries at most.
+const TailSize = 512
+
 // GateLine opens a Kubernetes pod's start gate with its seal key (hex).
 func GateLine(key string) string { return key + "\n" }
 
