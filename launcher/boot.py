@@ -1177,10 +1177,11 @@ def send_files(outdir, max_file, max_total, out, max_count=64):
 #
 # A kept call (HEADER_KEPT: a background run on Kubernetes, whose replicas attach and
 # detach at will) is a cell whose frames PID 1 keeps in its memory instead of writing
-# them, and which PID 1 kills itself at its timeout (its X frame adds "timed_out"). Each
-# HEADER_FETCH is answered on the stream: while the call runs, the tails of its output
-# and a P frame; once it has ended, its kept frames, as often as asked. It is the pod's
-# only call: at its end every other process goes, and PID 1 only answers fetches.
+# them, and which PID 1 kills itself at its timeout (its X frame adds "timed_out" and
+# "duration_ms"). Each HEADER_FETCH is answered on the stream: while the call runs, the
+# tails of its output and a P frame; once it has ended, its kept frames, as often as
+# asked. It is the pod's only call: at its end every other process goes, and PID 1 only
+# answers fetches.
 HOLDER = r"""
 def _holder(seed, plots, files, status_of, prepare):
     import os, sys, _signal
@@ -1465,7 +1466,8 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             fatal("bad session header")
         n, m = int(parts[1]), int(parts[2])
         kept = [] if parts[0] == HEADER_KEPT else None
-        stop_at = time.monotonic() + int(parts[4]) / 1000 if kept is not None else None
+        t0 = time.monotonic()
+        stop_at = t0 + int(parts[4]) / 1000 if kept is not None else None
         t, s = (int(parts[3]), int(parts[4])) if parts[0] == HEADER_CELL_TOOLS else (None, int(parts[3]))
         cell = read_exact(n) + read_exact(m) + (read_exact(t) if t is not None else b"") + read_exact(s)
         # With tools, the call gets FIFOs of its own (the holder's bind), in a new
@@ -1584,7 +1586,9 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         send_files(outdir, max_file, max_files, emit)
         shutil.rmtree(outdir, ignore_errors=True)
         x = exit_payload(status, ooms, output.dropped, killed, state)
-        emit(frame(FRAME_EXIT, x[:-1] + b', "timed_out": true}' if timed_out else x))
+        if kept is not None:
+            x = x[:-1] + b', "timed_out": %s, "duration_ms": %d}' % (b"true" if timed_out else b"false", (time.monotonic() - t0) * 1000)
+        emit(frame(FRAME_EXIT, x))
         if kept is not None:
             kill_all_but(None)  # what the call left: its result is all the pod holds now
             kept = b"".join(kept)

@@ -54,7 +54,7 @@ func (a *AttachedSession) Keep(ctx context.Context, job Job) error {
 
 // Fetch attaches to a's sandbox and asks for its kept call: while the call runs, its
 // progress (done false); once it has ended, its result (done true), as the call would
-// have returned it but for Duration, which the bootstrap does not keep.
+// have returned it (Duration from the code's delivery to its end).
 func (a *AttachedSession) Fetch(ctx context.Context) (res Result, p KeptProgress, done bool, err error) {
 	return a.exchange(ctx, func(w io.Writer) error {
 		_, err := io.WriteString(w, wire.Fetch)
@@ -114,6 +114,6 @@ func (a *AttachedSession) exchange(ctx context.Context, send func(io.Writer) err
 	if err != nil {
 		return Result{}, Progress{}, false, err
 	}
-	res.TimedOut = st.TimedOut
+	res.TimedOut, res.Duration = st.TimedOut, time.Duration(st.DurationMs)*time.Millisecond
 	return res, Progress{}, true, nil
 }

@@ -44,6 +44,16 @@ type RunOptions struct {
 
 	// Now is the registry's clock, for TTLs and elapsed times; nil is time.Now.
 	Now func() time.Time
+
+	// Store and Sandboxes, when both are set, keep runs outside this server, where
+	// every replica answers for every run (runs_shared.go: Kubernetes); Max and
+	// MaxPerIdentity then bound the store's runs (every replica's together), and TTL
+	// is the store's. Code mode's tools and egress profiles are refused there.
+	Store     RunStore
+	Sandboxes RunSandboxes
+
+	// result is exec's answer for a shared run's result (the handler's).
+	result func(res launcher.Result, timeout time.Duration) (*mcp.CallToolResult, any)
 }
 
 // The settings background runs' refusals name.
@@ -216,15 +226,8 @@ func (r *runs) reserve(ctx context.Context, owner string, timeout time.Duration)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sweepLocked()
-	if len(r.byID) >= r.o.Max {
-		r.log.Warn().Int("max", r.o.Max).Msg("background run refused: too many runs")
-		return nil, fmt.Errorf("too many background runs: this server keeps at most %d at once, running or with a result not yet expired (%s); cancel a running one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
-			r.o.Max, r.vars.Name(SettingMaxBackgroundRuns), toolRunCancel, r.o.TTL)
-	}
-	if n := r.o.MaxPerIdentity; n > 0 && r.owned[owner] >= n {
-		r.log.Warn().Int("per_identity", n).Msg("background run refused: too many runs for this identity")
-		return nil, fmt.Errorf("too many background runs for you: one identity keeps at most %d at once, running or with a result not yet expired (%s); cancel one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
-			n, r.vars.Name(SettingMaxBackgroundRunsPerIdentity), toolRunCancel, r.o.TTL)
+	if err := r.bounded(len(r.byID), r.owned[owner]); err != nil {
+		return nil, err
 	}
 	if b := r.o.MaxBytes; b > 0 && r.bytes+r.cap > b {
 		r.log.Warn().Int64("max_bytes", b).Int64("held_bytes", r.bytes).Msg("background run refused: results' memory")
@@ -248,7 +251,25 @@ func (r *runs) launch(ru *run, body runBody) {
 // drop forgets the reserved run ru, which never started.
 func (r *runs) drop(ru *run) {
 	ru.cancel()
-	r.forget(ru.id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removeLocked(ru)
+}
+
+// bounded refuses a run when all runs are kept (owned of them the caller's): over a
+// bound, the error names it.
+func (r *runs) bounded(all, owned int) error {
+	if all >= r.o.Max {
+		r.log.Warn().Int("max", r.o.Max).Msg("background run refused: too many runs")
+		return fmt.Errorf("too many background runs: this server keeps at most %d at once, running or with a result not yet expired (%s); cancel a running one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
+			r.o.Max, r.vars.Name(SettingMaxBackgroundRuns), toolRunCancel, r.o.TTL)
+	}
+	if n := r.o.MaxPerIdentity; n > 0 && owned >= n {
+		r.log.Warn().Int("per_identity", n).Msg("background run refused: too many runs for this identity")
+		return fmt.Errorf("too many background runs for you: one identity keeps at most %d at once, running or with a result not yet expired (%s); cancel one with %s, wait for a result to expire (%s after its run ends), or call exec without background",
+			n, r.vars.Name(SettingMaxBackgroundRunsPerIdentity), toolRunCancel, r.o.TTL)
+	}
+	return nil
 }
 
 // do runs ru's body and keeps what it returned until TTL.
@@ -329,8 +350,29 @@ func errRunNotFound() error {
 	return errors.New("run_id not found: no background run of yours has this run_id; start one with exec and background true")
 }
 
-// get is owner's run id, or the error run_wait and run_cancel answer.
-func (r *runs) get(id, owner string) (*run, error) {
+func (r *runs) errExpired() error {
+	return fmt.Errorf("run expired: its result was kept for %s after the run ended (%s), then removed; run it again", r.o.TTL, r.vars.Name(SettingRunTTL))
+}
+
+// get is owner's run id, or the error run_wait and run_cancel answer. A shared run
+// (one not in this server's memory) is looked at in its sandbox.
+func (r *runs) get(ctx context.Context, id, owner string) (*run, error) {
+	ru, err := r.local(id, owner)
+	if err != nil && r.shared() && errors.Is(err, errNotHere) {
+		return r.getShared(ctx, id, owner)
+	}
+	return ru, err
+}
+
+// errNotHere is errRunNotFound from this server's memory: a shared run may still have
+// the handle.
+var errNotHere error = notHere{}
+
+type notHere struct{}
+
+func (notHere) Error() string { return errRunNotFound().Error() }
+
+func (r *runs) local(id, owner string) (*run, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sweepLocked()
@@ -338,14 +380,17 @@ func (r *runs) get(id, owner string) (*run, error) {
 		return ru, nil
 	}
 	if o, ok := r.expired[id]; ok && o == owner {
-		return nil, fmt.Errorf("run expired: its result was kept for %s after the run ended (%s), then removed; run it again", r.o.TTL, r.vars.Name(SettingRunTTL))
+		return nil, r.errExpired()
 	}
-	return nil, errRunNotFound()
+	return nil, errNotHere
 }
 
 // wait waits up to d for owner's run id to end; done says whether it has.
 func (r *runs) wait(ctx context.Context, id, owner string, d time.Duration) (*run, bool, error) {
-	ru, err := r.get(id, owner)
+	ru, err := r.local(id, owner)
+	if err != nil && r.shared() && errors.Is(err, errNotHere) {
+		return r.waitShared(ctx, id, owner, d)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -368,8 +413,11 @@ func (r *runs) wait(ctx context.Context, id, owner string, d time.Duration) (*ru
 
 // cancelRun ends owner's run id: true when it was running. Its result is then the error
 // saying so.
-func (r *runs) cancelRun(id, owner string) (bool, error) {
-	ru, err := r.get(id, owner)
+func (r *runs) cancelRun(ctx context.Context, id, owner string) (bool, error) {
+	ru, err := r.local(id, owner)
+	if err != nil && r.shared() && errors.Is(err, errNotHere) {
+		return r.cancelShared(ctx, id, owner)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -475,9 +523,9 @@ func (r *runs) notify(ctx context.Context, req *mcp.CallToolRequest, id string) 
 	if req == nil || req.Session == nil || req.Params == nil || req.Params.GetProgressToken() == nil {
 		return func() {}
 	}
-	ru, err := r.get(id, identity(req))
+	ru, err := r.local(id, identity(req))
 	if err != nil {
-		return func() {}
+		return func() {} // a shared run: run_wait's answer carries its progress
 	}
 	token, start := req.Params.GetProgressToken(), time.Now()
 	quit, done := make(chan struct{}), make(chan struct{})
@@ -527,7 +575,7 @@ func (r *runs) running(ru *run) (*mcp.CallToolResult, any, error) {
 
 // cancelTool is run_cancel.
 func (r *runs) cancelTool(ctx context.Context, req *mcp.CallToolRequest, in runCancelInput) (*mcp.CallToolResult, runCancelOutput, error) {
-	was, err := r.cancelRun(in.RunID, identity(req))
+	was, err := r.cancelRun(ctx, in.RunID, identity(req))
 	if err != nil {
 		return nil, runCancelOutput{}, err
 	}
@@ -589,14 +637,25 @@ func (h *handler) background(ctx context.Context, req *mcp.CallToolRequest, in e
 	id := newExecID()
 	inSession := in.SessionID != "" && h.sessions != nil
 	if inSession && h.sessions.o.shared() {
-		// Every replica serves a shared session, but a run lives in the memory of the
-		// replica that started it: the client's run_wait may land on another.
-		return nil, nil, &invalidInput{"background", "background cannot be used with session_id on this server (kubernetes: a session is served by every replica, a background run only by the one that started it): run the call in the session without background, or in the background without session_id"}
+		// A shared run has a pod of its own, and a session's calls run in the
+		// session's pod: keeping a session's call in its pod is not built yet.
+		return nil, nil, &invalidInput{"background", "background cannot be used with session_id on this server (kubernetes: a background run has a pod of its own, a session's call runs in the session's): run the call in the session without background, or in the background without session_id"}
 	}
 	job, err := newJob(in, h.opts)
 	if err != nil {
 		h.logRejected(id, in, err)
 		return nil, nil, err
+	}
+	if h.runs.shared() {
+		if h.opts.Upstreams != nil {
+			return nil, nil, &invalidInput{"background", "background runs on this backend cannot call upstream tools yet (their bridge would be served by one replica only): call exec without background"}
+		}
+		ru, err := h.runs.startShared(ctx, identity(req), job)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, out := h.runs.startedResult(ru)
+		return res, out, nil
 	}
 	ru, err := h.runs.reserve(ctx, identity(req), job.Timeout)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // MCP tasks: background runs (runs.go) seen through the task methods, in both forms:
@@ -320,7 +321,7 @@ func (h *handler) addTasks(s *mcp.Server) {
 		if isModern && !declared {
 			return nil, needCapability()
 		}
-		ru, err := r.get(p.TaskID, owner(ctx))
+		ru, err := r.get(ctx, p.TaskID, owner(ctx))
 		if err != nil {
 			return nil, invalidParams(err)
 		}
@@ -366,7 +367,7 @@ func (h *handler) addTasks(s *mcp.Server) {
 		if isModern && !declared {
 			return nil, needCapability()
 		}
-		was, err := r.cancelRun(p.TaskID, owner(ctx))
+		was, err := r.cancelRun(ctx, p.TaskID, owner(ctx))
 		if err != nil {
 			return nil, invalidParams(err)
 		}
@@ -376,7 +377,7 @@ func (h *handler) addTasks(s *mcp.Server) {
 		if !was {
 			return nil, invalidParams(errors.New("the task has already ended, so it cannot be cancelled"))
 		}
-		ru, err := r.get(p.TaskID, owner(ctx))
+		ru, err := r.get(ctx, p.TaskID, owner(ctx))
 		if err != nil {
 			return nil, invalidParams(err)
 		}
@@ -391,7 +392,7 @@ func (h *handler) addTasks(s *mcp.Server) {
 			return nil, needCapability()
 		}
 		// exec never asks for input, so there is nothing to apply.
-		if _, err := r.get(p.TaskID, owner(ctx)); err != nil {
+		if _, err := r.get(ctx, p.TaskID, owner(ctx)); err != nil {
 			return nil, invalidParams(err)
 		}
 		return &ackResult{ResultType: "complete"}, nil
@@ -508,7 +509,7 @@ func (h *handler) callAsTask(ctx context.Context, req *mcp.CallToolRequest, next
 	own := owner(ctx)
 	var ru *run
 	if id := runID(cr); id != "" {
-		ru, err = h.runs.get(id, own)
+		ru, err = h.runs.get(ctx, id, own)
 	}
 	if ru == nil || err != nil {
 		if !asked {
@@ -531,12 +532,12 @@ func (h *handler) callAsTask(ctx context.Context, req *mcp.CallToolRequest, next
 		if ru, done, _ := h.runs.wait(ctx, ru.id, own, taskPoll); done {
 			// Answered inline, so no one will ask for it: it must not hold a place
 			// under the bounds for a TTL.
-			h.runs.forget(ru.id)
+			h.runs.forget(ctx, ru.id, own)
 			return final(ru), nil
 		}
 		return &taskV2Result{taskV2: h.runs.taskV2(ru)}, nil
 	}
-	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil && !h.runs.shared() {
 		go taskProgress(req.Session, tok, ru)
 	}
 	return &createTaskResult{Task: h.runs.task(ru)}, nil
@@ -603,7 +604,12 @@ func (r *runs) list(owner string) []*run {
 
 // forget removes an ended run without remembering it as expired: its result was
 // handed out as the call's own answer.
-func (r *runs) forget(id string) {
+func (r *runs) forget(ctx context.Context, id, owner string) {
+	if r.shared() {
+		if err := r.o.Store.Forget(ctx, id, owner); err != nil && !errors.Is(err, backend.ErrRunNotFound) {
+			r.log.Warn().Err(err).Str("run", handleHash(id)).Msg("removing a background run answered inline (its TTL will)")
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ru, ok := r.byID[id]; ok {

@@ -48,7 +48,7 @@ func serve(ctx context.Context, cfg config.Config, l *launcher.Launcher, m *metr
 		Egress:         egressOf(l),
 		Languages:      config.SplitList(cfg.Languages),
 		Sessions:       sessionOptions(ctx, cfg, l, log),
-		Runs:           runOptions(cfg, log),
+		Runs:           runOptions(ctx, cfg, l, log),
 		Logger:         log,
 		Vars:           config.Var,
 	})
@@ -381,19 +381,24 @@ func sessionOptions(ctx context.Context, cfg config.Config, l *launcher.Launcher
 	return o
 }
 
-// runOptions offers background runs on the docker backend (Docker or Podman) and the
-// process backend, whose results this server keeps in its memory. Not on kubernetes
-// yet: a run lives on the replica that started it, and the next call of its client
-// may land on another.
-func runOptions(cfg config.Config, log zerolog.Logger) mcpserver.RunOptions {
+// runOptions offers background runs: on the docker backend (Docker or Podman) and the
+// process backend this server keeps them in its memory; on kubernetes each run is kept
+// in its pod (kube.RunStore), so that every replica answers for every run, and every
+// replica sweeps the results past their TTL.
+func runOptions(ctx context.Context, cfg config.Config, l *launcher.Launcher, log zerolog.Logger) mcpserver.RunOptions {
 	if cfg.MaxBackgroundRuns == 0 {
 		return mcpserver.RunOptions{}
 	}
-	if cfg.Backend == "kubernetes" {
-		log.Info().Str("backend", cfg.Backend).Msg("background runs are not offered by this backend yet (a run would live on one replica): no background argument, no run tools")
-		return mcpserver.RunOptions{}
+	o := mcpserver.RunOptions{Max: cfg.MaxBackgroundRuns, MaxPerIdentity: cfg.MaxBackgroundRunsPerIdentity, TTL: cfg.RunTTL, MaxBytes: cfg.RunResultsMaxBytes}
+	if kb, ok := l.Backend().(*kube.Backend); ok {
+		if o.TTL <= 0 {
+			o.TTL = 15 * time.Minute // mcpserver's default
+		}
+		store := kube.NewRunStore(kb, log, o.TTL)
+		go store.RunSweeper(ctx, min(max(o.TTL/4, time.Second), 30*time.Second))
+		o.Store, o.Sandboxes = store, mcpserver.LauncherRuns{L: l}
 	}
-	return mcpserver.RunOptions{Max: cfg.MaxBackgroundRuns, MaxPerIdentity: cfg.MaxBackgroundRunsPerIdentity, TTL: cfg.RunTTL, MaxBytes: cfg.RunResultsMaxBytes}
+	return o
 }
 
 // sweepEvery is how often every replica sweeps the shared sessions: a quarter of the

@@ -47,25 +47,19 @@ const (
 // replica saw its end: the pod's start, and the bootstrap's kill at the timeout.
 const runEndMargin = time.Minute
 
-// Errors of the run store. ErrRunNotFound is the same for a handle that never was and
-// another identity's.
+// Errors of the run store (backend's). ErrRunNotFound is the same for a handle that
+// never was and another identity's.
 var (
-	ErrRunNotFound = errors.New("no background run has this handle for this identity")
-	ErrRunExpired  = errors.New("the run's result was kept for the TTL after it ended, then removed")
+	ErrRunNotFound = backend.ErrRunNotFound
+	ErrRunExpired  = backend.ErrRunExpired
 )
 
-// RunRecord is a run's state as its pod's annotations hold it.
-type RunRecord struct {
-	Pod      string        // the run's pod: attach to it for the result
-	Started  time.Time     // when it was created
-	Timeout  time.Duration // its own timeout
-	Ended    time.Time     // when a replica first saw it ended; zero before
-	Canceled bool          // stopped by run_cancel
-}
+// RunRecord is a run's state as its pod's annotations hold it; Sandbox is its pod.
+type RunRecord = backend.RunRecord
 
-// Expires is when the run's pod is removed at the latest: TTL after its end, or after
-// its timeout plus a margin while no replica has seen its end.
-func (r RunRecord) Expires(ttl time.Duration) time.Time {
+// runExpires is when r's pod is removed at the latest: TTL after its end, or after its
+// timeout plus a margin while no replica has seen its end.
+func runExpires(r RunRecord, ttl time.Duration) time.Time {
 	if !r.Ended.IsZero() {
 		return r.Ended.Add(ttl)
 	}
@@ -127,7 +121,7 @@ func runOf(p *corev1.Pod) (RunRecord, error) {
 		}
 		return v
 	}
-	r := RunRecord{Pod: p.Name, Started: time.UnixMilli(num(annRunStarted)),
+	r := RunRecord{Sandbox: p.Name, Started: time.UnixMilli(num(annRunStarted)),
 		Timeout: time.Duration(num(annRunTimeout)) * time.Millisecond, Canceled: a[annRunCanceled] == "1"}
 	if a[annRunEnded] != "" {
 		r.Ended = time.UnixMilli(num(annRunEnded))
@@ -174,7 +168,7 @@ func (s *RunStore) Get(ctx context.Context, handle, owner string) (RunRecord, er
 	if err != nil {
 		return RunRecord{}, fmt.Errorf("run pod %s: %w", p.Name, err)
 	}
-	if !s.now().Before(r.Expires(s.ttl)) {
+	if !s.now().Before(runExpires(r, s.ttl)) {
 		s.remove(ctx, p)
 		return RunRecord{}, ErrRunExpired
 	}
@@ -187,12 +181,12 @@ func (s *RunStore) Get(ctx context.Context, handle, owner string) (RunRecord, er
 func (s *RunStore) Ended(ctx context.Context, r RunRecord, canceled bool) (RunRecord, error) {
 	pods := s.b.core.Pods(s.b.opts.Namespace)
 	for try := 0; try <= claimTries; try++ {
-		p, err := pods.Get(ctx, r.Pod, metav1.GetOptions{})
+		p, err := pods.Get(ctx, r.Sandbox, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return r, nil // swept meanwhile: the answer in hand stands
 		}
 		if err != nil {
-			return r, fmt.Errorf("recording the run's end on pod %s: %w", r.Pod, s.b.classify(err))
+			return r, fmt.Errorf("recording the run's end on pod %s: %w", r.Sandbox, s.b.classify(err))
 		}
 		cur, err := runOf(p)
 		if err != nil {
@@ -212,10 +206,10 @@ func (s *RunStore) Ended(ctx context.Context, r RunRecord, canceled bool) (RunRe
 		if _, err = pods.Update(ctx, p, metav1.UpdateOptions{}); err == nil {
 			return cur, nil
 		} else if !apierrors.IsConflict(err) {
-			return r, fmt.Errorf("recording the run's end on pod %s: %w", r.Pod, s.b.classify(err))
+			return r, fmt.Errorf("recording the run's end on pod %s: %w", r.Sandbox, s.b.classify(err))
 		}
 	}
-	return r, fmt.Errorf("recording the run's end on pod %s: conflicting updates %d times", r.Pod, claimTries+1)
+	return r, fmt.Errorf("recording the run's end on pod %s: conflicting updates %d times", r.Sandbox, claimTries+1)
 }
 
 // Forget deletes owner's run handle without remembering it as expired (its result was
@@ -265,7 +259,7 @@ func (s *RunStore) Sweep(ctx context.Context) (int, error) {
 			continue
 		}
 		r, err := runOf(p)
-		if (err != nil || !now.Before(r.Expires(s.ttl))) && s.remove(ctx, p) {
+		if (err != nil || !now.Before(runExpires(r, s.ttl))) && s.remove(ctx, p) {
 			n++
 		}
 	}

@@ -39,7 +39,7 @@ func (r runReplica) Wait(ctx context.Context, handle, owner string) (launcher.Re
 	if err != nil {
 		return launcher.Result{}, launcher.Progress{}, rec, false, err
 	}
-	res, p, done, err := r.l.AttachSession(rec.Pod).Fetch(ctx)
+	res, p, done, err := r.l.AttachSession(rec.Sandbox).Fetch(ctx)
 	if err == nil && done && rec.Ended.IsZero() {
 		rec, err = r.Ended(ctx, rec, false)
 	}
@@ -51,7 +51,7 @@ func (r runReplica) Cancel(ctx context.Context, handle, owner string) (bool, err
 	if err != nil || !rec.Ended.IsZero() {
 		return false, err
 	}
-	a := r.l.AttachSession(rec.Pod)
+	a := r.l.AttachSession(rec.Sandbox)
 	_, _, done, err := a.Kill(ctx)
 	for end := time.Now().Add(10 * time.Second); err == nil && !done && time.Now().Before(end); {
 		time.Sleep(200 * time.Millisecond)
@@ -142,7 +142,7 @@ func TestLiveRunAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := admin.CoreV1().Pods(sandboxNamespace).Get(ctx, rec.Pod, metav1.GetOptions{})
+	pod, err := admin.CoreV1().Pods(sandboxNamespace).Get(ctx, rec.Sandbox, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

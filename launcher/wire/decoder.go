@@ -20,8 +20,10 @@ type Exit struct {
 	Dropped bool `json:"dropped"` // the bootstrap dropped output past the cap
 	// State is a session's: kept, rolled_back or lost; "" in one-shot.
 	State string `json:"state"`
-	// TimedOut: a kept call that the bootstrap killed at its timeout.
-	TimedOut bool `json:"timed_out"`
+	// TimedOut and DurationMs are a kept call's: the bootstrap killed it at its
+	// timeout; how long it ran.
+	TimedOut   bool  `json:"timed_out"`
+	DurationMs int64 `json:"duration_ms"`
 	// Running: the stream ended with a P frame (a kept call still runs); OutputBytes is
 	// its output so far, kept or not. No other field is set then.
 	Running     bool  `json:"-"`
