@@ -51,9 +51,6 @@ type RunOptions struct {
 	// is the store's. Code mode's tools and egress profiles are refused there.
 	Store     RunStore
 	Sandboxes RunSandboxes
-
-	// result is exec's answer for a shared run's result (the handler's).
-	result func(res launcher.Result, timeout time.Duration) (*mcp.CallToolResult, any)
 }
 
 // The settings background runs' refusals name.
@@ -96,9 +93,11 @@ type runBody func(ctx context.Context, progress func(launcher.Progress)) (*mcp.C
 type runs struct {
 	o    RunOptions
 	vars backend.Vars
-	log  zerolog.Logger
-	now  func() time.Time
-	cap  int64 // the most one result can take (resultCap), held by a run until it ends
+	// result is exec's answer for a shared run's result (the handler's).
+	result func(res launcher.Result, timeout time.Duration) (*mcp.CallToolResult, any)
+	log    zerolog.Logger
+	now    func() time.Time
+	cap    int64 // the most one result can take (resultCap), held by a run until it ends
 
 	mu      sync.Mutex
 	byID    map[string]*run

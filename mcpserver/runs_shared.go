@@ -147,7 +147,7 @@ func (r *runs) getShared(ctx context.Context, id, owner string) (*run, error) {
 		ru.err = fmt.Errorf("the run was cancelled (%s), so it has no result", toolRunCancel)
 	} else {
 		var out any
-		ru.res, out = r.o.result(res, rec.Timeout)
+		ru.res, out = r.result(res, rec.Timeout)
 		ru.out, ru.err = asObject(out)
 	}
 	close(ru.done)

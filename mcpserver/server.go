@@ -147,8 +147,8 @@ func New(r Runner, opts Options) *mcp.Server {
 	h := &handler{runner: r, opts: opts, limits: limitsOf(r.Options()), log: opts.Logger}
 	s.AddReceivingMiddleware(h.timingMiddleware)
 	if opts.Runs.Max > 0 {
-		opts.Runs.result = h.sharedResult
 		h.runs = newRuns(opts.Runs, opts.Vars, opts.Logger, h.limits)
+		h.runs.result = h.sharedResult
 		h.runs.addTools(s)
 	}
 	var note string
