@@ -47,7 +47,9 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 # the TypeScript client's end-to-end test over stdio, HTTP and SSE, and sessions through the
 # binary (TestKubeSessionServer: close, idle expiry, maximum lifetime; 50-70 s, most of it the
 # expiry waits; TestKubeSessionReplicas: two replicas behind nginx serving one session, 19 s;
-# TestE2ECodeMode: code mode, an upstream's tools called from a pod over the bridge, 58 s),
+# TestE2ECodeMode: code mode, an upstream's tools called from a pod over the bridge, 58 s;
+# TestKubeRunReplicas: background runs and a task kept in their pods, served across two
+# replicas behind nginx, one SIGKILLed, 57-63 s),
 # the probes of what a session's holder changes as a session's first call
 # (TestKubeSessionInvariants, $session_probes below: 14 session pods one after the other,
 # about half of the 135 s that all 27 took at load ~15; the other probes check the pod's
@@ -59,7 +61,7 @@ export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXE
 go run ./cmd/mcp-exec selftest --log-level warn
 MCP_EXEC_RUNTIME=gvisor MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec-gvisor.json MCP_EXEC_PIDS=$KGVISORPIDS \
   go run ./cmd/mcp-exec selftest --log-level warn
-CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestE2ECodeMode|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas)$' ./e2e
+CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestE2ECodeMode|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas|TestKubeRunReplicas)$' ./e2e
 # Sessions through the binary under the RuntimeClass gvisor (~45 s; TestLiveGVisorSharedSession
 # ran above with ./launcher/kube/...).
 MCP_EXEC_TEST_RUNTIME=gvisor CI=true go test -count=1 -timeout 10m -run '^TestKubeSessionServer$' ./e2e
