@@ -237,3 +237,35 @@ func structuredMap(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	json.Unmarshal(raw, &m)
 	return m
 }
+
+// TestSharedTasksAcrossServers: a 2025-11-25 task started on server A is answered on
+// server B: tasks/get (working, then completed), a blocking tasks/result with exec's
+// result and the related-task _meta; a second task is cancelled on B and is cancelled on
+// A. Tasks share the shared runs.
+func TestSharedTasksAcrossServers(t *testing.T) {
+	f := newSharedFake()
+	never := newSlowRunner(launcher.Result{})
+	a, _ := rawConnect(t, New(never, Options{Runs: sharedRunOpts(f)}), true)
+	b, _ := rawConnect(t, New(never, Options{Runs: sharedRunOpts(f)}), true)
+	id := a.must("tools/call", execTask(map[string]any{"code": "print(1)"}))["task"].(map[string]any)["taskId"].(string)
+	if g := b.must("tasks/get", map[string]any{"taskId": id}); g["status"] != "working" || g["taskId"] != id {
+		t.Errorf("tasks/get on B while running: %v", g)
+	}
+	go func() { time.Sleep(700 * time.Millisecond); f.end(id, launcher.Result{Stdout: "done\n"}) }()
+	res := b.must("tasks/result", map[string]any{"taskId": id})
+	sc, _ := res["structuredContent"].(map[string]any)
+	rel, _ := res["_meta"].(map[string]any)[metaRelated].(map[string]any)
+	if sc["stdout"] != "done\n" || res["isError"] == true || rel["taskId"] != id {
+		t.Errorf("tasks/result on B: %v", res)
+	}
+	if g := a.must("tasks/get", map[string]any{"taskId": id}); g["status"] != "completed" {
+		t.Errorf("tasks/get on A after the end: %v", g)
+	}
+	id2 := a.must("tools/call", execTask(map[string]any{"code": "x"}))["task"].(map[string]any)["taskId"].(string)
+	if c := b.must("tasks/cancel", map[string]any{"taskId": id2}); c["status"] != "cancelled" {
+		t.Errorf("tasks/cancel on B: %v", c)
+	}
+	if g := a.must("tasks/get", map[string]any{"taskId": id2}); g["status"] != "cancelled" {
+		t.Errorf("tasks/get on A after B's cancel: %v", g)
+	}
+}
