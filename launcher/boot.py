@@ -58,7 +58,8 @@ EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not 
 # <files> <tools> <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files>
 # <stdin>", HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KEPT "<code>
 # <files> <stdin> <timeout ms>", HEADER_FETCH, HEADER_KILL, or HEADER_RESEAL "<key
-# hex>". Input files are u32 name length, name, u32 size, bytes; repeated. Kubernetes' start gate reads its own line, the seal key (launcher/kube).
+# hex>". Input files are u32 name length, name, u32 size, bytes; repeated.
+# Kubernetes' start gate reads its own line, the seal key (launcher/kube).
 FRAME_READY = b"R"
 FRAME_STDOUT = b"O"
 FRAME_STDERR = b"E"
