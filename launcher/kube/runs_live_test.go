@@ -125,7 +125,9 @@ func TestLiveRunAcrossReplicas(t *testing.T) {
 	// Progress from B while it runs.
 	var p launcher.Progress
 	for end := time.Now().Add(30 * time.Second); ; {
+		t0 := time.Now()
 		_, pp, _, done, err := B.Wait(ctx, h, owner)
+		t.Logf("a look at the running run on B: %s", time.Since(t0))
 		if err != nil || done {
 			t.Fatalf("B while the run runs: done %v, %v", done, err)
 		}
@@ -172,7 +174,10 @@ func TestLiveRunAcrossReplicas(t *testing.T) {
 	// A replica started afterwards gets the same result.
 	lc, bc, _ := testLauncherWith(t, Options{}, oc)
 	C := runReplica{NewRunStore(bc, log, ttl), lc}
-	if res2, _, rec2, done, err := C.Wait(ctx, h, owner); err != nil || !done || res2.Stdout != res.Stdout || len(res2.Files) != 1 || !rec2.Ended.Equal(rec.Ended) {
+	t0 := time.Now()
+	res2, _, rec2, done, err := C.Wait(ctx, h, owner)
+	t.Logf("a replica's first look at an ended run (lookup, attach, fetch, detach): %s", time.Since(t0))
+	if err != nil || !done || res2.Stdout != res.Stdout || len(res2.Files) != 1 || !rec2.Ended.Equal(rec.Ended) {
 		t.Errorf("result on C: %+v, %+v, %v, %v; want B's", res2, rec2, done, err)
 	}
 	for _, r := range []runReplica{B, C} {
