@@ -88,12 +88,22 @@ func waitDone(t *testing.T, ctx context.Context, r runReplica, handle, owner str
 // kill come back as results; a result past its TTL is swept by B, which then answers
 // "expired", and its pod is gone.
 func TestLiveRunAcrossReplicas(t *testing.T) {
+	liveRunAcrossReplicas(t, Options{}, launcher.Options{})
+}
+
+// TestLiveGVisorRunAcrossReplicas: the same under the RuntimeClass gvisor (its OOM kill of
+// a call that allocates step by step takes the call alone, and the kept result stays).
+func TestLiveGVisorRunAcrossReplicas(t *testing.T) {
+	liveRunAcrossReplicas(t, Options{SeccompProfile: gvisorProfile(t)}, launcher.Options{Runtime: gvisorRuntimeClass, Pids: gvisorPids})
+}
+
+func liveRunAcrossReplicas(t *testing.T, kopts Options, o launcher.Options) {
 	// A quarter of a CPU each: a kept result holds its pod, and the test node has two.
-	o := launcher.Options{Memory: 256 << 20, CPUs: 0.25}
+	o.Memory, o.CPUs = 256<<20, 0.25
 	oa, ob, oc := o, o, o
 	oa.Instance, ob.Instance, oc.Instance = testInstance(t)+"-a", testInstance(t)+"-b", testInstance(t)+"-c"
-	la, ba, admin := testLauncherWith(t, Options{}, oa)
-	lb, bb, _ := testLauncherWith(t, Options{}, ob)
+	la, ba, admin := testLauncherWith(t, kopts, oa)
+	lb, bb, _ := testLauncherWith(t, kopts, ob)
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	ttl := time.Hour
 	A, B := runReplica{NewRunStore(ba, log, ttl), la}, runReplica{NewRunStore(bb, log, ttl), lb}
@@ -172,7 +182,7 @@ func TestLiveRunAcrossReplicas(t *testing.T) {
 		t.Errorf("record after the end: %+v, want ended, not cancelled", rec)
 	}
 	// A replica started afterwards gets the same result.
-	lc, bc, _ := testLauncherWith(t, Options{}, oc)
+	lc, bc, _ := testLauncherWith(t, kopts, oc)
 	C := runReplica{NewRunStore(bc, log, ttl), lc}
 	t0 := time.Now()
 	res2, _, rec2, done, err := C.Wait(ctx, h, owner)
