@@ -106,6 +106,8 @@ func (r *runs) storeErr(err error) error {
 		return errRunNotFound()
 	case errors.Is(err, backend.ErrRunExpired):
 		return r.errExpired()
+	case errors.Is(err, backend.ErrRunLost):
+		return errors.New("the run was lost: its sandbox ended (evicted, its node lost, or past the pod's deadline) before its result was fetched, so it has no result; run it again")
 	}
 	r.log.Error().Err(err).Msg("background run: store unavailable")
 	return fmt.Errorf("sandbox unavailable: looking up the run: %w", err)

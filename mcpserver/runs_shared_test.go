@@ -29,6 +29,7 @@ type fakeRun struct {
 	done    bool
 	res     launcher.Result
 	expired bool
+	lost    bool
 }
 
 func newSharedFake() *sharedFake { return &sharedFake{runs: map[string]*fakeRun{}} }
@@ -47,6 +48,8 @@ func (f *sharedFake) run(handle, owner string) (*fakeRun, error) {
 		return nil, backend.ErrRunNotFound
 	case r.expired:
 		return nil, backend.ErrRunExpired
+	case r.lost:
+		return nil, backend.ErrRunLost
 	}
 	return r, nil
 }
@@ -210,6 +213,15 @@ func TestSharedRunAcrossServers(t *testing.T) {
 	f.expire(id)
 	if got := errText(t, runWait(t, b, id, 0)); !strings.Contains(got, "expired") || !strings.Contains(got, "run-ttl-s") {
 		t.Errorf("run_wait after the store's expiry: %q", got)
+	}
+
+	// A run whose sandbox ended under it (an eviction) says it was lost.
+	id3 := startRun(t, a, map[string]any{"code": "x"})
+	f.mu.Lock()
+	f.runs[id3].lost = true
+	f.mu.Unlock()
+	if got := errText(t, runWait(t, b, id3, 0)); !strings.Contains(got, "lost") {
+		t.Errorf("run_wait of a lost run: %q", got)
 	}
 }
 

@@ -11,6 +11,9 @@ import (
 var (
 	ErrRunNotFound = errors.New("no background run has this handle for this identity")
 	ErrRunExpired  = errors.New("the run's result was kept for the TTL after it ended, then removed")
+	// ErrRunLost: the run's sandbox ended (evicted, its node lost, past its deadline)
+	// before its result was fetched; the record stays until the TTL, to say so.
+	ErrRunLost = errors.New("the run's sandbox ended before its result was fetched")
 )
 
 // RunRecord is a background run as its store keeps it: never the handle, the owner's

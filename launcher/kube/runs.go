@@ -52,6 +52,7 @@ const runEndMargin = time.Minute
 var (
 	ErrRunNotFound = backend.ErrRunNotFound
 	ErrRunExpired  = backend.ErrRunExpired
+	ErrRunLost     = backend.ErrRunLost
 )
 
 // RunRecord is a run's state as its pod's annotations hold it; Sandbox is its pod.
@@ -157,8 +158,9 @@ func (s *RunStore) find(ctx context.Context, handle, owner string) (*corev1.Pod,
 }
 
 // Get returns owner's run handle. A run whose result is past its TTL is removed here
-// (ErrRunExpired); another identity's handle, and one that never was, are
-// ErrRunNotFound.
+// (ErrRunExpired); one whose pod has ended (the bootstrap never ends by itself: an
+// eviction, a lost node, activeDeadlineSeconds) is ErrRunLost; another identity's
+// handle, and one that never was, are ErrRunNotFound.
 func (s *RunStore) Get(ctx context.Context, handle, owner string) (RunRecord, error) {
 	p, err := s.find(ctx, handle, owner)
 	if err != nil {
@@ -171,6 +173,14 @@ func (s *RunStore) Get(ctx context.Context, handle, owner string) (RunRecord, er
 	if !s.now().Before(runExpires(r, s.ttl)) {
 		s.remove(ctx, p)
 		return RunRecord{}, ErrRunExpired
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if r.Ended.IsZero() { // the record stays for the TTL from now, to say so
+			if _, err := s.Ended(ctx, r, false); err != nil {
+				s.log.Warn().Err(err).Str("pod", p.Name).Msg("recording a lost background run's end")
+			}
+		}
+		return RunRecord{}, ErrRunLost
 	}
 	return r, nil
 }

@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +229,33 @@ func liveRunAcrossReplicas(t *testing.T, kopts Options, o launcher.Options) {
 	res, _ = waitDone(t, ctx, C, h, owner)
 	if !res.OOMKilled || res.TimedOut {
 		t.Errorf("a run past its memory: %+v, want OOM-killed", res)
+	}
+
+	// A pod that ends under its run (here: its container killed from the node, as an
+	// eviction or a lost node would end it) loses the run, and says so. The node's
+	// containerd is the test cluster's own (scripts/k8s/env.sh: KSTATE).
+	if kstate := os.Getenv("MCP_EXEC_TEST_KSTATE"); kstate != "" {
+		h = start("import time\ntime.sleep(600)", 5*time.Minute)
+		rec, err = C.Get(ctx, h, owner)
+		if err == nil {
+			pod, err = admin.CoreV1().Pods(sandboxNamespace).Get(ctx, rec.Sandbox, metav1.GetOptions{})
+		}
+		if err != nil || len(pod.Status.ContainerStatuses) == 0 {
+			t.Fatalf("the run's pod: %v", err)
+		}
+		cid := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+		if out, err := exec.CommandContext(ctx, "ctr", "-a", kstate+"/containerd.sock", "-n", "k8s.io", "task", "kill", "-s", "KILL", cid).CombinedOutput(); err != nil {
+			t.Fatalf("killing the run's container: %v: %s", err, out)
+		}
+		for end := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
+			_, _, _, _, err := C.Wait(ctx, h, owner)
+			if errors.Is(err, ErrRunLost) {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("wait on a run whose pod ended: %v, want ErrRunLost", err)
+			}
+		}
 	}
 
 	// TTL: B's sweep removes what is past it, then answers "expired".
