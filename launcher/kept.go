@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -35,6 +36,9 @@ type KeptProgress = Progress
 func (a *AttachedSession) Keep(ctx context.Context, job Job) error {
 	if job.Tools != nil || job.Egress != "" {
 		return ErrKeptTools
+	}
+	if !job.python() { // the kept call's header names no language
+		return fmt.Errorf("%w: a background run on this backend runs Python only, not %s", ErrLanguage, job.Language)
 	}
 	if job.Timeout <= 0 {
 		job.Timeout = a.l.opts.DefaultTimeout
