@@ -2,13 +2,13 @@ package proxy
 
 import (
 	"encoding/json"
-
 	"fmt"
-	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"io"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher/egress"
 )
 
 // AuditMaxBytes bounds an audit file: past it the file is renamed to FILE.1 (replacing
