@@ -1,14 +1,19 @@
 package e2e_test
 
-// Background runs on the real binary over streamable HTTP, on the Docker engine: a run
-// outlives the client that started it and a new client fetches its result by handle;
-// run_wait's stdout tail grows while it runs; run_cancel kills it and leaves no
-// sandbox; a timeout and an OOM kill come back as results; at shutdown a run in
-// flight is killed within the grace and nothing is left on the engine. Skipped with
-// -short; outside CI a missing engine skips.
+// Background runs on the real binary over streamable HTTP, on the engine and runtime
+// of the test's environment (scripts/test.sh: Docker with runc, Podman, gVisor): a
+// 20 s run outlives the client process that started it (killed) and a new client
+// fetches its result by handle; run_wait's stdout tail grows while it runs;
+// run_cancel kills it and leaves no sandbox; a timeout and an OOM kill come back as
+// results; a result expires after --run-ttl-s ("expired"); another identity's handle
+// is "not found", as one that never was; at shutdown a run in flight is killed within
+// the grace and nothing is left on the engine. Skipped with -short; outside CI a
+// missing engine skips.
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -75,22 +80,37 @@ func bgWait(t *testing.T, cs *mcp.ClientSession, id string, limit time.Duration)
 	}
 }
 
+// bgTTL is TestBackgroundRunsE2E's --run-ttl-s: results must stay through its
+// subtests' waits (a few seconds each) and expire within the test.
+const bgTTL = 15 * time.Second
+
 func TestBackgroundRunsE2E(t *testing.T) {
 	e2e.SkipShort(t)
-	bin, env := protoSetup(t, "MCP_EXEC_POOL_SIZE=0", "MCP_EXEC_MAX_SESSIONS=0", "MCP_EXEC_MEMORY=64m", "MCP_EXEC_SHUTDOWN_GRACE_S=2")
+	bin, env := protoSetup(t, "MCP_EXEC_POOL_SIZE=0", "MCP_EXEC_MAX_SESSIONS=0", "MCP_EXEC_SHUTDOWN_GRACE_S=2",
+		"MCP_EXEC_RUN_TTL_S="+strconv.Itoa(int(bgTTL/time.Second)))
 	instance := "bg-" + strconv.Itoa(os.Getpid())
 	srv := e2e.Serve(t, bin, env, "http", instance, e2e.Random())
 
-	t.Run("outlives its client", func(t *testing.T) {
-		first := srv.Connect(t, nil, nil)
-		id := bgStart(t, first, map[string]any{
-			"code":      "import time\nfor i in range(8):\n    print('tick', i, flush=True)\n    time.sleep(1)\nopen('outputs/done.txt', 'w').write('ok')",
-			"timeout_s": 60,
+	var expiring string // a result fetched, and when: run_wait answers "expired" after the TTL
+	var fetchedAt time.Time
+	t.Run("outlives its client process", func(t *testing.T) {
+		// A 20 s run started by a client process, which is killed in its run_wait.
+		p, err := bgStartInProcess(t.Context(), srv.Endpoint, srv.Token, map[string]any{
+			"code":      "import time\nfor i in range(20):\n    print('tick', i, flush=True)\n    time.sleep(1)\nopen('outputs/done.txt', 'w').write('ok')",
+			"timeout_s": 90,
 		})
-		// The tail grows while it runs.
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := p.ID
+		time.Sleep(2 * time.Second)
+		p.Kill()
+
+		// A new client: the tail grows while it runs, seen with short run_waits.
+		second := srv.Connect(t, nil, nil)
 		var tails []string
 		for len(tails) < 2 {
-			r, res := bgCall(t, first, "run_wait", map[string]any{"run_id": id, "timeout_s": 2})
+			r, res := bgCall(t, second, "run_wait", map[string]any{"run_id": id, "timeout_s": 2})
 			if res.IsError || r.Status != "running" {
 				t.Fatalf("run_wait while running: %+v %v", r, res.Content)
 			}
@@ -101,15 +121,19 @@ func TestBackgroundRunsE2E(t *testing.T) {
 		if !strings.HasPrefix(tails[1], tails[0]) || len(tails[1]) <= len(tails[0]) || !strings.HasPrefix(tails[0], "tick 0\n") {
 			t.Errorf("stdout tails %q, want a growing tail from tick 0", tails)
 		}
-		first.Close()
+		second.Close()
 
-		second := srv.Connect(t, nil, nil) // a new client, a new MCP session
-		r, res := bgWait(t, second, id, 60*time.Second)
-		want := "tick 0\ntick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\ntick 7\n"
-		if res.IsError || r.Stdout != want || r.ExitCode != 0 || len(r.Files) != 1 || r.Files[0].Name != "done.txt" || r.RunID != id {
+		third := srv.Connect(t, nil, nil) // another client, another MCP session
+		r, res := bgWait(t, third, id, 90*time.Second)
+		var want strings.Builder
+		for i := range 20 {
+			fmt.Fprintf(&want, "tick %d\n", i)
+		}
+		if res.IsError || r.Stdout != want.String() || r.ExitCode != 0 || len(r.Files) != 1 || r.Files[0].Name != "done.txt" || r.RunID != id {
 			t.Fatalf("the result fetched by a new client: %+v %v", r, res.Content)
 		}
-		if again, _ := bgCall(t, second, "run_wait", map[string]any{"run_id": id, "timeout_s": 0}); again.Stdout != want {
+		expiring, fetchedAt = id, time.Now()
+		if again, _ := bgCall(t, third, "run_wait", map[string]any{"run_id": id, "timeout_s": 0}); again.Stdout != want.String() {
 			t.Errorf("a second run_wait: %+v, want the same result", again)
 		}
 	})
@@ -164,6 +188,59 @@ func TestBackgroundRunsE2E(t *testing.T) {
 		}
 		if r, res := bgWait(t, cs, oid, 60*time.Second); res.IsError || r.ExitCode != 137 || r.TimedOut || strings.Contains(r.Stdout, "survived") {
 			t.Errorf("OOM: %+v %v", r, res.Content)
+		}
+	})
+
+	t.Run("another identity", func(t *testing.T) {
+		// Identities are OAuth's (with the static token every client is one): a server
+		// of its own, and two users of one issuer.
+		is := newOAuthIssuer(t)
+		_, oenv := protoSetup(t, "MCP_EXEC_POOL_SIZE=0", "MCP_EXEC_MAX_SESSIONS=0", "MCP_EXEC_OAUTH_ISSUER="+is.URL,
+			"MCP_EXEC_OAUTH_RESOURCE="+oauthResource, "MCP_EXEC_OAUTH_SCOPES=mcp:exec")
+		osrv := e2e.Serve(t, bin, oenv, "http", instance+"-oauth", "")
+		as := func(sub string) *mcp.ClientSession {
+			hc := &http.Client{Transport: bearerTransport{is.token(t, sub, nil), http.DefaultTransport}}
+			s, err := mcp.NewClient(&mcp.Implementation{Name: sub, Version: "1"}, nil).
+				Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: osrv.Endpoint, HTTPClient: hc}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		alice, bob := as("alice"), as("bob")
+		id := bgStart(t, alice, map[string]any{"code": "import time\ntime.sleep(3)\nprint('alice')"})
+		never := id[:len(id)-4] + map[bool]string{true: "AAAA", false: "BBBB"}[!strings.HasSuffix(id, "AAAA")]
+		_, res := bgCall(t, bob, "run_wait", map[string]any{"run_id": never, "timeout_s": 0})
+		unknown := toolText(res)
+		if !res.IsError || !strings.Contains(unknown, "not found") {
+			t.Fatalf("run_wait of a handle that never was: %q, want not found", unknown)
+		}
+		// While alice's run runs: were bob's run_cancel obeyed, her result would be lost.
+		for _, tool := range []string{"run_wait", "run_cancel"} {
+			args := map[string]any{"run_id": id}
+			if tool == "run_wait" {
+				args["timeout_s"] = 0
+			}
+			_, res := bgCall(t, bob, tool, args)
+			if !res.IsError || toolText(res) != unknown {
+				t.Errorf("%s of alice's run by bob: isError %v %q, want what a handle that never was gets: %q", tool, res.IsError, toolText(res), unknown)
+			}
+		}
+		if r, res := bgWait(t, alice, id, 60*time.Second); res.IsError || r.Stdout != "alice\n" {
+			t.Errorf("alice's result after bob's tries: %+v %v", r, res.Content)
+		}
+		osrv.Stop(t)
+	})
+
+	t.Run("expired", func(t *testing.T) {
+		if expiring == "" {
+			t.Skip("no result was fetched")
+		}
+		time.Sleep(time.Until(fetchedAt.Add(bgTTL + time.Second)))
+		_, res := bgCall(t, cs, "run_wait", map[string]any{"run_id": expiring, "timeout_s": 0})
+		if text := toolText(res); !res.IsError || !strings.Contains(text, "expired") || !strings.Contains(text, "run-ttl-s") {
+			t.Errorf("run_wait after the TTL: isError %v %q, want expired, naming run-ttl-s", res.IsError, text)
 		}
 	})
 
