@@ -5,7 +5,7 @@ IMAGE := $(shell cat images/python-sandbox/TAG)
 # What the binary, the handshake's serverInfo and the images report: scripts/version.sh.
 VERSION ?= $(shell bash scripts/version.sh)
 
-.PHONY: help serve test build release engine image fuzz bench bench-client lint clean
+.PHONY: help serve test build release engine image fuzz soak bench bench-client lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -38,6 +38,14 @@ fuzz: ## fuzz the output capture, the frame decoder, code mode's call reader and
 	go test ./mcpserver/upstream -run '^$$' -fuzz '^FuzzReadCall$$' -fuzztime $${FUZZTIME:-30s}
 	go test ./launcher/egress -run '^$$' -fuzz '^FuzzAllowName$$' -fuzztime $${FUZZTIME:-30s}
 	go test ./launcher/egress -run '^$$' -fuzz '^FuzzVet$$' -fuzztime $${FUZZTIME:-30s}
+
+soak: engine image ## background runs for SOAK (default 10m, 200 runs) under clients killed, a server SIGKILL and an engine restart, on a private dockerd (root; docs/background-runs.md)
+	@eval "$$(bash scripts/fault-engine.sh start)"; \
+	MCP_EXEC_SOAK=$${SOAK:-10m} MCP_EXEC_TEST_FAULT_HOST=$$MCP_EXEC_TEST_FAULT_HOST \
+	MCP_EXEC_TEST_FAULT_DOWN="bash $$PWD/scripts/fault-engine.sh down" \
+	MCP_EXEC_TEST_FAULT_UP="bash $$PWD/scripts/fault-engine.sh up" \
+	go test -tags enginefault -count=1 -timeout 60m -v -run '^TestBackgroundSoak$$' ./e2e; rc=$$?; \
+	bash scripts/fault-engine.sh stop; exit $$rc
 
 bench: engine image ## measure latency and throughput on the real engine, several minutes (BENCH_ARGS=-quick: a smoke run)
 	@bash cmd/mcp-exec-bench/report.sh $(BENCH_ARGS)
