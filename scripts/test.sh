@@ -116,7 +116,8 @@ bash scripts/engine.sh
 # (206 s measured) and a cold server build (395 s). The go test step below then runs
 # TestStandalone* in e2e against it: 50-85 s (each lock removed in turn, swap
 # and the per-run seccomp filter, the egress probe, leftovers, the server's protection,
-# the selftest, the TypeScript client over stdio and HTTP).
+# the selftest, the TypeScript client over stdio and HTTP; TestStandaloneBackgroundHTTP,
+# background runs over HTTP on the process backend, 34 s of it at load ~15).
 beside images bash -c 'bash scripts/images.sh && bash scripts/images.sh --standalone'
 
 step "gofmt"
@@ -203,14 +204,17 @@ step "launcher suite again, with a warm pool"
 # run warm.
 MCP_EXEC_TEST_POOL_SIZE=2 gotest -race -count=1 -timeout 20m -skip "$pool_free" ./launcher
 
-step "engine restart under load (a private dockerd the test stops and starts; never the shared one)"
+step "engine restart under load, and the background runs' soak (a private dockerd the tests stop and start; never the shared one)"
 # ~85 s on a fresh machine (start 34 s, loading the sandbox image into it; test 47 s;
-# stop 2 s); ~50 s when its data root still holds the image.
+# stop 2 s); ~50 s when its data root still holds the image. TestBackgroundSoak, short
+# form (40 background runs started over 60 s, clients killed, a server SIGKILL, an
+# engine restart, then the TTL; `make soak` is the 10-minute one): +119 s measured at
+# load ~15.
 eval "$(bash scripts/fault-engine.sh start)"
 MCP_EXEC_TEST_FAULT_HOST=$MCP_EXEC_TEST_FAULT_HOST \
   MCP_EXEC_TEST_FAULT_DOWN="bash $PWD/scripts/fault-engine.sh down" \
   MCP_EXEC_TEST_FAULT_UP="bash $PWD/scripts/fault-engine.sh up" \
-  gotest -tags enginefault -count=1 -timeout 10m -run '^TestEngineRestartUnderLoad$' ./e2e
+  gotest -tags enginefault -count=1 -timeout 15m -run '^(TestEngineRestartUnderLoad|TestBackgroundSoak)$' ./e2e
 bash scripts/fault-engine.sh stop
 
 step "remote engines: tcp:// with TLS (a second dockerd on 127.0.0.1) and ssh:// (an sshd on 127.0.0.1)"
@@ -242,6 +246,12 @@ if [ "${MCP_EXEC_WITH_PODMAN:-1}" != 0 ]; then
 
   step "podman (rootful): mcp-exec selftest"
   DOCKER_HOST=$podman_host go run ./cmd/mcp-exec selftest --log-level warn
+
+  step "podman (rootful): background runs and MCP tasks through the binary"
+  # What Podman changes for them is the engine under a run that outlives its request
+  # (its client process killed, cancel, timeout, OOM, the shutdown's removal): 84 s
+  # measured at load ~15 (the tests 52 s and 21 s, the rest the binary's build).
+  DOCKER_HOST=$podman_host gotest -race -count=1 -timeout 10m -run '^(TestBackgroundRunsE2E|TestTasksE2E)$' ./e2e
 
   step "podman (rootful): engine restart under load (the service is stopped and started)"
   # ~50 s: the test 46 s, the service's stop 2 s and start 3 s.
@@ -316,7 +326,11 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   # load ~11, 10 s of it the run).
   # TestEgressE2E here: runsc is strict (no --host-uds), so the server must refuse its
   # egress profiles at start, naming the flag (~33 s at load ~18).
-  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 15m -run '^(TestE2E|TestE2ERich|TestEgressE2E|TestSessionExpiryAndRestart|TestBackgroundInSessionE2E)$' ./e2e
+  # TestBackgroundRunsE2E and TestTasksE2E: background runs and tasks whose sandboxes
+  # are gVisor's (a run outliving its killed client process, cancel, timeout, OOM):
+  # +70 s measured at load ~15 (48 s and 22 s).
+  MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -timeout 20m \
+    -run '^(TestE2E|TestE2ERich|TestEgressE2E|TestSessionExpiryAndRestart|TestBackgroundInSessionE2E|TestBackgroundRunsE2E|TestTasksE2E)$' ./e2e
   # Code mode under gVisor: the TypeScript client over HTTP, an upstream's tools called
   # from the sandbox over the bridge (~18 s). Its stdio half is left out here: the SDK's
   # stdio client kills the server 4 s after closing its stdin, and under gVisor on a
