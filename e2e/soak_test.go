@@ -45,7 +45,8 @@ import (
 //   - a result, holding the value derived from its own input (its stdout and its
 //     returned file), or the timeout, the cancellation, the killed sandbox it met;
 //   - a run in flight at the engine's restart: its right result (the call ran again
-//     in a new sandbox), or the engine error naming MCP_EXEC_ENGINE_WAIT_S;
+//     in a new sandbox), the engine error naming MCP_EXEC_ENGINE_WAIT_S, or its
+//     sandbox killed (dockerd stops containers before its API goes away);
 //   - a run the killed server had and had not handed out: "not found" on the new
 //     server (a restart keeps nothing), and its sandbox removed by the new server's
 //     reaper.
@@ -132,6 +133,9 @@ func TestBackgroundSoak(t *testing.T) {
 	count := map[string]int{}
 	var kept, lost int
 	for _, r := range all {
+		if r.clientHung {
+			r.outcome += " (the cut call waited for its deadline in the client)"
+		}
 		count[r.kind+": "+r.outcome]++
 		if r.wrong != "" {
 			t.Errorf("run %d (%s, started %s): %s", r.i, r.kind, r.startedAt.Sub(t0).Round(time.Millisecond), r.wrong)
@@ -463,6 +467,8 @@ type soakRun struct {
 	startedAt time.Time
 	outcome   string // what it answered, as counted
 	wrong     string // why that was wrong
+
+	clientHung bool // drop: the call cut off waited for its deadline in the client
 }
 
 const (
@@ -539,7 +545,7 @@ func (r *soakRun) run(ctx context.Context, sv *soakServers, cli *client.Client, 
 		done := r.fetchOn(ctx, sv, cli, cs, ttl)
 		cs.Close()
 		conns.cut()
-		if done {
+		if done || r.wrong != "" {
 			return
 		}
 	}
@@ -588,10 +594,17 @@ func (r *soakRun) start(ctx context.Context, sv *soakServers) bool {
 	r.id = o.RunID
 	switch r.kind {
 	case "drop":
-		// The client's connections are cut in the middle of a run_wait.
+		// The client's connections are cut in the middle of a run_wait. The call is
+		// given a deadline, as an agent's would be: go-sdk v1.8.0 does not fail a call
+		// whose response stream broke before its first event (nothing to resume from;
+		// streamableClientConn.handleSSE), it waits for the call's context.
 		time.AfterFunc(r.killAfter, conns.cut)
 		for {
-			if _, _, _, err := bgTry(ctx, cs, "run_wait", map[string]any{"run_id": r.id, "timeout_s": 2}); err != nil {
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			_, _, _, err := bgTry(cctx, cs, "run_wait", map[string]any{"run_id": r.id, "timeout_s": 2})
+			cancel()
+			if err != nil {
+				r.clientHung = cctx.Err() != nil && ctx.Err() == nil
 				return true
 			}
 		}
@@ -638,6 +651,24 @@ func (r *soakRun) serverGone(sv *soakServers, err error) {
 // client lost its server (false: connect again).
 func (r *soakRun) fetchOn(ctx context.Context, sv *soakServers, cli *client.Client, cs *mcp.ClientSession, ttl time.Duration) bool {
 	_, gen := sv.current()
+	// Each call has a deadline far past what the server may take (run_wait waits 5 s
+	// at most): past it, the server hangs, unless it was killed meanwhile.
+	hung := false
+	bgTry := func(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (bgOut, string, bool, error) {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		o, text, isErr, err := bgTry(cctx, cs, tool, args)
+		if _, g := sv.current(); err != nil && cctx.Err() != nil && ctx.Err() == nil && g == gen {
+			hung = true
+			r.fail("%s did not answer within a minute (the server hung)", tool)
+		}
+		return o, text, isErr, err
+	}
+	defer func() {
+		if hung {
+			r.outcome = "wrong"
+		}
+	}()
 	switch {
 	case r.kind == "cancel" && r.outcome == "":
 		o, text, isErr, err := bgTry(ctx, cs, "run_cancel", map[string]any{"run_id": r.id})
@@ -712,7 +743,10 @@ func (r *soakRun) answer(sv *soakServers, gen int, o bgOut, text string, isErr b
 		"timeout": "timed out", "cancel": "cancelled", "sandbox": "sandbox killed"}[r.kind]
 	switch {
 	case got == want:
-	case got == "engine error" && sv.engineFault(r.startedAt):
+	case (got == "engine error" || got == "sandbox killed") && sv.engineFault(r.startedAt):
+		// The engine error past the wait's bound; or dockerd stopped the run's
+		// container while shutting down, its API still answering: to the server, a
+		// sandbox killed from outside, and the result says so.
 	case got == "value" && (r.kind == "cancel" || r.kind == "sandbox") && sv.engineFault(r.startedAt):
 		// its sandbox went with the engine, the call ran again, and the fault missed it
 	default:
