@@ -28,15 +28,15 @@ func TestSpecCommand(t *testing.T) {
 			}
 			// Options that are not part of the command leave it unchanged.
 			o := tt.opts
-			o.Instance = "another-instance"
-			o.Image = "another/image:v2"
+			o.Instance = "inst-q7zx"
+			o.Image = "img-q7zx/image:v2"
 			o.Memory, o.Pids, o.CPUs, o.TmpfsSize, o.Runtime = 1<<30, 9, 3, 1<<20, "runsc"
 			cmd2 := SpecOf(o).Command
 			if diff := cmp.Diff(cmd, cmd2); diff != "" {
 				t.Errorf("Cmd depends on more than Python, the output caps and Preload (-first +second):\n%s", diff)
 			}
 			for _, arg := range cmd2 {
-				if strings.Contains(arg, "another") {
+				if strings.Contains(arg, "q7zx") {
 					t.Errorf("Cmd: got argument %.60q, want no instance or image in it", arg)
 				}
 			}
