@@ -3,7 +3,8 @@
 # TypeScript SDK of scripts/e2e when it is missing (npm ci), and runs
 # scripts/e2e/bench.mjs against the binary over stdio: warm, pandas (preload) and cold
 # calls interleaved with their baselines (host python3 -c, docker run --rm -i with the
-# seed's flags), bursts of 10 calls, throughput against a python3 -I -c pass container
+# seed's flags), hello world in JavaScript and bash, warm and cold (against a host
+# node -e and Python's own call), bursts of 10 calls, throughput against a python3 -I -c pass container
 # churn. Markdown on stdout, progress on stderr. Arguments go to bench.mjs (e.g.
 # --quick, --rounds 50, --sections latency); it needs node 20, a Docker engine, the
 # sandbox image, the docker CLI and, for the pandas baseline, pandas in the host

@@ -4,7 +4,7 @@
 // measured in the same run, interleaved so that the machine's load hits both alike.
 //
 //   node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick]
-//                  [--sections latency,burst,throughput] [--image IMAGE]
+//                  [--sections latency,languages,burst,throughput] [--image IMAGE]
 //                  [--runtime NAME] [--baseline-runtime NAME] [--backend docker|kubernetes]
 //
 // Prints a markdown report on stdout, progress on stderr. cmd/mcp-exec-bench/client.sh
@@ -33,7 +33,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { parseOptions, sdkVersion, usageExit } from './common.mjs';
 
-const USAGE = 'usage: node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick] [--sections latency,burst,throughput] [--image IMAGE] [--host-python PATH] [--runtime NAME] [--baseline-runtime NAME] [--backend docker|kubernetes]';
+const USAGE = 'usage: node bench.mjs --cmd BINARY [--rounds N] [--bursts N] [--window S] [--quick] [--sections latency,languages,burst,throughput] [--image IMAGE] [--host-python PATH] [--host-node PATH] [--runtime NAME] [--baseline-runtime NAME] [--backend docker|kubernetes]';
 const opts = parseOptions('bench.mjs', USAGE, {
   cmd: { type: 'string' },
   rounds: { type: 'string' },
@@ -43,6 +43,7 @@ const opts = parseOptions('bench.mjs', USAGE, {
   sections: { type: 'string' },
   image: { type: 'string' },
   'host-python': { type: 'string' },
+  'host-node': { type: 'string' },
   runtime: { type: 'string' },
   'baseline-runtime': { type: 'string' },
   backend: { type: 'string' },
@@ -62,6 +63,8 @@ const BURSTS = posInt('bursts', opts.bursts, QUICK ? 1 : 5);
 const WINDOW_S = posInt('window', opts.window, QUICK ? 4 : 30);
 const IMAGE = opts.image ?? process.env.MCP_EXEC_IMAGE ?? 'mcp-exec/python-sandbox:v1';
 const HOST_PY = opts['host-python'] ?? '/usr/bin/python3';
+// The languages section's baseline: a bare host `node -e` (this process's node by default).
+const HOST_NODE = opts['host-node'] ?? process.execPath;
 // --runtime: the OCI runtime of the servers' sandboxes (MCP_EXEC_RUNTIME; the engine's
 // default when absent); --baseline-runtime: that of the docker run and churn baselines,
 // the same by default, so that subject and baseline start containers alike ('' for the
@@ -80,11 +83,13 @@ const KUBE = BACKEND === 'kubernetes';
 // the baseline pods, get MCP_EXEC_CPUS (default 0.25 there, so that the latency section's
 // six pods fit on 2 cores; the engine's default, 1, elsewhere).
 const CPUS = process.env.MCP_EXEC_CPUS ?? (KUBE ? '0.25' : '1');
-const ALL_SECTIONS = ['latency', 'burst', 'throughput'];
+const ALL_SECTIONS = ['latency', 'languages', 'burst', 'throughput'];
 const SECTIONS = (opts.sections ?? ALL_SECTIONS.join(',')).split(',').map(s => s.trim()).filter(Boolean);
 for (const s of SECTIONS) if (!ALL_SECTIONS.includes(s)) usage(`--sections: unknown section ${JSON.stringify(s)} (have ${ALL_SECTIONS.join(',')})`);
 
 const PRINT = { name: 'print(1)', code: 'print(1)', want: '1\n' };
+const JS_HELLO = { name: 'javascript hello', language: 'javascript', code: 'console.log(1)', want: '1\n' };
+const BASH_HELLO = { name: 'bash hello', language: 'bash', code: 'echo 1', want: '1\n' };
 const PANDAS = { name: 'pandas', code: 'import pandas as pd; df = pd.DataFrame({"a": range(1000)}); print(df["a"].sum())', want: '499500\n' };
 
 // The seed README's hardening flags for `docker run` (its recommended production line).
@@ -236,7 +241,8 @@ class Server {
 
   async call(sn) {
     const t0 = now();
-    const res = await this.client.callTool({ name: 'exec', arguments: { code: sn.code } }, undefined, { timeout: 120_000 });
+    const args = sn.language ? { code: sn.code, language: sn.language } : { code: sn.code };
+    const res = await this.client.callTool({ name: 'exec', arguments: args }, undefined, { timeout: 120_000 });
     const t1 = now();
     const out = res.structuredContent ?? {};
     if (res.isError || out.exit_code !== 0 || out.stdout !== sn.want) {
@@ -301,6 +307,7 @@ function runProc(cmd, args, stdin, want) {
   });
 }
 const hostRun = sn => runProc(HOST_PY, ['-c', sn.code], undefined, sn.want);
+const hostNode = sn => runProc(HOST_NODE, ['-e', sn.code], undefined, sn.want);
 const dockerArgs = ['run', '--rm', '-i', ...SEED_FLAGS, ...(BASE_RUNTIME ? ['--runtime', BASE_RUNTIME] : []), '--label', 'dev.mcp-exec.role=sandbox',
   '--label', 'dev.mcp-exec.instance=bench-client-docker-run', '--entrypoint', 'python3', IMAGE, '-'];
 const dockerRun = sn => runProc('docker', dockerArgs, sn.code + '\n', sn.want);
@@ -504,6 +511,50 @@ async function latency() {
   report.latency = { rows, parts, misses };
 }
 
+// languages: hello world in each language through one warm server (pool 2; the pool
+// serves every language) and one cold one (pool 0), interleaved with a bare host
+// `node -e` (JavaScript's baseline) and the warm Python call (bash's).
+async function languages() {
+  const warm = await new Server('lang-warm', { MCP_EXEC_POOL_SIZE: '2', MCP_EXEC_LANGUAGES: 'python,javascript,bash' }).open();
+  const cold = await new Server('lang-cold', { MCP_EXEC_POOL_SIZE: '0', MCP_EXEC_LANGUAGES: 'python,javascript,bash' }).open();
+  const keys = ['hostNode', 'warmPy', 'warmJs', 'warmBash', 'coldPy', 'coldJs', 'coldBash'];
+  const rows = Object.fromEntries(keys.map(k => [k, []]));
+  const parts = Object.fromEntries(keys.map(k => [k, []]));
+  let misses = 0;
+  const loads = [];
+  const w = sn => () => warm.waitFull().then(() => warm.timedCall(sn));
+  const items = [
+    ['hostNode', () => hostNode(JS_HELLO)],
+    ['warmPy', w(PRINT)], ['warmJs', w(JS_HELLO)], ['warmBash', w(BASH_HELLO)],
+    ['coldPy', () => cold.timedCall(PRINT)], ['coldJs', () => cold.timedCall(JS_HELLO)], ['coldBash', () => cold.timedCall(BASH_HELLO)],
+  ];
+  try {
+    await warm.waitFull();
+    const l0 = loadavg();
+    for (let r = 0; r <= ROUNDS; r++) { // round 0 is a warm-up, not counted
+      loads.push(load1());
+      for (let i = 0; i < items.length; i++) {
+        const [key, f] = items[(i + r) % items.length];
+        const v = await f();
+        if (r === 0) continue;
+        if (typeof v === 'number') {
+          rows[key].push(v);
+        } else {
+          rows[key].push(v.total);
+          if (v.parts) parts[key].push(v.parts);
+          if (key.startsWith('warm') && v.t && !v.t.warm) misses++;
+        }
+        await sleep(100 + Math.random() * 200);
+      }
+      if (r % 5 === 0) log(`languages: round ${r}/${ROUNDS}, load ${loadavg()}`);
+    }
+    report.loads.languages = `${l0} → ${loadavg()} (1-min load during the rounds: ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)})`;
+  } finally {
+    await Promise.all([warm.close(), cold.close()]);
+  }
+  report.languages = { rows, parts, misses };
+}
+
 async function burst() {
   const srv = await new Server('burst', {}).open(); // the defaults: pool 2, max-concurrent 2
   const lat = [], walls = [], floors = [];
@@ -632,6 +683,22 @@ function print() {
     w(`| **total (p50 of the sums)** | ${tot('warm')} | ${tot('warmPandas')} | ${tot('cold')} |`);
     w('');
   }
+  if (report.languages) {
+    const { rows, parts, misses } = report.languages;
+    w(`#### Languages: hello world per language, one call at a time, interleaved (load ${report.loads.languages})`);
+    w('');
+    w('| path | n | p50 | p90 | baseline | baseline p50 | baseline p90 | **ratio p50** | ratio p90 |');
+    w('|---|---|---|---|---|---|---|---|---|');
+    const line = (name, a, bname, b) => w(`| ${name} | ${a.length} | ${ms(p50(a))} | ${ms(p90(a))} | ${bname} | ${ms(p50(b))} | ${ms(p90(b))} | **${ratio(p50(a), p50(b))}** | ${ratio(p90(a), p90(b))} |`);
+    const node = `host \`node -e\` (${report.hostNode})`;
+    line(`warm javascript \`console.log(1)\`, pool 2 (${misses} of ${rows.warmPy.length * 3} warm calls not from the pool)`, rows.warmJs, node, rows.hostNode);
+    line('warm bash `echo 1`, pool 2', rows.warmBash, 'warm python `print(1)`, same server', rows.warmPy);
+    line('cold javascript, pool 0', rows.coldJs, node, rows.hostNode);
+    line('cold bash, pool 0', rows.coldBash, 'cold python, same server', rows.coldPy);
+    w('');
+    w('In the sandbox (delivered → exit frame), p50: ' + Object.keys(parts).filter(k => parts[k].length).map(k => `${k} ${ms(p50(parts[k].map(p => p['in sandbox (delivered → exit frame)'])))}`).join(', ') + '.');
+    w('');
+  }
   if (report.burst) {
     const b = report.burst;
     const coldP50 = report.latency ? p50(report.latency.rows.cold) : NaN;
@@ -670,10 +737,15 @@ async function main() {
       let s = ''; p.stdout.on('data', d => { s += d; }); p.on('close', () => resolve(s)); p.on('error', () => resolve('(not found)'));
     });
   } catch { report.hostPy = ''; }
+  report.hostNode = await new Promise(resolve => {
+    const p = spawn(HOST_NODE, ['--version']);
+    let s = ''; p.stdout.on('data', d => { s += d; }); p.on('close', () => resolve(s.trim())); p.on('error', () => resolve('not found'));
+  });
   log(`load ${loadavg()}; sections ${SECTIONS.join(',')}`);
   let failed;
   try {
     if (SECTIONS.includes('latency')) await latency();
+    if (SECTIONS.includes('languages')) await languages();
     if (SECTIONS.includes('burst')) await burst();
     if (SECTIONS.includes('throughput')) await throughput();
   } catch (err) {
