@@ -65,7 +65,7 @@ func (h *handler) addCodeMode(s *mcp.Server, opts Options, sessionsNote string) 
 		Description:  description(opts, h.limits) + backgroundNote(opts.Runs) + sessionsNote + "\n\n" + opts.Upstreams.Index(),
 		InputSchema:  inputSchema(opts),
 		OutputSchema: backgroundOutputSchema(toolsOutputSchema(opts), opts),
-		Annotations:  annotations(),
+		Annotations:  annotations(opts),
 	}, h.execTools)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        searchToolName,

@@ -45,6 +45,31 @@ func languageDescription(o Options) string {
 		launcher.LanguagePython, strings.Join(quoted(otherLanguages(o)), ", "), strings.Join(lines, " "))
 }
 
+// languageTitle names what exec runs, for its title: "Python", or with other languages
+// configured "Python, JavaScript or bash" (in their configured order).
+func languageTitle(o Options) string {
+	names := []string{"Python"}
+	for _, l := range otherLanguages(o) {
+		if l == "javascript" {
+			l = "JavaScript"
+		}
+		names = append(names, l)
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// whatRuns is the object of the description's first sentence: the Python program it
+// always was, or with other languages configured a program in any of them.
+func whatRuns(o Options, l runnerLimits) string {
+	if len(otherLanguages(o)) == 0 {
+		return fmt.Sprintf("Python 3 program (%s)", l.Python)
+	}
+	return fmt.Sprintf("program in %s (Python 3, %s, by default; \"language\" chooses, see Languages below)", languageTitle(o), l.Python)
+}
+
 func otherLanguages(o Options) []string {
 	return slices.DeleteFunc(slices.Clone(o.Languages), func(l string) bool { return l == launcher.LanguagePython })
 }

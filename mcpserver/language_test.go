@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest/syncbuf"
 	"github.com/mcp-exec/mcp-exec/mcpserver/upstream"
 )
 
@@ -19,7 +20,8 @@ var testLanguages = []string{"python", "javascript", "bash"}
 // the tool as it was).
 func TestLanguageField(t *testing.T) {
 	r := &fakeRunner{}
-	cs := connect(t, t.Context(), r, Options{Languages: testLanguages})
+	var logs syncbuf.Buffer
+	cs := connect(t, t.Context(), r, Options{Languages: testLanguages, Logger: zerolog.New(&logs)})
 	p, _ := listedProperty(t, cs, toolName, "language")
 	if diff := cmp.Diff([]string{"python", "javascript", "bash"}, p.Enum); diff != "" {
 		t.Errorf("language enum (-want +got):\n%s", diff)
@@ -39,6 +41,18 @@ func TestLanguageField(t *testing.T) {
 	if diff := cmp.Diff([]string{"bash", "javascript", "python"}, got); diff != "" {
 		t.Errorf("jobs' language (-want +got):\n%s", diff)
 	}
+	// The exec lines name a language other than the default; Python's say nothing.
+	var logged []string
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, `"message":"exec"`) {
+			_, l, _ := strings.Cut(line, `"language":"`)
+			l, _, _ = strings.Cut(l, `"`)
+			logged = append(logged, l)
+		}
+	}
+	if diff := cmp.Diff([]string{"bash", "javascript", ""}, logged); diff != "" {
+		t.Errorf("exec lines' language (-want +got):\n%s\n%s", diff, logs.String())
+	}
 
 	if _, ok := inputSchema(Options{}.withDefaults()).Properties["language"]; ok {
 		t.Error("language: a property without languages configured")
@@ -48,6 +62,28 @@ func TestLanguageField(t *testing.T) {
 	expectToolErrors(t, cs, r, []badCall{
 		{"language without languages", `{"code":"x","language":"bash"}`, `unexpected additional properties ["language"]`},
 	}, "language without languages")
+}
+
+// TestLanguageTitle: exec's title and first sentence name the languages configured,
+// and say Python alone without them (TestListToolsGolden pins that tool whole).
+func TestLanguageTitle(t *testing.T) {
+	for _, tt := range []struct {
+		langs        []string
+		title, first string
+	}{
+		{nil, "Run Python in a sandbox", "Run a Python 3 program (python3) in a fresh"},
+		{[]string{"python"}, "Run Python in a sandbox", "Run a Python 3 program (python3) in a fresh"},
+		{testLanguages, "Run Python, JavaScript or bash in a sandbox", `Run a program in Python, JavaScript or bash (Python 3, python3, by default; "language" chooses, see Languages below) in a fresh`},
+		{[]string{"python", "bash"}, "Run Python or bash in a sandbox", "Run a program in Python or bash (Python 3"},
+	} {
+		o := Options{Languages: tt.langs}.withDefaults()
+		if got := annotations(o).Title; got != tt.title {
+			t.Errorf("%v: title %q, want %q", tt.langs, got, tt.title)
+		}
+		if d := description(o, runnerLimits{Python: "python3"}); !strings.HasPrefix(d, tt.first) {
+			t.Errorf("%v: description starts %q, want %q", tt.langs, d[:120], tt.first)
+		}
+	}
 }
 
 // TestLanguageRefusals: a language that is not configured, and one with what runs

@@ -168,7 +168,7 @@ func New(r Runner, opts Options) *mcp.Server {
 		Description:  desc,
 		InputSchema:  inputSchema(opts),
 		OutputSchema: backgroundOutputSchema(execOutputSchema(opts), opts),
-		Annotations:  annotations(),
+		Annotations:  annotations(opts),
 	}, h.exec)
 	h.addTasksIfOn(s)
 	return s
@@ -344,8 +344,10 @@ func (h *handler) logDone(id string, job launcher.Job, res launcher.Result) {
 			if job.Egress != "" {
 				e.Str("egress", job.Egress) // the operator's profile name
 			}
-			if job.Language != "" {
-				e.Str("language", job.Language) // one of the configured names
+			// One of the configured names; Python, the default, goes unsaid, as in the
+			// lines of a server without languages, so that most lines stay as they were.
+			if job.Language != "" && job.Language != launcher.LanguagePython {
+				e.Str("language", job.Language)
 			}
 		}).
 		Msg("exec")

@@ -215,7 +215,7 @@ func description(o Options, l runnerLimits) string {
 }
 
 func baseDescription(o Options, l runnerLimits) string {
-	return fmt.Sprintf(`Run a Python 3 program (%s) in a fresh, locked-down sandbox and return its stdout, stderr, exit code and the files it writes to /tmp/outputs.
+	return fmt.Sprintf(`Run a %s in a fresh, locked-down sandbox and return its stdout, stderr, exit code and the files it writes to /tmp/outputs.
 
 Available: the Python standard library plus PyYAML, Jinja2, Pillow, numpy, pandas and matplotlib (headless, Agg backend).
 
@@ -228,7 +228,7 @@ Output: print results to stdout. Files the program writes to /tmp/outputs (it ex
 Limits: timeout_s defaults to %s s and is capped at %s s. stdout and stderr together are capped at %s; beyond that they are cut and "truncated" is true. code is limited to %s and stdin to %s. Input files: at most %d, each at most %s and %s together (decoded). Files in /tmp/outputs come back up to %s each and %s together; the others are listed with the reason but not returned.
 
 Result: stdout, stderr, exit_code, duration_ms, truncated, timed_out, oom_killed, and files (every file found in /tmp/outputs: name, mime_type, size, returned, reason). A program that fails (non-zero exit_code, timed_out, oom_killed) is a normal result: read stderr and fix the code. A tool error means the arguments were invalid (the message says which limit or rule) or the sandbox itself is unavailable (retrying with other code will not help).`,
-		l.Python, seconds(o.DefaultTimeout), seconds(o.MaxTimeout),
+		whatRuns(o, l), seconds(o.DefaultTimeout), seconds(o.MaxTimeout),
 		size(l.MaxOutputBytes), size(o.MaxCodeBytes), size(o.MaxStdinBytes),
 		o.MaxFiles, size(o.MaxFileBytes), size(o.MaxFilesBytes),
 		size(l.MaxOutputFileBytes), size(l.MaxOutputFilesBytes))
@@ -236,11 +236,12 @@ Result: stdout, stderr, exit_code, duration_ms, truncated, timed_out, oom_killed
 
 // annotations: the tool changes nothing outside its own throwaway sandbox
 // (not destructive, closed world), but it is not read-only or idempotent in
-// the MCP sense: programs may be random or time-dependent.
-func annotations() *mcp.ToolAnnotations {
+// the MCP sense: programs may be random or time-dependent. The title names the
+// languages (languageTitle).
+func annotations(o Options) *mcp.ToolAnnotations {
 	f := false
 	return &mcp.ToolAnnotations{
-		Title:           "Run Python in a sandbox",
+		Title:           "Run " + languageTitle(o) + " in a sandbox",
 		ReadOnlyHint:    false,
 		DestructiveHint: &f,
 		IdempotentHint:  false,
