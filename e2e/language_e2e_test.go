@@ -9,6 +9,7 @@ package e2e_test
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,5 +38,33 @@ func TestE2ELanguages(t *testing.T) {
 	}
 	if !strings.Contains(r.Stderr, `"language":"bash"`) || !strings.Contains(r.Stderr, `"languages checked: a program ran in each"`) {
 		t.Errorf("server log lacks the language of a call or the start-up check:\n%s", r.Stderr)
+	}
+}
+
+// TestRunLanguage: `mcp-exec run --language` runs the file in that language, its
+// output and exit code the program's; one not in --languages is refused before any
+// sandbox, naming both settings.
+func TestRunLanguage(t *testing.T) {
+	bin := e2e.Build(t)
+	for _, tt := range []struct{ lang, code, want string }{
+		{"bash", "echo $((6 * 7)) | tr 4 x; exit 3", "x2\n"},
+		{"javascript", "await Promise.resolve();\nconsole.log(6 * 7);\nprocess.exitCode = 3", "42\n"},
+	} {
+		cmd := exec.Command(bin, "run", "--language", tt.lang, "-")
+		cmd.Env = e2e.Env("MCP_EXEC_LOG_LEVEL=warn")
+		cmd.Stdin = strings.NewReader(tt.code)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if code := cmd.ProcessState.ExitCode(); code != 3 || string(out) != tt.want {
+			t.Errorf("%s: exit %d (%v), stdout %q, want 3 and %q; stderr %s", tt.lang, code, err, out, tt.want, stderr.String())
+		}
+	}
+	cmd := exec.Command(bin, "run", "--language", "bash", "-")
+	cmd.Env = e2e.Env("MCP_EXEC_LANGUAGES=python")
+	cmd.Stdin = strings.NewReader("echo hi")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), `--language "bash" is not one of --languages (MCP_EXEC_LANGUAGES): python`) {
+		t.Errorf("bash with --languages python: exit %d, output %q: want 2 and the refusal", cmd.ProcessState.ExitCode(), out)
 	}
 }

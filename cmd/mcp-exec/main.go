@@ -75,7 +75,8 @@ type cmdEnv struct {
 	cfg            config.Config
 	log            zerolog.Logger
 	args           []string
-	jsonOut        bool // run --json
+	jsonOut        bool   // run --json
+	language       string // run --language
 }
 
 // subcommand is one entry of mcp-exec's command table.
@@ -93,6 +94,7 @@ var subcommands = []subcommand{
 	{name: "run", help: "run one program (FILE, or - for standard input) in the sandbox and print its result (--json: the tool's structured result)",
 		flags: func(fs *flag.FlagSet, e *cmdEnv) {
 			fs.BoolVar(&e.jsonOut, "json", false, "print the structured result as JSON on stdout (run only)")
+			fs.StringVar(&e.language, "language", launcher.LanguagePython, "the program's language, one of --languages (run only)")
 		},
 		run: runCmd},
 	{name: "selftest", help: "run the built-in sandbox probes against the configured engine and image; non-zero exit on any failure", run: selftestCmd},
@@ -187,13 +189,17 @@ func oneOff(e *cmdEnv, name string) (*launcher.Launcher, func(), bool) {
 }
 
 func runCmd(e *cmdEnv) int {
+	if langs := config.SplitList(e.cfg.Languages); !slices.Contains(langs, e.language) {
+		fmt.Fprintf(e.stderr, "mcp-exec: --language %q is not one of %s: %s\n", e.language, config.Name("languages"), strings.Join(langs, ", "))
+		return 2
+	}
 	e.cfg.PoolSize = 0
 	l, cleanup, ok := oneOff(e, "run")
 	if !ok {
 		return 1
 	}
 	defer cleanup()
-	return runOnce(e.ctx, l, e.cfg, e.args, e.jsonOut, e.stdin, e.stdout, e.stderr)
+	return runOnce(e.ctx, l, e.cfg, e.args, e.language, e.jsonOut, e.stdin, e.stdout, e.stderr)
 }
 
 func selftestCmd(e *cmdEnv) int {

@@ -13,13 +13,13 @@ import (
 	"github.com/mcp-exec/mcp-exec/mcpserver"
 )
 
-// runOnce is `mcp-exec run FILE`: one program through the same launcher as the tool,
-// for people and scripts. The program's stdout and stderr go to ours; a summary line
+// runOnce is `mcp-exec run FILE`: one program in language (one of --languages, checked
+// by runCmd) through the same launcher as the tool, for people and scripts. The program's stdout and stderr go to ours; a summary line
 // goes to stderr; the exit status is the program's. With --json the tool's own
 // structured result (mcpserver.Structured, files listed) is printed on stdout instead.
-func runOnce(ctx context.Context, l *launcher.Launcher, cfg config.Config, args []string, jsonOut bool, stdin io.Reader, stdout, stderr io.Writer) int {
+func runOnce(ctx context.Context, l *launcher.Launcher, cfg config.Config, args []string, language string, jsonOut bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: mcp-exec run [flags] [--json] FILE|-")
+		fmt.Fprintln(stderr, "usage: mcp-exec run [flags] [--json] [--language L] FILE|-")
 		return 2
 	}
 	code, err := readCode(args[0], stdin, cfg.MaxCodeBytes)
@@ -27,7 +27,7 @@ func runOnce(ctx context.Context, l *launcher.Launcher, cfg config.Config, args 
 		fmt.Fprintf(stderr, "mcp-exec: %v\n", err)
 		return 2
 	}
-	res, err := l.Run(ctx, launcher.Job{Code: code, Timeout: cfg.DefaultTimeout})
+	res, err := l.Run(ctx, launcher.Job{Code: code, Timeout: cfg.DefaultTimeout, Language: language})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-exec: %s\n", backend.Spell(err, config.Var))
 		return 1
