@@ -323,6 +323,9 @@ def _interpreter(os, argv, source, go):
         raise SystemExit("mcp-exec: the bootstrap did not start")
     os.close(go)
     argv = [a.replace("CODE", "/dev/fd/%d" % fd) for a in argv]
+    snap = "/usr/local/share/mcp-exec/node.blob"  # the image's (its Dockerfile): Debian's node has none
+    if argv[0] == "node" and os.path.exists(snap):
+        argv[1:1] = ["--snapshot-blob", snap]
     import _signal  # what Python ignores, an exec would pass on: `yes | head` would not end
     for sig in ("SIGPIPE", "SIGXFSZ"):
         _signal.signal(getattr(_signal, sig), _signal.SIG_DFL)

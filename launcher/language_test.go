@@ -64,6 +64,11 @@ func TestLanguagePrograms(t *testing.T) {
 		{name: "javascript no network", job: Job{Language: "javascript", Code: "import net from 'node:net';\nconst s = net.connect(80, '1.1.1.1');\ns.on('error', e => console.log(e.code))"}, wantOut: "ENETUNREACH\n"},
 		{name: "javascript read-only root", job: Job{Language: "javascript", Code: "import fs from 'node:fs';\ntry { fs.writeFileSync('/usr/x', 'x') } catch (e) { console.log(['EROFS', 'EACCES'].includes(e.code) ? 'refused' : e.code) }"}, wantOut: "refused\n"},
 		{name: "javascript seccomp filter", job: Job{Language: "javascript", Code: "import fs from 'node:fs';\nconsole.log(fs.readFileSync('/proc/self/status', 'utf8').match(/^(NoNewPrivs|Seccomp):.*$/gm).join(' ').replace(/\\s+/g, ''))"}, wantOut: "NoNewPrivs:1Seccomp:2\n"},
+		// node starts from the image's start-up snapshot (boot.py, the image's Dockerfile),
+		// whose main runs the program as node FILE would: the main module is the program,
+		// and a child node (fork) inherits the flag and runs its own file.
+		{name: "javascript start-up snapshot", job: Job{Language: "javascript", Code: "console.log(process.execArgv.includes('--snapshot-blob'), require.main === module, process.argv[1].startsWith('/dev/fd/'))"}, wantOut: "true true true\n"},
+		{name: "javascript fork", job: Job{Language: "javascript", Code: "import { fork } from 'node:child_process';\nimport fs from 'node:fs';\nfs.writeFileSync('/tmp/c.js', 'process.send(process.argv[1])');\nconst c = fork('/tmp/c.js');\nc.on('message', m => { console.log(m); c.disconnect() })"}, wantOut: "/tmp/c.js\n"},
 		{name: "javascript no capabilities", job: Job{Language: "javascript", Code: "import fs from 'node:fs';\nconsole.log(fs.readFileSync('/proc/self/status', 'utf8').match(/^CapEff:\\s*(\\S+)/m)[1])"}, wantOut: "0000000000000000\n"},
 	}
 	for _, tt := range tests {
