@@ -27,8 +27,9 @@ type EgressChannels interface {
 	// Open starts a channel bound to the named profile: with a socket in a directory
 	// of its own (Dir, bind-mounted by the Docker/Podman backend), or, from a proxy
 	// made without a socket directory, one whose connections the backend carries
-	// (ServeEgress, the Kubernetes backend).
-	Open(ctx context.Context, profile string) (backend.EgressChannel, error)
+	// (ServeEgress, the Kubernetes backend). label names the channel's sandbox in the
+	// audit log (Job.Audit, SessionOptions.Audit).
+	Open(ctx context.Context, profile string, label backend.AuditLabel) (backend.EgressChannel, error)
 	// OpenCheck starts a channel that serves no profile and answers every connection
 	// with token and a newline (CheckEgress), and returns it as Open does.
 	OpenCheck(ctx context.Context) (ch backend.EgressChannel, token string, err error)
@@ -209,8 +210,9 @@ func (ch *egressChannel) end() {
 	}
 }
 
-// openEgress opens a channel for profile, once CheckEgress has passed.
-func (l *Launcher) openEgress(ctx context.Context, profile string) (backend.EgressChannel, error) {
+// openEgress opens a channel for profile, labelled for the audit log, once CheckEgress
+// has passed.
+func (l *Launcher) openEgress(ctx context.Context, profile string, label backend.AuditLabel) (backend.EgressChannel, error) {
 	if l.opts.Egress == nil {
 		return nil, ErrEgressUnavailable
 	}
@@ -219,17 +221,17 @@ func (l *Launcher) openEgress(ctx context.Context, profile string) (backend.Egre
 		// refuse rather than half-work until CheckEgress has shown that it does.
 		return nil, ErrEgressUnchecked
 	}
-	ch, err := l.opts.Egress.Open(ctx, profile)
+	ch, err := l.opts.Egress.Open(ctx, profile, label)
 	if err != nil {
 		return nil, fmt.Errorf("opening egress channel: %w", err)
 	}
 	return ch, nil
 }
 
-// startEgress opens a channel for profile and starts a cold sandbox holding it. The
-// returned function closes the channel; call it once the sandbox is disposed of.
-func (l *Launcher) startEgress(ctx context.Context, profile string) (*sandbox, func() error, error) {
-	ch, err := l.openEgress(ctx, profile)
+// startEgress opens a channel for job's profile and starts a cold sandbox holding it.
+// The returned function closes the channel; call it once the sandbox is disposed of.
+func (l *Launcher) startEgress(ctx context.Context, job Job) (*sandbox, func() error, error) {
+	ch, err := l.openEgress(ctx, job.Egress, job.Audit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -249,7 +251,7 @@ func (l *Launcher) startSession(ctx context.Context, spec backend.Spec, so Sessi
 		sb, err := l.startSpec(ctx, spec, sw)
 		return sb, nil, err
 	}
-	ch, err := l.openEgress(ctx, so.Egress)
+	ch, err := l.openEgress(ctx, so.Egress, so.Audit)
 	if err != nil {
 		return nil, nil, err
 	}

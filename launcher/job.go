@@ -39,6 +39,9 @@ type Job struct {
 	// default) means no network at all. It is the operator's name, chosen from a
 	// fixed list, and reaches the sandbox only as the channel's mount.
 	Egress string
+	// Audit names the call in the egress audit log of its channel (with Egress set):
+	// the server's ids, never caller data.
+	Audit backend.AuditLabel
 
 	// internal marks the launcher's own checks, which are not counted as executions.
 	internal bool

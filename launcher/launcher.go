@@ -252,7 +252,7 @@ func (l *Launcher) attempt(ctx context.Context, job Job) (Result, error) {
 	var err error
 	if job.Egress != "" {
 		var closeCh func() error
-		sb, closeCh, err = l.startEgress(ctx, job.Egress)
+		sb, closeCh, err = l.startEgress(ctx, job)
 		if err == nil {
 			defer closeCh() // after dispose has killed the sandbox's connections' source
 		}

@@ -60,6 +60,8 @@ type SessionOptions struct {
 	// (the default): no network, as for a one-shot job without one. Its channel is
 	// opened with the session's sandbox and closed with it (egress.go).
 	Egress string
+	// Audit names the session in the egress audit log of its channels.
+	Audit backend.AuditLabel
 	// Labels and Annotations are added to the sandbox's (metadata, never caller data).
 	Labels, Annotations map[string]string
 }

@@ -97,6 +97,17 @@ type EgressChannel interface {
 	Close() error
 }
 
+// AuditLabel names, in the egress audit log, what a sandbox's channel serves, with the
+// keys and values of the server's own log lines, so that an operator can join the two:
+// a one-shot call's exec_id (with its run's hash when it runs in the background), or a
+// session's hash. It is the server's metadata: a random id or a handle's hash, never a
+// handle and never caller data. The zero value names nothing.
+type AuditLabel struct {
+	ExecID  string // the exec_id of the call's log line
+	Session string // the "session" of the session's log lines: its handle's hash
+	Run     string // the "run" of the background run's log lines: its handle's hash
+}
+
 // EgressTunnelEnv, in a sandbox's environment, tells its bootstrap that its egress
 // relay takes its upstream connections from the backend (Spec.EgressConns) on the
 // loopback port EgressTunnelPort instead of dialling the mounted socket. It is the

@@ -74,6 +74,12 @@ type AuditLine struct {
 	// Channel is a random id per sandbox (one exec call, or one session's sandbox):
 	// the lines of one sandbox share it.
 	Channel string `json:"channel"`
+	// ExecID, Session and Run name what the sandbox serves with the server log's keys
+	// and values (backend.AuditLabel): a one-shot call's exec_id (and its background
+	// run's hash), or a session's hash.
+	ExecID  string `json:"exec_id,omitempty"`
+	Session string `json:"session,omitempty"`
+	Run     string `json:"run,omitempty"`
 	// Host is the profile's entry that admitted the name (the name itself for an
 	// exact entry); a name under a wildcard is the program's text, so it is a keyed
 	// hash in HostHash, as in the server's log.
@@ -130,6 +136,7 @@ func (s *Server) auditConn(c *Channel, r *record, decision, host, hash string) {
 	}
 	s.writeAudit(AuditLine{
 		Time: time.Now().UTC(), Event: "connection", Profile: c.p.Name(), Channel: c.id,
+		ExecID: c.label.ExecID, Session: c.label.Session, Run: c.label.Run,
 		Host: host, HostHash: hash, Port: r.port, Method: r.method, Intercepted: r.intercepted,
 		Decision: decision, Reason: r.reason, BytesUp: r.up, BytesDown: r.down,
 		DurationMS: time.Since(r.began).Milliseconds(),
@@ -152,6 +159,7 @@ func (s *Server) auditRequest(c *Channel, host string, port int, rr *requestReco
 	}
 	s.writeAudit(AuditLine{
 		Time: time.Now().UTC(), Event: "request", Profile: c.p.Name(), Channel: c.id,
+		ExecID: c.label.ExecID, Session: c.label.Session, Run: c.label.Run,
 		Host: host, Port: port, Method: rr.method, Path: path, Intercepted: true, Injected: names,
 		Decision: rr.decision, Reason: rr.reason, Status: rr.status,
 		BytesUp: rr.up, BytesDown: rr.down, DurationMS: time.Since(rr.began).Milliseconds(),

@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/egresstest"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
@@ -332,6 +334,45 @@ func TestInjectAudit(t *testing.T) {
 	}
 	if s := rig.audit.String(); strings.Contains(s, injectSecret) || strings.Contains(s, "QUERYSECRET") || strings.Contains(s, "nope") {
 		t.Errorf("the audit log holds a value, a query or a refused name:\n%s", s)
+	}
+}
+
+// TestAuditLabel: every line of a channel, a request's, a connection's and a refusal's,
+// carries the label it was opened with, under the server log's keys, and nothing else
+// of another channel's.
+func TestAuditLabel(t *testing.T) {
+	rig := newInjectRig(t)
+	labels := []backend.AuditLabel{{ExecID: "0123456789abcdef"}, {Session: "5e5510aa0b1c"}, {ExecID: "fedcba9876543210", Run: "a1b2c3d4e5f6"}}
+	for _, label := range labels {
+		c, err := rig.srv.Open(t.Context(), "api", label)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := c.(*proxy.Channel)
+		get(t, ch, "api.example.org", bundlePool(t, ch), newReq(t, "GET", "https://api.example.org/x"))
+		connect(t, ch, "nope.example.org:443")
+		ch.Close()
+	}
+	got := map[backend.AuditLabel][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(rig.audit.String()), "\n") {
+		var a proxy.AuditLine
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		k := backend.AuditLabel{ExecID: a.ExecID, Session: a.Session, Run: a.Run}
+		got[k] = append(got[k], a.Event+" "+a.Decision)
+	}
+	for _, label := range labels {
+		slices.Sort(got[label]) // the connections end in any order
+		if g := strings.Join(got[label], ", "); g != "connection allowed, connection denied, request allowed" {
+			t.Errorf("lines labelled %+v: got %q, want a request, its connection and a refusal", label, g)
+		}
+	}
+	if len(got) != len(labels) {
+		t.Errorf("got lines under %d labels, want %d:\n%s", len(got), len(labels), rig.audit.String())
+	}
+	if s := rig.audit.String(); !strings.Contains(s, `"session":"5e5510aa0b1c"`) || !strings.Contains(s, `"exec_id":"fedcba9876543210","run":"a1b2c3d4e5f6"`) {
+		t.Errorf("the audit log does not use the server log's keys:\n%s", s)
 	}
 }
 

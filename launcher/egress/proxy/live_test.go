@@ -40,8 +40,8 @@ type recorder struct {
 	opened chan string
 }
 
-func (r *recorder) Open(ctx context.Context, profile string) (backend.EgressChannel, error) {
-	ch, err := r.Server.Open(ctx, profile)
+func (r *recorder) Open(ctx context.Context, profile string, label backend.AuditLabel) (backend.EgressChannel, error) {
+	ch, err := r.Server.Open(ctx, profile, label)
 	if err == nil {
 		select {
 		case r.opened <- ch.Dir():

@@ -207,17 +207,21 @@ func (s *Server) SetResolver(r egress.Resolver) { s.resolver = r }
 // Open starts a Channel for one sandbox with the named profile (launcher.EgressChannels):
 // its Dir holds its socket, to be bind-mounted into that sandbox only, or is "" for a
 // Server without a socket directory, whose backend hands the sandbox's connections to
-// its ServeEgress.
-func (s *Server) Open(_ context.Context, profile string) (backend.EgressChannel, error) {
-	c, err := s.OpenChannel(profile)
+// its ServeEgress. Its audit lines carry label.
+func (s *Server) Open(_ context.Context, profile string, label backend.AuditLabel) (backend.EgressChannel, error) {
+	c, err := s.openChannel(profile, label)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// OpenChannel is Open returning the Channel.
+// OpenChannel is Open returning the Channel, without a label.
 func (s *Server) OpenChannel(profile string) (*Channel, error) {
+	return s.openChannel(profile, backend.AuditLabel{})
+}
+
+func (s *Server) openChannel(profile string, label backend.AuditLabel) (*Channel, error) {
 	p, ok := s.profiles.Lookup(profile)
 	if !ok {
 		return nil, fmt.Errorf("egress profile %q is not configured", profile)
@@ -242,7 +246,7 @@ func (s *Server) OpenChannel(profile string) (*Channel, error) {
 	_, _ = rand.Read(id)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Channel{
-		s: s, p: p, dir: dir, ln: ln, counter: p.NewCounter(), bundle: bundle, id: hex.EncodeToString(id),
+		s: s, p: p, dir: dir, ln: ln, counter: p.NewCounter(), bundle: bundle, id: hex.EncodeToString(id), label: label,
 		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{},
 	}
 	if ln != nil {
@@ -366,8 +370,9 @@ type Channel struct {
 	counter *egress.Counter
 	ctx     context.Context
 	cancel  context.CancelFunc
-	bundle  bool   // its directory holds the CA bundle (CABundle)
-	id      string // random, for the audit log's lines of this sandbox
+	bundle  bool               // its directory holds the CA bundle (CABundle)
+	id      string             // random, for the audit log's lines of this sandbox
+	label   backend.AuditLabel // what the sandbox serves, for the audit log
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
