@@ -247,6 +247,16 @@ func (r *runs) launch(ru *run, body runBody) {
 	go r.do(ru.ctx, ru, body)
 }
 
+// runHashKey is the context key of the hash of the background run a call runs as
+// (the "run" of its log lines), for its egress audit lines (backend.AuditLabel).
+type runHashKey struct{}
+
+// runHashOf is the hash of the background run that ctx runs, or "".
+func runHashOf(ctx context.Context) string {
+	h, _ := ctx.Value(runHashKey{}).(string)
+	return h
+}
+
 // drop forgets the reserved run ru, which never started.
 func (r *runs) drop(ru *run) {
 	ru.cancel()
@@ -273,6 +283,7 @@ func (r *runs) bounded(all, owned int) error {
 
 // do runs ru's body and keeps what it returned until TTL.
 func (r *runs) do(ctx context.Context, ru *run, body runBody) {
+	ctx = context.WithValue(ctx, runHashKey{}, handleHash(ru.id))
 	res, out, err := body(ctx, func(p launcher.Progress) { ru.progress.Store(&p) })
 	ru.cancel()
 	switch {

@@ -241,6 +241,7 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest, in execInpu
 		h.logRejected(id, in, err)
 		return nil, execOutput{}, err
 	}
+	job.Audit = backend.AuditLabel{ExecID: id, Run: runHashOf(ctx)}
 	if bind != nil {
 		bind(&job)
 	}

@@ -23,8 +23,9 @@ import (
 	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
-// jobOpts compare launcher.Jobs by what the runner is asked to do.
-var jobOpts = []cmp.Option{cmpopts.IgnoreFields(launcher.Job{}, "Progress"), cmpopts.IgnoreUnexported(launcher.Job{}), cmpopts.EquateEmpty()}
+// jobOpts compare launcher.Jobs by what the runner is asked to do: not their progress
+// callback, nor their audit label (a random exec_id: TestAuditLabels checks it).
+var jobOpts = []cmp.Option{cmpopts.IgnoreFields(launcher.Job{}, "Progress", "Audit"), cmpopts.IgnoreUnexported(launcher.Job{}), cmpopts.EquateEmpty()}
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the current output")
 

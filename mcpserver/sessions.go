@@ -260,7 +260,7 @@ func (s *sessions) create(ctx context.Context, req *mcp.CallToolRequest, in sess
 	if err != nil {
 		return nil, sessionCreateOutput{}, s.createFailed(err)
 	}
-	if err := s.start(ctx, &c, launcher.SessionOptions{Expires: c.Record.Expires, Memory: s.o.Memory, Egress: in.Egress}); err != nil {
+	if err := s.start(ctx, &c, launcher.SessionOptions{Expires: c.Record.Expires, Memory: s.o.Memory, Egress: in.Egress, Audit: backend.AuditLabel{Session: handleHash(id)}}); err != nil {
 		s.store.End(ctx, c, "")
 		return nil, sessionCreateOutput{}, s.createFailed(err)
 	}
@@ -607,7 +607,7 @@ func (s *sessions) restart(ctx context.Context, c backend.SessionClaim) time.Tim
 	var expires time.Time
 	if err == nil {
 		sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), n.StartBy)
-		err = s.start(sctx, &n, launcher.SessionOptions{Expires: n.Record.Expires, Memory: n.Memory})
+		err = s.start(sctx, &n, launcher.SessionOptions{Expires: n.Record.Expires, Memory: n.Memory, Audit: backend.AuditLabel{Session: handleHash(c.Handle)}})
 		cancel()
 		if err == nil {
 			expires, err = s.releaseStarted(ctx, n)
