@@ -286,13 +286,13 @@ def _boot():
         header += b
     parts = header.split()
     # A one-shot header without tools may name another language last: its argv.
-    argv = LANGUAGES[parts.pop()] if len(parts) == 4 and parts[3] in LANGUAGES else None
+    argv = list(LANGUAGES[parts.pop()]) if len(parts) in (4, 6) and parts[-1] in LANGUAGES else None
     if not parts or (len(parts), parts[0]) not in ONE_SHOT_HEADERS or not all(p.isdigit() for p in parts[1:]):
         raise SystemExit("mcp-exec: bad code header")
     source = read_exact(int(parts[1])).decode("utf-8", "surrogateescape")
     files(os, read_exact(int(parts[2])))
     if len(parts) == 5:
-        tools(os, sys, read_exact(int(parts[3])), read_exact(int(parts[4])), calls)
+        source = tools(os, sys, read_exact(int(parts[3])), read_exact(int(parts[4])), calls, argv, source)
     else:
         os.close(calls)  # no tools: nothing may reach the call stream
     os.makedirs(outdir, exist_ok=True)
@@ -445,12 +445,13 @@ def _seed(os):
             except OSError:
                 pass
 
-def _tools(os, sys, blob, stdin, calls):
+def _tools(os, sys, blob, stdin, calls, argv, source):
     # Code mode (launcher/bridge.go): the program's stdin is the n bytes that came with
     # the code, in a memory file at descriptor 0; the rest of the container's stdin
     # carries only the server's replies, on a descriptor of mcptools' own, so that
     # neither can be taken for the other. Calls go to the parent on their own pipe,
     # which it relays as C frames: the program's output can never become a call.
+    # Returns the program's source.
     reply = os.dup(0)
     fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
     while stdin:
@@ -459,6 +460,22 @@ def _tools(os, sys, blob, stdin, calls):
     os.dup2(fd, 0)
     os.close(fd)
     n = int.from_bytes(blob[:4], "big")
+    if argv is not None:
+        # JavaScript (mcptools.mjs): the module, after its descriptors and catalog, in a
+        # memory file node imports, and the program's import of "mcptools" rewritten to
+        # name it (Node 20 has no import maps, and a resolve hook's thread costs ~0.2 s);
+        # its /dev/fd name stays (a memory file's target is no path).
+        if argv[0] != "node":
+            raise SystemExit("mcp-exec: tools are for Python and JavaScript programs")
+        argv.insert(1, "--preserve-symlinks")
+        mod = os.memfd_create("mcptools", 0)
+        data = b"const _callFd = %d, _replyFd = %d, _catalog = %s;\n%s" % (calls, reply, blob[4 + n:], blob[4:4 + n])
+        while data:
+            data = data[os.write(mod, data):]
+        for f in (calls, reply):
+            os.set_inheritable(f, True)
+        import re
+        return re.sub(r"""(\b(?:from|import)\s*\(?\s*)(["'])mcptools\2""", r"\1\2file:///dev/fd/%d\2" % mod, source)
     mod = type(sys)("mcptools")
     mod.__dict__.update(_catalog=blob[4 + n:], _call_fd=calls, _reply_fd=reply)
     sys.modules["mcptools"] = mod
@@ -467,6 +484,7 @@ def _tools(os, sys, blob, stdin, calls):
     except BaseException:
         del sys.modules["mcptools"]
         raise
+    return source
 
 def _files(os, blob):
     # The caller's files: u32 name length, name, u32 size, bytes; repeated. Names were

@@ -3,7 +3,11 @@ package launcher
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
+	"fmt"
 	"io"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,10 +38,14 @@ type Tools struct {
 	Serve func(ctx context.Context, req []byte, size int) []byte
 }
 
-// mcptoolsSource is the sandbox's mcptools module, sent with each exec that has Tools.
-//
-//go:embed mcptools.py
-var mcptoolsSource string
+// mcptoolsSource is the sandbox's mcptools module, sent with each exec that has Tools;
+// mcptoolsJS is JavaScript's, to which toolsBlob adds the servers' named exports.
+var (
+	//go:embed mcptools.py
+	mcptoolsSource string
+	//go:embed mcptools.mjs
+	mcptoolsJS string
+)
 
 // Bounds on what one program can make the server hold: calls served at once (more
 // wait, and with them the program's output stream), and messages in all.
@@ -46,17 +54,53 @@ const (
 	maxCallMessages  = 4096
 )
 
-// toolsBlob is the tools part of the MCPEXEC3 stream.
-func toolsBlob(t *Tools) []byte { return wire.ToolsBlob(mcptoolsSource, t.Catalog) }
+// toolsBlob is the tools part of the MCPEXEC3 stream: the module of the job's language
+// and the catalog.
+func toolsBlob(job Job) []byte {
+	if job.Language == "javascript" {
+		return wire.ToolsBlob(mcptoolsJS+jsExports(job.Tools.Catalog), job.Tools.Catalog)
+	}
+	return wire.ToolsBlob(mcptoolsSource, job.Tools.Catalog)
+}
+
+// jsExports are the named exports of mcptools.mjs, one per server (its "module", an
+// identifier), besides the default export that holds them all. A name the module
+// exports already is left to the default export.
+func jsExports(catalog []byte) string {
+	var c struct {
+		Servers []struct {
+			Module string `json:"module"`
+		} `json:"servers"`
+	}
+	if json.Unmarshal(catalog, &c) != nil {
+		return ""
+	}
+	taken := map[string]bool{"default": true, "search": true, "describe": true, "ToolError": true, "ToolDenied": true,
+		"ToolBudgetExceeded": true, "ToolTimeout": true, "ToolUnavailable": true, "Image": true, "Resource": true}
+	var b strings.Builder
+	for i, s := range c.Servers {
+		if taken[s.Module] || !jsIdentifier.MatchString(s.Module) {
+			continue
+		}
+		taken[s.Module] = true
+		fmt.Fprintf(&b, "const _s%d = servers[%q];\nexport { _s%d as %s };\n", i, s.Module, i, s.Module)
+	}
+	return b.String()
+}
+
+var jsIdentifier = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
 // header is the code header of a job: MCPEXEC2 without tools (naming the language
-// when it is not Python), MCPEXEC3 with.
+// when it is not Python), MCPEXEC3 with (naming it too).
 func header(job Job, files, tools []byte) string {
-	if !job.python() {
-		return wire.ExecLanguageHeader(job.Language, len(job.Code), len(files))
-	}
 	if job.Tools == nil {
+		if !job.python() {
+			return wire.ExecLanguageHeader(job.Language, len(job.Code), len(files))
+		}
 		return wire.ExecHeader(len(job.Code), len(files))
+	}
+	if !job.python() {
+		return wire.ToolsLanguageHeader(job.Language, len(job.Code), len(files), len(tools), len(job.Stdin))
 	}
 	return wire.ToolsHeader(len(job.Code), len(files), len(tools), len(job.Stdin))
 }

@@ -61,7 +61,7 @@ var ErrLanguage = errors.New("language not supported")
 func (j Job) python() bool { return j.Language == "" || j.Language == LanguagePython }
 
 // checkLanguage refuses a language the bootstrap does not know, and tools for a
-// program that is not Python (the mcptools module is Python's).
+// program that is neither Python nor JavaScript (mcptools.py, mcptools.mjs).
 func (j Job) checkLanguage() error {
 	if j.python() {
 		return nil
@@ -69,8 +69,8 @@ func (j Job) checkLanguage() error {
 	if !slices.Contains(OtherLanguages, j.Language) {
 		return fmt.Errorf("%w: %q (supported: %s, %s)", ErrLanguage, j.Language, LanguagePython, strings.Join(OtherLanguages, ", "))
 	}
-	if j.Tools != nil {
-		return fmt.Errorf("%w: tools are for Python programs only, not %s", ErrLanguage, j.Language)
+	if j.Tools != nil && j.Language != "javascript" {
+		return fmt.Errorf("%w: tools are for Python and JavaScript programs only, not %s", ErrLanguage, j.Language)
 	}
 	return nil
 }

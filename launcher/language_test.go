@@ -166,8 +166,8 @@ func TestLanguageMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestLanguageRefused: what is Python's alone (tools, sessions) and unknown languages
-// are refused with ErrLanguage before any sandbox is used.
+// TestLanguageRefused: what is Python's alone (sessions; tools, JavaScript's too) and
+// unknown languages are refused with ErrLanguage before any sandbox is used.
 func TestLanguageRefused(t *testing.T) {
 	for _, job := range []Job{
 		{Language: "ruby", Code: "puts 1"},
@@ -184,6 +184,9 @@ func TestLanguageRefused(t *testing.T) {
 		if err := (Job{Language: lang}).checkLanguage(); err != nil {
 			t.Errorf("%q: got %v, want nil", lang, err)
 		}
+	}
+	if err := (Job{Language: "javascript", Tools: &Tools{}}).checkLanguage(); err != nil {
+		t.Errorf("javascript with tools: got %v, want nil", err)
 	}
 }
 

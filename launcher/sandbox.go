@@ -236,7 +236,7 @@ func (sb *sandbox) deliver(job Job, br *bridge, delivered chan<- error) {
 	files := encodeFiles(job.Files)
 	var tools []byte
 	if br != nil {
-		tools = toolsBlob(job.Tools)
+		tools = toolsBlob(job)
 	}
 	if _, err := io.WriteString(w, header(job, files, tools)+job.Code); err != nil {
 		delivered <- err

@@ -308,7 +308,7 @@ func (c sessionCall) deliver(delivered chan<- error) {
 	head := wire.CellHeader(len(c.job.Code), len(files), len(c.job.Stdin))
 	var tools []byte
 	if c.br != nil {
-		tools = toolsBlob(c.job.Tools)
+		tools = toolsBlob(c.job)
 		head = wire.CellToolsHeader(len(c.job.Code), len(files), len(tools), len(c.job.Stdin))
 	}
 	_, err := io.WriteString(c.w, head+c.job.Code)

@@ -41,8 +41,12 @@ func languageDescription(o Options) string {
 			lines = append(lines, `"javascript": Node.js 20, standard library only (no npm packages); ES modules (import, top-level await) or CommonJS (require), told apart by the syntax. No TypeScript: write plain JavaScript.`)
 		}
 	}
-	return fmt.Sprintf("\n\nLanguages: %q (the default) and, with \"language\", %s. Stdin, files in and /tmp/outputs, the limits and the result are the same for each; matplotlib figures are Python's. %s Sessions and upstream tools are for Python only.",
-		launcher.LanguagePython, strings.Join(quoted(otherLanguages(o)), ", "), strings.Join(lines, " "))
+	tools := " Upstream tools are for Python only."
+	if slices.Contains(o.Languages, "javascript") {
+		tools = ` Upstream tools are for Python and JavaScript (import { server } from "mcptools"; await server.tool({...})), not bash.`
+	}
+	return fmt.Sprintf("\n\nLanguages: %q (the default) and, with \"language\", %s. Stdin, files in and /tmp/outputs, the limits and the result are the same for each; matplotlib figures are Python's. %s Sessions are for Python only.%s",
+		launcher.LanguagePython, strings.Join(quoted(otherLanguages(o)), ", "), strings.Join(lines, " "), tools)
 }
 
 // languageTitle names what exec runs, for its title: "Python", or with other languages
@@ -84,7 +88,8 @@ func quoted(s []string) []string {
 
 // checkLanguage refuses a language that is not configured (the schema's enum says so
 // too, in the validator's words) and one that the call's other arguments, or the
-// server's code mode, do not allow yet: those are Python's.
+// server's code mode, do not allow yet: sessions are Python's, code mode Python's and
+// JavaScript's.
 func checkLanguage(in execInput, o Options) error {
 	if in.Language == "" || in.Language == launcher.LanguagePython {
 		return nil
@@ -97,8 +102,8 @@ func checkLanguage(in execInput, o Options) error {
 	if in.SessionID != "" {
 		return &invalidInput{"language", fmt.Sprintf("language %q cannot be used with session_id: sessions run Python only (for now); leave session_id out to run it in a new sandbox", in.Language)}
 	}
-	if o.Upstreams != nil {
-		return &invalidInput{"language", fmt.Sprintf("language %q is not available while this server gives programs upstream tools (code mode): its exec runs Python only (for now); leave language out and write Python", in.Language)}
+	if o.Upstreams != nil && in.Language != "javascript" {
+		return &invalidInput{"language", fmt.Sprintf("language %q is not available while this server gives programs upstream tools (code mode): its exec runs Python and JavaScript only; write Python (leave language out) or JavaScript", in.Language)}
 	}
 	return nil
 }

@@ -86,8 +86,8 @@ func TestLanguageTitle(t *testing.T) {
 	}
 }
 
-// TestLanguageRefusals: a language that is not configured, and one with what runs
-// Python only for now (sessions, code mode), are tool errors that say what is
+// TestLanguageRefusals: a language that is not configured, and one with what it cannot
+// run yet (sessions: Python only; code mode: Python and JavaScript), are tool errors that say what is
 // supported, and never reach the runner.
 func TestLanguageRefusals(t *testing.T) {
 	r := &fakeRunner{}
@@ -112,9 +112,12 @@ func TestLanguageRefusals(t *testing.T) {
 	r = &fakeRunner{}
 	cs = connect(t, t.Context(), r, Options{Languages: testLanguages, Upstreams: upstream.New(cfg, "test", zerolog.Nop())})
 	expectToolErrors(t, cs, r, []badCall{
-		{"code mode", `{"code":"echo","language":"bash"}`, "runs Python only"},
+		{"code mode", `{"code":"echo","language":"bash"}`, "runs Python and JavaScript only"},
 	}, "a language in code mode")
 	if res := call(t, t.Context(), cs, `{"code":"print(1)","language":"python"}`); res.IsError {
 		t.Fatalf("python in code mode: %s", text(t, res))
+	}
+	if res := call(t, t.Context(), cs, `{"code":"console.log(1)","language":"javascript"}`); res.IsError {
+		t.Fatalf("javascript in code mode: %s", text(t, res))
 	}
 }

@@ -8,6 +8,7 @@
 //	→ MCPEXEC2 <code> <files>   ExecHeader  one-shot: code, files (AppendFile), stdin to its end
 //	→ MCPEXEC2 <c> <f> <lang>   ExecLanguageHeader  the same, for a program in a language of Languages
 //	→ MCPEXEC3 <c> <f> <t> <s>  ToolsHeader with tools: code, files, ToolsBlob, s bytes of stdin
+//	→ MCPEXEC3 <c> <f> <t> <s> <lang>  ToolsLanguageHeader  the same, for a JavaScript program
 //	→ MCPEXECS <c> <f> <s>      CellHeader  a session's call: code, files, s bytes of stdin
 //	→ MCPEXECT <c> <f> <t> <s>  CellToolsHeader  a session's call with tools: as MCPEXEC3
 //	→ MCPEXECK                  Kill        kill a session's running call

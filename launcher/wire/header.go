@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"strconv"
+	"strings"
 )
 
 // Version is the protocol's version: the digit of the one-shot header's magic.
@@ -22,7 +23,7 @@ func ExecHeader(code, files int) string {
 var Languages = []string{"bash", "javascript"}
 
 // ExecLanguageHeader is ExecHeader for a program in one of Languages: its name goes
-// last. Python is ExecHeader itself; a program with tools is Python's alone.
+// last. Python is ExecHeader itself.
 func ExecLanguageHeader(language string, code, files int) string {
 	return "MCPEXEC2 " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " + language + "\n"
 }
@@ -32,6 +33,12 @@ func ExecLanguageHeader(language string, code, files int) string {
 func ToolsHeader(code, files, tools, stdin int) string {
 	return "MCPEXEC3 " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " +
 		strconv.Itoa(tools) + " " + strconv.Itoa(stdin) + "\n"
+}
+
+// ToolsLanguageHeader is ToolsHeader for a program in JavaScript, whose name goes last
+// (boot.py gives it mcptools.mjs in place of mcptools.py).
+func ToolsLanguageHeader(language string, code, files, tools, stdin int) string {
+	return strings.TrimSuffix(ToolsHeader(code, files, tools, stdin), "\n") + " " + language + "\n"
 }
 
 // CellHeader starts one call in a session: code, files and exactly stdin bytes.

@@ -1,0 +1,145 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// jsTools serves the echo catalog plus tools whose replies are each of the bridge's
+// answers: text that is JSON, a tool's error, and the server's refusals (denied, the
+// budget), so that a JavaScript program meets every branch of mcptools.mjs's decoding.
+type jsTools struct {
+	mu    sync.Mutex
+	calls []string // the tools called, in the order Serve saw them
+}
+
+const jsCatalog = `{"servers":[{"name":"echo","module":"echo","tools":[
+ {"name":"echo","function":"echo","description":"Echo.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},
+ {"name":"text","function":"text","description":"Text.","inputSchema":{"type":"object"}},
+ {"name":"fail","function":"fail","description":"Fail.","inputSchema":{"type":"object"}},
+ {"name":"secret","function":"secret","description":"Denied.","inputSchema":{"type":"object"}},
+ {"name":"costly","function":"costly","description":"Over budget.","inputSchema":{"type":"object"}},
+ {"name":"slow-echo","function":"slow_echo","description":"Echo, later.","inputSchema":{"type":"object"}}]}]}`
+
+func (j *jsTools) tools() *Tools {
+	return &Tools{Catalog: []byte(jsCatalog), Serve: j.serve}
+}
+
+func (j *jsTools) serve(ctx context.Context, req []byte, size int) []byte {
+	var r struct {
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(req, &r); err != nil {
+		return []byte(`{"error":{"kind":"invalid","message":"bad request"}}`)
+	}
+	j.mu.Lock()
+	j.calls = append(j.calls, r.Tool)
+	j.mu.Unlock()
+	switch r.Tool {
+	case "text":
+		return []byte(`{"result":{"content":[{"type":"text","text":"{\"n\": 7}"}]}}`)
+	case "fail":
+		return []byte(`{"result":{"isError":true,"content":[{"type":"text","text":"no such record"}]}}`)
+	case "secret":
+		return []byte(`{"error":{"kind":"denied","message":"echo.secret is not allowed"}}`)
+	case "costly":
+		return []byte(`{"error":{"kind":"budget","message":"the run's call budget (3) is spent"}}`)
+	case "slow-echo":
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	return []byte(`{"result":{"content":[],"structuredContent":` + string(r.Arguments) + `}}`)
+}
+
+// TestBridgeJavaScript: a JavaScript program imports mcptools, calls a tool in a loop,
+// runs two calls at once with Promise.all (the second answered first), reads each
+// error as its class with the tool's text, and has exactly the caller's stdin; every
+// call reaches Serve, over the same wire as Python's.
+func TestBridgeJavaScript(t *testing.T) {
+	l := testLauncher(t, Options{})
+	var j jsTools
+	res, err := l.Run(context.Background(), Job{
+		Language: "javascript",
+		Code: `import { echo, ToolError, ToolDenied, ToolBudgetExceeded, search, describe } from "mcptools";
+import mcptools from "mcptools";
+import { readFileSync } from "node:fs";
+console.log(JSON.stringify(await echo.echo({ text: "hi" })));
+const got = [];
+for (let i = 0; i < 20; i++) got.push((await echo.echo({ text: String(i) })).text);
+console.log(got.join(","));
+console.log(JSON.stringify(await Promise.all([echo.slow_echo({ a: 1 }), mcptools.echo.echo({ text: "b" })])));
+console.log(JSON.stringify(await echo.text()));
+for (const f of [echo.fail, echo.secret, echo.costly]) {
+  try {
+    await f({});
+  } catch (e) {
+    console.log(e.constructor.name, e instanceof ToolError, e instanceof ToolDenied, e instanceof ToolBudgetExceeded, e.kind, e.message);
+  }
+}
+console.log(JSON.stringify(readFileSync(0, "utf8")));
+console.log(describe("echo.echo").split("\n")[0], search("later").length);
+`,
+		Stdin: "the caller's stdin\n",
+		Tools: j.tools(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"text":"hi"}
+0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19
+[{"a":1},{"text":"b"}]
+{"n":7}
+ToolError true false false tool no such record
+ToolDenied true true false denied echo.secret is not allowed
+ToolBudgetExceeded true false true budget the run's call budget (3) is spent
+"the caller's stdin\n"
+echo.echo({text}) 1
+`
+	if res.Stdout != want || res.ExitCode != 0 {
+		t.Fatalf("got exit %d, stdout %q, stderr %q; want stdout %q", res.ExitCode, res.Stdout, res.Stderr, want)
+	}
+	if len(j.calls) != 27 {
+		t.Errorf("Serve called %d times (%v), want 27", len(j.calls), j.calls)
+	}
+}
+
+// TestBridgeJavaScriptForged: output of a JavaScript program that imitates a call frame
+// is output, and without Tools "mcptools" is no module.
+func TestBridgeJavaScriptForged(t *testing.T) {
+	l := testLauncher(t, Options{})
+	var j jsTools
+	res, err := l.Run(context.Background(), Job{
+		Language: "javascript",
+		Code: `import "mcptools";
+const body = Buffer.from(JSON.stringify({ server: "echo", tool: "secret", arguments: { text: "forged" } }));
+const msg = Buffer.alloc(8 + body.length); msg.writeUInt32BE(body.length, 0); msg.writeUInt32BE(1, 4); body.copy(msg, 8);
+const frame = Buffer.concat([Buffer.from("C"), Buffer.alloc(4), msg]); frame.writeUInt32BE(msg.length, 1);
+process.stdout.write(frame); process.stderr.write(frame);
+`,
+		Tools: j.tools(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.calls) != 0 || !strings.Contains(res.Stdout, `"forged"`) || res.ExitCode != 0 {
+		t.Fatalf("forged frames: calls %v, exit %d, stdout %q, stderr %q", j.calls, res.ExitCode, res.Stdout, res.Stderr)
+	}
+
+	// (The call pipe's closing without tools is boot.py's, before any interpreter:
+	// TestBridgeForgedFrames. node opens pipes of its own.)
+	res, err = l.Run(context.Background(), Job{Language: "javascript", Code: `try { await import("mcptools"); console.log("imported"); } catch (e) { console.log(e.code); }
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "ERR_MODULE_NOT_FOUND\n" {
+		t.Fatalf("without tools: stdout %q, stderr %q", res.Stdout, res.Stderr)
+	}
+}
