@@ -4,7 +4,8 @@ package e2e_test
 // upstream written on the TypeScript SDK (scripts/e2e/upstream.mjs), driven by the
 // TypeScript SDK client (scripts/e2e/codemode.mjs) over stdio and streamable HTTP
 // against the real engine and sandbox image: the tool list, the index in exec's
-// description, tools_search, one exec calling upstream tools in a loop, a tool on
+// description, tools_search, one exec calling upstream tools in a loop (in Python, then
+// in JavaScript), a tool on
 // the approve list asked through elicitation (accepted, then declined), and a session
 // with code mode: a table loaded once, then three calls that each call upstream tools
 // and use it.
@@ -34,7 +35,7 @@ func TestE2ECodeMode(t *testing.T) {
 	}
 	// The cluster selection if set: scripts/k8s/ci.sh runs this test on the Kubernetes
 	// backend too.
-	baseEnv := e2e.Env(append(e2e.BackendEnv(), "MCP_EXEC_UPSTREAMS="+file)...)
+	baseEnv := e2e.Env(append(e2e.BackendEnv(), "MCP_EXEC_UPSTREAMS="+file, "MCP_EXEC_LANGUAGES=python,javascript")...)
 	suffix := strconv.Itoa(os.Getpid())
 
 	t.Run("http", func(t *testing.T) {
@@ -45,6 +46,7 @@ func TestE2ECodeMode(t *testing.T) {
 		}
 		e2e.ExpectPass(t, r)
 		e2eCodeModeSessionRan(t, r)
+		e2eCodeModeJavaScriptRan(t, r)
 		e2eCodeModeNoLeaks(t, srv.Logs.String())
 	})
 
@@ -58,6 +60,7 @@ func TestE2ECodeMode(t *testing.T) {
 		}
 		e2e.ExpectPass(t, r)
 		e2eCodeModeSessionRan(t, r)
+		e2eCodeModeJavaScriptRan(t, r)
 		e2eCodeModeNoLeaks(t, r.Stderr)
 	})
 }
@@ -76,6 +79,20 @@ func e2eCodeModeSessionRan(t *testing.T, r e2e.ClientRun) {
 		}
 	}
 	t.Errorf("codemode.mjs has no session_table_then_three_calls check")
+}
+
+// e2eCodeModeJavaScriptRan checks that the JavaScript program ran: the server offers it.
+func e2eCodeModeJavaScriptRan(t *testing.T, r e2e.ClientRun) {
+	t.Helper()
+	for _, c := range r.Report.Checks {
+		if c.Name == "javascript_calls_in_a_loop" {
+			if !c.OK || strings.HasPrefix(c.Detail, "no javascript") {
+				t.Errorf("the JavaScript program did not run with code mode: %s", c.Detail)
+			}
+			return
+		}
+	}
+	t.Errorf("codemode.mjs has no javascript_calls_in_a_loop check")
 }
 
 // e2eCodeModeNoLeaks checks that the server's log lines carry no result of a call

@@ -9,6 +9,8 @@
 //   - runs ONE exec whose program calls records.lookup in a loop and prints a one-line
 //     summary, and checks that the result is the summary and its tool_calls metadata,
 //     not the records (the bytes reaching the client stay small);
+//   - runs the same program in JavaScript (import { records } from "mcptools"), where
+//     exec offers it, two of its calls at once (Promise.all);
 //   - calls records.echo, which the file's "approve" list names, twice: this client
 //     answers the elicitation (the human) with accept, then decline;
 //   - where the server has sessions (not on the process backend): loads a table once
@@ -67,6 +69,54 @@ except mcptools.ToolDenied:
     print("secret denied")
 `;
 
+// The same program in JavaScript (where exec's "language" offers it): two of the calls
+// at once, and the denied one a call frame written on mcptools' own pipe by hand (the
+// module has no function for a tool outside the allowlist), answered on its reply fd.
+const JS_PROGRAM = `import { records } from "mcptools";
+import { readdirSync, readlinkSync, readFileSync, readSync, writeSync } from "node:fs";
+const rows = [];
+for (let i = 0; i < ${CALLS - 2}; i++) rows.push(await records.lookup({ id: i }));
+rows.push(...await Promise.all([records.lookup({ id: ${CALLS - 2} }), records.lookup({ id: ${CALLS - 1} })]));
+const best = rows.reduce((a, r) => (r.score > a.score || (r.score === a.score && r.id > a.id) ? r : a));
+console.log(\`\${rows.length} records, total score \${rows.reduce((s, r) => s + r.score, 0)}, best \${best.name}\`);
+const mod = readdirSync("/proc/self/fd").find((f) => { try { return readlinkSync("/proc/self/fd/" + f).startsWith("/memfd:mcptools"); } catch { return false; } });
+const [, callFd, replyFd] = readFileSync("/proc/self/fd/" + mod, "utf8").match(/_callFd = (\\d+), _replyFd = (\\d+)/).map(Number);
+const body = Buffer.from(JSON.stringify({ server: "records", tool: "secret", arguments: {} }));
+const msg = Buffer.alloc(8 + body.length); msg.writeUInt32BE(body.length, 0); msg.writeUInt32BE(1000, 4); body.copy(msg, 8);
+writeSync(callFd, msg);
+let buf = Buffer.alloc(0);
+while (buf.length < 5 || buf.length < 5 + buf.readUInt32BE(1)) {
+  const chunk = Buffer.alloc(65536);
+  const n = readSync(replyFd, chunk);
+  if (n === 0) throw new Error("no reply");
+  buf = Buffer.concat([buf, chunk.subarray(0, n)]);
+}
+const reply = JSON.parse(buf.subarray(9, 5 + buf.readUInt32BE(1)));
+console.log("secret " + reply.error?.kind);
+`;
+
+// checkLoopResult checks an exec of PROGRAM or JS_PROGRAM: the summary, and its
+// tool_calls metadata rather than the records. Returns the result's size.
+function checkLoopResult(res) {
+  expect(!res.isError, `isError: ${short(textOf(res))}`);
+  const sc = res.structuredContent;
+  expect(sc?.exit_code === 0, `exit_code ${sc?.exit_code}; stderr: ${short(sc?.stderr, 2000)}`);
+  expect(sc.stdout === expectedSummary(), `stdout ${JSON.stringify(sc.stdout)}, want ${JSON.stringify(expectedSummary())}`);
+  // tool_calls lists the first 20 calls; tool_calls_more counts the rest by tool
+  // and status. The secret call names a tool outside the allowlist: its record says
+  // unknown, never the program's text.
+  const calls = sc.tool_calls ?? [];
+  const more = sc.tool_calls_more ?? [];
+  const count = (tool, status) => calls.filter(c => c.server === 'records' && c.tool === tool && c.status === status).length +
+    more.filter(g => g.server === 'records' && g.tool === tool && g.status === status).reduce((n, g) => n + g.count, 0);
+  expect(calls.length === 20 && count('lookup', 'ok') === CALLS && count('unknown', 'denied') === 1 && more.length === 2,
+    `tool_calls: ${short(calls.map(c => `${c.tool}:${c.status}`))}; tool_calls_more: ${short(more)}`);
+  expect([...calls, ...more].every(c => !('arguments' in c) && !('result' in c)), 'tool_calls carry arguments or results');
+  const size = JSON.stringify(res).length;
+  expect(size <= MAX_RESULT_BYTES, `the result is ${size} bytes, want at most ${MAX_RESULT_BYTES}`);
+  return size;
+}
+
 let execTool;
 let sessionsOn = false;
 
@@ -110,24 +160,14 @@ const checks = [
   }],
 
   ['exec_calls_in_a_loop', async (client) => {
-    const res = await call(client, { code: PROGRAM });
-    expect(!res.isError, `isError: ${short(textOf(res))}`);
-    const sc = res.structuredContent;
-    expect(sc?.exit_code === 0, `exit_code ${sc?.exit_code}; stderr: ${short(sc?.stderr, 2000)}`);
-    expect(sc.stdout === expectedSummary(), `stdout ${JSON.stringify(sc.stdout)}, want ${JSON.stringify(expectedSummary())}`);
-    // tool_calls lists the first 20 calls; tool_calls_more counts the rest by tool
-    // and status. The secret call names a tool outside the allowlist: its record says
-    // unknown, never the program's text.
-    const calls = sc.tool_calls ?? [];
-    const more = sc.tool_calls_more ?? [];
-    const count = (tool, status) => calls.filter(c => c.server === 'records' && c.tool === tool && c.status === status).length +
-      more.filter(g => g.server === 'records' && g.tool === tool && g.status === status).reduce((n, g) => n + g.count, 0);
-    expect(calls.length === 20 && count('lookup', 'ok') === CALLS && count('unknown', 'denied') === 1 && more.length === 2,
-      `tool_calls: ${short(calls.map(c => `${c.tool}:${c.status}`))}; tool_calls_more: ${short(more)}`);
-    expect([...calls, ...more].every(c => !('arguments' in c) && !('result' in c)), 'tool_calls carry arguments or results');
-    const size = JSON.stringify(res).length;
-    expect(size <= MAX_RESULT_BYTES, `the result is ${size} bytes, want at most ${MAX_RESULT_BYTES}`);
+    const size = checkLoopResult(await call(client, { code: PROGRAM }));
     return `${CALLS} calls, ${size} bytes reached the client`;
+  }],
+
+  ['javascript_calls_in_a_loop', async (client) => {
+    if (!execTool.inputSchema?.properties?.language?.enum?.includes('javascript')) return 'no javascript on this server';
+    const size = checkLoopResult(await call(client, { code: JS_PROGRAM, language: 'javascript' }));
+    return `${CALLS} calls from JavaScript, ${size} bytes reached the client`;
   }],
 
   ['approval_by_elicitation', async (client) => {
