@@ -19,8 +19,9 @@ import (
 // sandbox's stdin in a Y frame. Nothing travels over a network.
 //
 // The bridge protocol (docs/code-mode.md): the header is
-// "MCPEXEC3 <code> <files> <tools> <stdin>\n", then the code, the files, the tools
-// blob (u32 length of the mcptools module's source, the source, the catalog JSON) and
+// "MCPEXEC3 <code> <files> <tools> <stdin>\n" (with " javascript" before the newline
+// for a JavaScript program), then the code, the files, the tools blob (u32 length of
+// the mcptools module's source, the source, the catalog JSON) and
 // exactly <stdin> bytes of the program's stdin, which the bootstrap hands the program
 // as its own stdin; the stream that follows carries only replies, on a descriptor the
 // program's stdin never shares. A call is u32 length, u32 id, JSON, written by the

@@ -33,7 +33,8 @@ type Job struct {
 	Tools *Tools
 	// Language is the program's language: "" or LanguagePython, or one of
 	// OtherLanguages (wire.Languages), whose interpreter boot.py starts in place of
-	// Python. A program with Tools, or in a Session, is Python's alone for now.
+	// Python. A program with Tools is Python's or JavaScript's (mcptools.mjs); one in
+	// a Session is Python's alone for now.
 	Language string
 	// Egress names the egress profile the program may use; "" (the
 	// default) means no network at all. It is the operator's name, chosen from a
