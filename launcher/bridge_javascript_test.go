@@ -85,6 +85,7 @@ for (const f of [echo.fail, echo.secret, echo.costly]) {
 }
 console.log(JSON.stringify(readFileSync(0, "utf8")));
 console.log(describe("echo.echo").split("\n")[0], search("later").length);
+console.log((await import('mcptools')).echo === echo);
 `,
 		Stdin: "the caller's stdin\n",
 		Tools: j.tools(),
@@ -101,6 +102,7 @@ ToolDenied true true false denied echo.secret is not allowed
 ToolBudgetExceeded true false true budget the run's call budget (3) is spent
 "the caller's stdin\n"
 echo.echo({text}) 1
+true
 `
 	if res.Stdout != want || res.ExitCode != 0 {
 		t.Fatalf("got exit %d, stdout %q, stderr %q; want stdout %q", res.ExitCode, res.Stdout, res.Stderr, want)
@@ -141,5 +143,18 @@ process.stdout.write(frame); process.stderr.write(frame);
 	}
 	if res.Stdout != "ERR_MODULE_NOT_FOUND\n" {
 		t.Fatalf("without tools: stdout %q, stderr %q", res.Stdout, res.Stderr)
+	}
+}
+
+// TestJSExports: each server's module becomes a named export unless the module exports
+// that name already (or it is no identifier); the rest are on the default export.
+func TestJSExports(t *testing.T) {
+	got := jsExports([]byte(`{"servers":[{"module":"records"},{"module":"search"},{"module":"default"},{"module":"new"},{"module":"a-b"}]}`))
+	want := "const _s0 = servers[\"records\"];\nexport { _s0 as records };\nconst _s3 = servers[\"new\"];\nexport { _s3 as new };\n"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := jsExports([]byte(`not json`)); got != "" {
+		t.Errorf("bad catalog: got %q", got)
 	}
 }
