@@ -10,8 +10,8 @@ import (
 )
 
 // jsTools serves the echo catalog plus tools whose replies are each of the bridge's
-// answers: text that is JSON, a tool's error, and the server's refusals (denied, the
-// budget), so that a JavaScript program meets every branch of mcptools.mjs's decoding.
+// answers: text that is JSON, a tool's error, the server's refusals (denied, the
+// budget), and a reply that is no JSON, so that a JavaScript program meets every branch of mcptools.mjs's decoding.
 type jsTools struct {
 	mu    sync.Mutex
 	calls []string // the tools called, in the order Serve saw them
@@ -23,7 +23,8 @@ const jsCatalog = `{"servers":[{"name":"echo","module":"echo","tools":[
  {"name":"fail","function":"fail","description":"Fail.","inputSchema":{"type":"object"}},
  {"name":"secret","function":"secret","description":"Denied.","inputSchema":{"type":"object"}},
  {"name":"costly","function":"costly","description":"Over budget.","inputSchema":{"type":"object"}},
- {"name":"slow-echo","function":"slow_echo","description":"Echo, later.","inputSchema":{"type":"object"}}]}]}`
+ {"name":"slow-echo","function":"slow_echo","description":"Echo, later.","inputSchema":{"type":"object"}},
+ {"name":"garbled","function":"garbled","description":"A reply that is no JSON.","inputSchema":{"type":"object"}}]}]}`
 
 func (j *jsTools) tools() *Tools {
 	return &Tools{Catalog: []byte(jsCatalog), Serve: j.serve}
@@ -47,6 +48,8 @@ func (j *jsTools) serve(ctx context.Context, req []byte, size int) []byte {
 		return []byte(`{"result":{"isError":true,"content":[{"type":"text","text":"no such record"}]}}`)
 	case "secret":
 		return []byte(`{"error":{"kind":"denied","message":"echo.secret is not allowed"}}`)
+	case "garbled":
+		return []byte(`{"result":`)
 	case "costly":
 		return []byte(`{"error":{"kind":"budget","message":"the run's call budget (3) is spent"}}`)
 	case "slow-echo":
@@ -76,7 +79,7 @@ for (let i = 0; i < 20; i++) got.push((await echo.echo({ text: String(i) })).tex
 console.log(got.join(","));
 console.log(JSON.stringify(await Promise.all([echo.slow_echo({ a: 1 }), mcptools.echo.echo({ text: "b" })])));
 console.log(JSON.stringify(await echo.text()));
-for (const f of [echo.fail, echo.secret, echo.costly]) {
+for (const f of [echo.fail, echo.secret, echo.costly, echo.garbled]) {
   try {
     await f({});
   } catch (e) {
@@ -100,6 +103,7 @@ console.log((await import('mcptools')).echo === echo);
 ToolError true false false tool no such record
 ToolDenied true true false denied echo.secret is not allowed
 ToolBudgetExceeded true false true budget the run's call budget (3) is spent
+ToolUnavailable true false false unavailable a malformed reply from the server (SyntaxError: Unexpected end of JSON input)
 "the caller's stdin\n"
 echo.echo({text}) 1
 true
@@ -107,8 +111,8 @@ true
 	if res.Stdout != want || res.ExitCode != 0 {
 		t.Fatalf("got exit %d, stdout %q, stderr %q; want stdout %q", res.ExitCode, res.Stdout, res.Stderr, want)
 	}
-	if len(j.calls) != 27 {
-		t.Errorf("Serve called %d times (%v), want 27", len(j.calls), j.calls)
+	if len(j.calls) != 28 {
+		t.Errorf("Serve called %d times (%v), want 28", len(j.calls), j.calls)
 	}
 }
 
