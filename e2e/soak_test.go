@@ -79,7 +79,11 @@ func TestBackgroundSoak(t *testing.T) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "DOCKER_HOST=" + host,
 		"MCP_EXEC_POOL_SIZE=2", "MCP_EXEC_MAX_CONCURRENT=3", "MCP_EXEC_MAX_SESSIONS=0", "MCP_EXEC_MEMORY=64m",
 		"MCP_EXEC_ENGINE_WAIT_S=60", "MCP_EXEC_RUN_TTL_S=" + strconv.Itoa(int(ttl/time.Second)),
-		"MCP_EXEC_MAX_BACKGROUND_RUNS=" + strconv.Itoa(maxRuns), "MCP_EXEC_LOG_FORMAT=json"}
+		"MCP_EXEC_MAX_BACKGROUND_RUNS=" + strconv.Itoa(maxRuns), "MCP_EXEC_LOG_FORMAT=json",
+		// Room for every run's result at the default caps (2 × 1 MiB + 16 MiB + 64 KiB),
+		// so that --max-background-runs is the bound the last check meets; the byte
+		// budget's own bound is mcpserver's TestRunResultsMaxBytes.
+		"MCP_EXEC_RUN_RESULTS_MAX_BYTES=" + strconv.Itoa(maxRuns*(2<<20+16<<20+64<<10))}
 	if v := os.Getenv("MCP_EXEC_IMAGE"); v != "" {
 		env = append(env, "MCP_EXEC_IMAGE="+v)
 	}
