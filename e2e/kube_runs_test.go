@@ -33,7 +33,8 @@ func TestKubeRunReplicas(t *testing.T) {
 	env := e2e.Env("MCP_EXEC_BACKEND=kubernetes", "MCP_EXEC_KUBECONFIG="+kc,
 		"MCP_EXEC_KUBE_NAMESPACE=mcp-exec-sandbox", "MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never",
 		"MCP_EXEC_POOL_SIZE=0", "MCP_EXEC_STATELESS=true", "MCP_EXEC_LOG_FORMAT=json", "MCP_EXEC_LOG_LEVEL=info",
-		"MCP_EXEC_CPUS=0.25", "MCP_EXEC_MEMORY=256m", "MCP_EXEC_RUN_TTL_S=20")
+		"MCP_EXEC_CPUS=0.25", "MCP_EXEC_MEMORY=256m", "MCP_EXEC_RUN_TTL_S=20",
+		"MCP_EXEC_MAX_BACKGROUND_RUNS=8") // opt-in on Kubernetes
 	suffix := strconv.Itoa(os.Getpid())
 	var replicas []*e2e.Server
 	for i := range 2 {

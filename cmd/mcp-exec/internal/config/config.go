@@ -391,7 +391,7 @@ func cfgTable(c *Config) []cfgField {
 		{"session-pool-size", "MCP_EXEC_SESSION_POOL_SIZE", "1", "session sandboxes kept started for session_create, at most --max-sessions (docker backend; 0: each session starts its sandbox cold; a pooled session's lifetime counts from its sandbox's start, at most 5 min earlier: docs/sessions.md)",
 			(*cfgInt)(&c.SessionPoolSize), func() string { return cfgIntRange(c.SessionPoolSize, 0, cfgMaxPool) }},
 		// Background runs (docs/background-runs.md).
-		{"max-background-runs", "MCP_EXEC_MAX_BACKGROUND_RUNS", "8", "background runs (exec with background) kept at once, running or with a result not yet expired; bounds the memory results take (this times one result's caps); 0 removes background, run_wait and run_cancel (on kubernetes: kept in the runs' pods, every replica's counted together)",
+		{"max-background-runs", "MCP_EXEC_MAX_BACKGROUND_RUNS", "8", "background runs (exec with background) kept at once, running or with a result not yet expired; bounds the memory results take (this times one result's caps); 0 removes background, run_wait and run_cancel (on kubernetes: 0 unless set, opt-in since a kept result holds its pod until --run-ttl-s; kept in the runs' pods, every replica's counted together)",
 			(*cfgInt)(&c.MaxBackgroundRuns), func() string { return cfgIntRange(c.MaxBackgroundRuns, 0, cfgMaxBackgroundRuns) }},
 		{"max-background-runs-per-identity", "MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY", "-1", "background runs kept at once for one identity, counted as --max-background-runs; -1: half of --max-background-runs (at least 1) with --oauth-issuer, else no bound but --max-background-runs; 0: no bound but --max-background-runs",
 			(*cfgInt)(&c.MaxBackgroundRunsPerIdentity), func() string { return cfgIntRange(c.MaxBackgroundRunsPerIdentity, -1, cfgMaxBackgroundRuns) }},
@@ -593,6 +593,12 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		}
 	}
 
+	if c.Backend == "kubernetes" && !explicit["max-background-runs"] && getenv("MCP_EXEC_MAX_BACKGROUND_RUNS") == "" {
+		// Opt-in there: a kept result holds its pod (its CPU and memory requests) until
+		// --run-ttl-s, and a run's pod is started beside the warm pool's, so on a small
+		// cluster runs and the pool can starve each other. Setting the bound turns them on.
+		c.MaxBackgroundRuns = 0
+	}
 	c.MaxSessionsPerIdentity = c.sessionsPerIdentity()
 	c.MaxBackgroundRunsPerIdentity = fairShare(c.MaxBackgroundRunsPerIdentity, c.MaxBackgroundRuns, c.OAuthIssuer != "")
 	if !explicit["run-results-max-bytes"] && getenv("MCP_EXEC_RUN_RESULTS_MAX_BYTES") == "" {

@@ -1025,3 +1025,30 @@ func TestRunResultsMaxBytesDefault(t *testing.T) {
 		t.Errorf("an explicit budget below one result: %v", err)
 	}
 }
+
+// TestKubeBackgroundRunsOptIn: on kubernetes --max-background-runs is 0 unless set (a
+// kept result holds its pod until the TTL); set by flag or variable, it is what it says.
+func TestKubeBackgroundRunsOptIn(t *testing.T) {
+	cfgStubHostname(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"docker default", nil, nil, 8},
+		{"kubernetes default", []string{"--backend", "kubernetes"}, nil, 0},
+		{"kubernetes, flag", []string{"--backend", "kubernetes", "--max-background-runs", "8"}, nil, 8},
+		{"kubernetes, env", nil, map[string]string{"MCP_EXEC_BACKEND": "kubernetes", "MCP_EXEC_MAX_BACKGROUND_RUNS": "3"}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := cfgLoad(tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MaxBackgroundRuns != tc.want {
+				t.Errorf("--max-background-runs: got %d, want %d", c.MaxBackgroundRuns, tc.want)
+			}
+		})
+	}
+}
