@@ -138,6 +138,10 @@ for want in "65532:65532" "ro=true" "caps=[ALL]" "no-new-privileges" "groups=[$D
   case "$hardening" in *"$want"*) ;; *) fail "container lacks $want" ;; esac
 done
 docker exec "$id" mcp-exec healthcheck || fail "mcp-exec healthcheck in the container failed"
+# The server verifies TLS to upstreams, an OAuth issuer and an inject rule's real host
+# against the system trust store: the image must carry Debian's bundle (Go reads it there).
+certs=$(docker exec "$id" sh -c 'grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt' 2>/dev/null || echo 0)
+[ "$certs" -gt 100 ] || fail "the server image has no system trust store ($certs certificates in /etc/ssl/certs/ca-certificates.crt)"
 
 log "client.mjs battery through $url/mcp"
 node scripts/e2e/client.mjs --transport http --url "$url/mcp" --token "$MCP_EXEC_AUTH_TOKEN" >"$tmp/client.json" 2>"$tmp/client.err" \
