@@ -143,7 +143,7 @@ func TestEgressInjectClientE2E(t *testing.T) {
 	}
 	up := holdNamespace(t, "--net")
 	client := holdNamespace(t, "--net", "--mount")
-	sh(t, fmt.Sprintf(`set -e
+	setUpNamespaces(t, fmt.Sprintf(`set -e
 nsenter --net=/proc/%[1]d/ns/net --mount=/proc/%[1]d/ns/mnt sh -ec '
   mount --bind %[3]s /etc/hosts
   ip link set lo up
@@ -266,7 +266,7 @@ func holdNamespace(t *testing.T, flags ...string) int {
 	return cmd.Process.Pid
 }
 
-func sh(t *testing.T, script string) {
+func setUpNamespaces(t *testing.T, script string) {
 	t.Helper()
 	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
 		e2e.SkipOrFail(t, "setting up the namespaces: %v\n%s", err, out)
