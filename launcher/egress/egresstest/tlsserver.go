@@ -28,6 +28,7 @@ import (
 //	/headers        the request's headers as JSON (an echoing endpoint)
 //	/redirect?to=U  302 to U
 //	/bytes?n=N      N bytes
+//	/stream         "first\n", sent at once, then "last\n" once Release is called
 //	anything else   "ok <host> <path>"
 type TLSServer struct {
 	*httptest.Server
@@ -35,16 +36,21 @@ type TLSServer struct {
 	Pool  *x509.CertPool // the same, as a pool
 	Names []string
 
-	mu    sync.Mutex
-	seen  []http.Header
-	conns int
+	mu      sync.Mutex
+	seen    []http.Header
+	conns   int
+	release chan struct{} // closed by Release
+	once    sync.Once
 }
+
+// Release lets /stream's responses send their last line.
+func (s *TLSServer) Release() { s.once.Do(func() { close(s.release) }) }
 
 // NewTLSServer starts a TLSServer whose certificate names names.
 func NewTLSServer(t testing.TB, names ...string) *TLSServer {
 	t.Helper()
 	caPEM, pool, cert := testPKI(t, names)
-	s := &TLSServer{CAPEM: caPEM, Pool: pool, Names: names}
+	s := &TLSServer{CAPEM: caPEM, Pool: pool, Names: names, release: make(chan struct{})}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
@@ -56,6 +62,7 @@ func NewTLSServer(t testing.TB, names ...string) *TLSServer {
 	}
 	s.StartTLS()
 	t.Cleanup(s.Close)
+	t.Cleanup(s.Release) // before Close, which waits for the handlers
 	return s
 }
 
@@ -95,6 +102,15 @@ func (s *TLSServer) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			n -= k
 		}
+	case "/stream":
+		_, _ = w.Write([]byte("first\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-s.release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = w.Write([]byte("last\n"))
 	default:
 		_, _ = w.Write([]byte("ok " + r.Host + " " + r.URL.Path + "\n"))
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -470,4 +471,103 @@ func waitFor(t *testing.T, ok func() bool, format string, arg func() int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Errorf("waited for "+format, arg())
+}
+
+// TestInjectStreams: what the host has sent reaches the program while the host holds
+// the rest (a stream, a long poll): the proxy buffers the head it writes to the program,
+// and sends it, and each piece of the body, before it waits for the host's next bytes.
+func TestInjectStreams(t *testing.T) {
+	rig := newInjectRig(t)
+	ch := rig.open(t)
+	c, status := connect(t, ch, "api.example.org:443")
+	if c == nil {
+		t.Fatalf("CONNECT: %s", status)
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: "api.example.org", RootCAs: bundlePool(t, ch)})
+	if err := newReq(t, "GET", "https://api.example.org/stream").Write(tc); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(tc)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the head, while the host holds the rest: %v", err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if line != "first\n" {
+		t.Fatalf("the first line, while the host holds the rest: %q, %v", line, err)
+	}
+	rig.ts.Release()
+	rest, err := io.ReadAll(resp.Body)
+	if string(rest) != "last\n" || err != nil {
+		t.Errorf("the rest: %q, %v", rest, err)
+	}
+}
+
+// TestInjectResponseRecords: a small response reaches the program in few TLS records
+// (its head in one, not one per piece that Response.Write writes: a record, a write
+// and a read of the program's each, the larger part of what interception added to the
+// time to first byte).
+func TestInjectResponseRecords(t *testing.T) {
+	rig := newInjectRig(t)
+	ch := rig.open(t)
+	c, status := connect(t, ch, "api.example.org:443")
+	if c == nil {
+		t.Fatalf("CONNECT: %s", status)
+	}
+	rc := &recordCounter{Conn: c}
+	tc := tls.Client(rc, &tls.Config{ServerName: "api.example.org", RootCAs: bundlePool(t, ch)})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	req := newReq(t, "GET", "https://api.example.org/small")
+	if err := req.Write(tc); err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	rc.n = 0 // the handshake's and any session ticket's already read
+	rc.mu.Unlock()
+	resp, err := http.ReadResponse(bufio.NewReader(tc), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	// The head and the body; a session ticket may come after the handshake.
+	t.Logf("%d records", rc.n)
+	if rc.n > 3 {
+		t.Errorf("the response (%d header lines, body %q) came in %d TLS records, want at most 3", len(resp.Header), body, rc.n)
+	}
+}
+
+// recordCounter counts the TLS application-data records read through it.
+type recordCounter struct {
+	net.Conn
+	mu   sync.Mutex
+	hdr  []byte // of the record being read, until it has its 5 bytes
+	left int    // of the record being read, after its header
+	n    int
+}
+
+func (r *recordCounter) Read(b []byte) (int, error) {
+	n, err := r.Conn.Read(b)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p := b[:n]; len(p) > 0; {
+		if r.left > 0 {
+			k := min(r.left, len(p))
+			r.left, p = r.left-k, p[k:]
+			continue
+		}
+		k := min(5-len(r.hdr), len(p))
+		r.hdr, p = append(r.hdr, p[:k]...), p[k:]
+		if len(r.hdr) == 5 {
+			if r.hdr[0] == 23 {
+				r.n++
+			}
+			r.left, r.hdr = int(r.hdr[3])<<8|int(r.hdr[4]), r.hdr[:0]
+		}
+	}
+	return n, err
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
@@ -236,6 +237,8 @@ func (c *Channel) putIdle(key string, up *upstream) {
 func (c *Channel) relayRequests(client *tls.Conn, held **upstream, key string, addrs []netip.AddrPort, host string, port int, hs []egress.Header, r *record) {
 	hr := &headReader{r: client}
 	cbr := bufio.NewReader(hr)
+	bw := writers.Get().(*bufio.Writer)
+	defer func() { bw.Reset(nil); writers.Put(bw) }()
 	authority := host
 	if port != 443 {
 		authority = net.JoinHostPort(host, strconv.Itoa(port))
@@ -267,7 +270,7 @@ func (c *Channel) relayRequests(client *tls.Conn, held **upstream, key string, a
 				return
 			}
 		}
-		clean, more := c.relayOne(client, up.conn, up.br, req, authority, hs, rr, r)
+		clean, more := c.relayOne(client, up.conn, up.br, bw, req, authority, hs, rr, r)
 		c.s.auditRequest(c, host, port, rr, hs)
 		if clean {
 			c.putIdle(key, up)
@@ -295,7 +298,7 @@ type requestRecord struct {
 // may carry another request. Connection is hop-by-hop: the program's (urllib always
 // sends "close") ends its own connection after this response, and the proxy's to the
 // host stays open unless the host closes it.
-func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, req *http.Request, authority string, hs []egress.Header, rr *requestRecord, r *record) (upClean, more bool) {
+func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, bw *bufio.Writer, req *http.Request, authority string, hs []egress.Header, rr *requestRecord, r *record) (upClean, more bool) {
 	rr.decision = "allowed"
 	if req.Header.Get("Upgrade") != "" || req.Method == http.MethodConnect {
 		// A websocket (or any upgrade) would leave HTTP, where the proxy can no
@@ -350,8 +353,19 @@ func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, req *http.Req
 		upClose := resp.Close
 		resp.Close = upClose || progClose // the program's connection ends with it
 		cw := &countWriter{w: client, c: c.counter}
-		werr := resp.Write(cw)
-		resp.Body.Close()
+		// Response.Write writes the head in pieces (four per header line), each of
+		// which would be a TLS record and a write of its own to the program; buffered,
+		// the head is one, sent before the body's first read, which may wait.
+		bw.Reset(cw)
+		body := resp.Body
+		resp.Body = flushingBody{ReadCloser: body, w: bw}
+		// Write only: bufio.Writer's ReadFrom reads into its buffer, which the body's
+		// flush would empty under it.
+		werr := resp.Write(struct{ io.Writer }{bw})
+		if werr == nil {
+			werr = bw.Flush()
+		}
+		body.Close()
 		rr.down += cw.n
 		r.down += cw.n
 		if werr != nil {
@@ -367,6 +381,28 @@ func (c *Channel) relayOne(client, up net.Conn, ubr *bufio.Reader, req *http.Req
 		}
 		return !upClose, !resp.Close
 	}
+}
+
+// writers are the buffers of what goes to the program, one per program connection
+// while it lasts (urllib opens one per request): as large as the most plaintext one
+// TLS record carries, so that each flush is at most one record.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
+
+// flushingBody is a response body that sends what w holds before each read of the
+// host's response: a head or a chunk never waits in the buffer for the host's next
+// bytes (a stream, a long poll), and each body read is one write, as unbuffered.
+type flushingBody struct {
+	io.ReadCloser
+	w *bufio.Writer
+}
+
+func (b flushingBody) Read(p []byte) (int, error) {
+	if b.w.Buffered() > 0 {
+		if err := b.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return b.ReadCloser.Read(p)
 }
 
 func (c *Channel) noteCap(err error, rr *requestRecord, r *record) {
