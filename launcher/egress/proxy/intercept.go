@@ -16,7 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 )
@@ -192,15 +195,45 @@ func (c *Channel) takeIdle(key string) *upstream {
 			c.drop(up.raw)
 			continue
 		}
-		_ = up.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
-		_, err := up.br.Peek(1)
-		_ = up.conn.SetReadDeadline(time.Time{})
-		if !isTimeout(err) {
+		if !quiet(up) {
 			c.drop(up.raw) // closed by the server, or bytes nobody asked for
 			continue
 		}
 		return up
 	}
+}
+
+// quiet reports whether the server has neither closed up nor sent anything on it
+// since its last exchange, without waiting (a wait here is the program's, before its
+// CONNECT is answered): the socket is peeked at without blocking, then what TLS holds
+// is read with a deadline already past. A connection that is no socket (a test's) is
+// read for a millisecond instead.
+func quiet(up *upstream) bool {
+	if up.br.Buffered() > 0 {
+		return false
+	}
+	wait := time.Millisecond
+	if sc, ok := up.raw.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			var pending bool
+			err = rc.Read(func(fd uintptr) bool {
+				var b [1]byte
+				_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+				pending = !errors.Is(err, unix.EAGAIN) // bytes, an end, or an error
+				return true
+			})
+			if err == nil {
+				if pending {
+					return false
+				}
+				wait = 0
+			}
+		}
+	}
+	_ = up.conn.SetReadDeadline(time.Now().Add(wait))
+	_, err := up.br.Peek(1)
+	_ = up.conn.SetReadDeadline(time.Time{})
+	return isTimeout(err)
 }
 
 // putIdle keeps up, clean between two exchanges, for the Channel's next request to
