@@ -151,6 +151,9 @@ export CI=${CI:-}
 # One package at a time: several tests time real sandboxes, and two cores are few.
 # TestE2ESession (e2e: the TypeScript client's data-analysis sequence in one
 # session) runs here only, on Docker with runc: 14 s with -race at load ~4 (measured).
+# So does TestEgressInjectClientE2E (e2e: inject rules with the TypeScript client, the
+# binary and a TLS server of its own in network namespaces of their own; needs root):
+# 5 s with -race at load ~3.
 gotest -race -count=1 -p 1 -timeout 30m ./...
 
 # The packages whose tests start sandboxes through an engine (launchertest.New or the
