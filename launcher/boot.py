@@ -726,8 +726,13 @@ def check_mounts():
     # is no sandbox.
     if os.getpid() != 1:
         return
+    wiped = ("/tmp", "/dev/shm", "/dev/mqueue")
+    if os.environ.get("MCP_EXEC_EGRESS") == "tunnel":
+        # A pod's /egress (its CA bundle, when its profile has inject rules) is a
+        # memory-backed emptyDir of that pod alone, as its /tmp is: it goes with the pod.
+        wiped += ("/egress",)
     try:
-        found = writable_mounts()
+        found = writable_mounts(wiped)
     except OSError as e:
         fatal("reading /proc/self/mountinfo failed: %s" % e)
     if found:

@@ -187,17 +187,31 @@ func egressSpec(o Options, ch backend.EgressChannel) backend.Spec {
 // bootstrap); the proxy variables either way.
 func withEgress(spec backend.Spec, ch backend.EgressChannel) backend.Spec {
 	spec.Env = append(slices.Clone(spec.Env), egressEnv()...)
-	if b, ok := ch.(interface{ CABundle() string }); ok && b.CABundle() != "" && ch.Dir() != "" {
+	b, ok := ch.(caBundler)
+	bundle := ok && b.CABundle() != ""
+	if bundle {
 		// The profile has inject rules: the proxy terminates TLS for those hosts
 		// with its own CA, which the sandbox trusts through this bundle (the system's
-		// roots and that CA, read-only in the channel's directory).
+		// roots and that CA): read-only in the channel's directory, or written by the
+		// backend that carries the channel.
 		spec.Env = append(spec.Env, bundleEnv(path.Join(backend.EgressMount, b.CABundle()))...)
 	}
 	if spec.EgressDir = ch.Dir(); spec.EgressDir == "" {
 		spec.EgressConns = ch
 		spec.Env = append(spec.Env, backend.EgressTunnelEnv)
+		if bundle {
+			spec.EgressCABundle = b.CABundlePEM()
+		}
 	}
 	return spec
+}
+
+// caBundler is a channel whose profile may have inject rules (proxy.Channel):
+// CABundle names its sandbox's bundle in backend.EgressMount ("" without rules), and
+// CABundlePEM is its content, for a backend that writes it there.
+type caBundler interface {
+	CABundle() string
+	CABundlePEM() []byte
 }
 
 // egressChannel is a sandbox's open channel, or nil (a session without a profile).

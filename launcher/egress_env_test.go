@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bytes"
 	"net"
 	"slices"
 	"testing"
@@ -15,21 +16,34 @@ func (f fakeChannel) ServeEgress(c net.Conn) { c.Close() }
 func (f fakeChannel) ResetCaps()             {}
 func (f fakeChannel) Close() error           { return nil }
 func (f fakeChannel) CABundle() string       { return f.bundle }
+func (f fakeChannel) CABundlePEM() []byte {
+	if f.bundle == "" {
+		return nil
+	}
+	return []byte("PEM")
+}
 
 // TestWithEgressBundle: only a channel with a CA bundle (a profile with inject rules)
-// points the sandbox's TLS stacks at it, and only where the bundle is mounted.
+// points the sandbox's TLS stacks at it: mounted with the channel's directory, or
+// handed to the backend that carries the channel (Spec.EgressCABundle) to write there.
 func TestWithEgressBundle(t *testing.T) {
 	want := []string{"SSL_CERT_FILE=/egress/ca-bundle.pem", "REQUESTS_CA_BUNDLE=/egress/ca-bundle.pem", "CURL_CA_BUNDLE=/egress/ca-bundle.pem", "PIP_CERT=/egress/ca-bundle.pem"}
 	for _, tc := range []struct {
 		name string
 		ch   backend.EgressChannel
 		has  bool
+		pem  []byte // Spec.EgressCABundle
 	}{
-		{"inject", fakeChannel{dir: "/run/x", bundle: "ca-bundle.pem"}, true},
-		{"no rules", fakeChannel{dir: "/run/x"}, false},
-		{"no directory", fakeChannel{bundle: "ca-bundle.pem"}, false},
+		{"inject", fakeChannel{dir: "/run/x", bundle: "ca-bundle.pem"}, true, nil},
+		{"no rules", fakeChannel{dir: "/run/x"}, false, nil},
+		{"carried", fakeChannel{bundle: "ca-bundle.pem"}, true, []byte("PEM")},
+		{"carried, no rules", fakeChannel{}, false, nil},
 	} {
-		env := withEgress(backend.Spec{}, tc.ch).Env
+		spec := withEgress(backend.Spec{}, tc.ch)
+		if !bytes.Equal(spec.EgressCABundle, tc.pem) {
+			t.Errorf("%s: EgressCABundle %q, want %q", tc.name, spec.EgressCABundle, tc.pem)
+		}
+		env := spec.Env
 		for _, w := range want {
 			if slices.Contains(env, w) != tc.has {
 				t.Errorf("%s: %s in the environment: got %v, want %v (%q)", tc.name, w, !tc.has, tc.has, env)

@@ -53,7 +53,7 @@ func newEgress(cfg config.Config, engineHost string, self owner.ID, log zerolog.
 		if err := egressExtras(srv, cfg); err != nil {
 			return nil, err
 		}
-		log.Info().Strs("profiles", ps.Names()).Msg("egress profiles loaded (channels over port-forward streams)")
+		log.Info().Strs("profiles", ps.Names()).Strs("inject_hosts", ps.InjectHosts()).Msg("egress profiles loaded (channels over port-forward streams)")
 		return srv, nil
 	}
 	if engineHost != "" && !strings.HasPrefix(engineHost, "unix://") {

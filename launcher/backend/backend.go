@@ -73,6 +73,11 @@ type Spec struct {
 	// launcher/kube). The sandbox's environment then holds EgressTunnelEnv. Only the
 	// Kubernetes backend applies it; the others refuse a Spec that sets it.
 	EgressConns EgressServer
+	// EgressCABundle, with EgressConns, is the CA bundle (PEM certificates, public: the
+	// server's system roots and its egress proxy's CA, never a key) of a channel whose
+	// profile has inject rules: the backend writes it at EgressMount/EgressBundle in
+	// this sandbox alone, where the environment's SSL_CERT_FILE points. nil: none.
+	EgressCABundle []byte
 }
 
 // EgressServer serves the connections of one sandbox's egress channel that its backend
@@ -123,6 +128,10 @@ const EgressTunnelPort = 3129
 
 // EgressMount is where a sandbox with an egress profile finds its channel's directory.
 const EgressMount = "/egress"
+
+// EgressBundle is the name, in EgressMount, of the CA bundle a sandbox whose profile
+// has inject rules trusts.
+const EgressBundle = "ca-bundle.pem"
 
 // Conn is a started sandbox's attached standard streams. Writes go to the sandbox's
 // stdin; its stdout and stderr are copied, demultiplexed, into the writers given to

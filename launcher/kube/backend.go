@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +44,14 @@ type Backend struct {
 	log  zerolog.Logger
 
 	mu     sync.Mutex
-	egress map[string]backend.EgressServer // pods made with Spec.EgressConns, until started or removed
+	egress map[string]podEgress // pods made with Spec.EgressConns, until started or removed
+}
+
+// podEgress is what Start gives a pod made with an egress channel: the channel's
+// streams, and the CA bundle its gate writes (nil: the profile has no inject rules).
+type podEgress struct {
+	srv    backend.EgressServer
+	bundle []byte
 }
 
 // New returns a Backend that talks to the API server of cfg. It does not contact it.
@@ -134,21 +142,21 @@ func (b *Backend) Create(ctx context.Context, spec backend.Spec) (string, error)
 	if spec.EgressConns != nil {
 		b.mu.Lock()
 		if b.egress == nil {
-			b.egress = map[string]backend.EgressServer{}
+			b.egress = map[string]podEgress{}
 		}
-		b.egress[pod.Name] = spec.EgressConns
+		b.egress[pod.Name] = podEgress{spec.EgressConns, spec.EgressCABundle}
 		b.mu.Unlock()
 	}
 	return pod.Name, nil
 }
 
-// takeEgress returns and forgets the egress channel pod was made with (nil: none).
-func (b *Backend) takeEgress(pod string) backend.EgressServer {
+// takeEgress returns and forgets the egress channel pod was made with (zero: none).
+func (b *Backend) takeEgress(pod string) podEgress {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	srv := b.egress[pod]
+	e := b.egress[pod]
 	delete(b.egress, pod)
-	return srv
+	return e
 }
 
 // Start waits for the pod's container to run, attaches to it, and opens its start gate, so
@@ -159,11 +167,17 @@ func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer
 	}
 	// Open the start gate (see startGate) with the pod's seal key before anything else is
 	// written: the bootstrap starts once the attach carries its output, and seals all of it.
-	c, err := b.attach(ctx, id, stdout, stderr, wire.GateLine)
+	// A pod whose profile has inject rules gets its CA bundle through the gate too.
+	eg := b.takeEgress(id)
+	gate := wire.GateLine
+	if eg.bundle != nil {
+		gate = func(key string) string { return gateBundle(wire.GateLine(key), eg.bundle) }
+	}
+	c, err := b.attach(ctx, id, stdout, stderr, gate)
 	if err != nil {
 		return nil, err
 	}
-	if srv := b.takeEgress(id); srv != nil {
+	if srv := eg.srv; srv != nil {
 		// The pod's egress streams (egress.go), for as long as it is attached.
 		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		ac := c.(*conn)
@@ -177,6 +191,12 @@ func (b *Backend) Start(ctx context.Context, id string, stdout, stderr io.Writer
 		go b.runTunnels(tctx, id, srv)
 	}
 	return c, nil
+}
+
+// gateBundle is the gate's lines of a pod made with a CA bundle: the key's line, the
+// bundle's length, the bundle (startGate).
+func gateBundle(keyLine string, bundle []byte) string {
+	return keyLine + strconv.Itoa(len(bundle)) + "\n" + string(bundle)
 }
 
 // Reattach (launcher.Reattacher) attaches again to a shared session's running pod, for

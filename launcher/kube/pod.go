@@ -74,22 +74,61 @@ const (
 	// It also drops the KUBERNETES_SERVICE_* and KUBERNETES_PORT* variables, which the
 	// kubelet sets in every container whatever enableServiceLinks says: the sandbox's
 	// environment is the Spec's alone.
+	// A pod whose profile has inject rules has gateBundleArg and a path before the
+	// command: its gate then reads a second line, the CA bundle's length in decimal, and
+	// that many bytes, which it writes to a new file at the path (bundlePath, in the
+	// pod's emptyDir "egress", where the environment's SSL_CERT_FILE points) before it
+	// becomes the bootstrap. The
+	// bundle is public (certificates only); only the server's attach writes the gate's
+	// lines, and the bootstrap reads nothing of stdin before them.
 	startGate = `import os, sys
-line = b''
-while not line.endswith(b'\n'):
-    b = os.read(0, 1)
-    if not b or len(line) > 64:
-        os._exit(70)
-    line += b
-key = line[:-1]
+def line(most):
+    s = b''
+    while not s.endswith(b'\n'):
+        b = os.read(0, 1)
+        if not b or len(s) > most:
+            os._exit(70)
+        s += b
+    return s[:-1]
+key = line(64)
 if len(key) != 64 or key.strip(b'0123456789abcdef'):
     os._exit(70)
+args = sys.argv[1:]
+if args[0].startswith('` + gateBundleArg + `'):
+    path, args = args[0][len('` + gateBundleArg + `'):], args[1:]
+    n = line(8)
+    if not n.isdigit() or not 0 < int(n) <= ` + maxCABundleText + `:
+        os._exit(70)
+    n = int(n)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        while n:
+            b = os.read(0, min(n, 65536))
+            if not b:
+                os._exit(70)
+            n -= len(b)
+            while b:
+                b = b[os.write(fd, b):]
+        os.close(fd)
+    except OSError:
+        os._exit(70)
 r, w = os.pipe()
 os.write(w, bytes.fromhex(key.decode()))
 os.close(w)
 os.set_inheritable(r, True)
 env = {k: v for k, v in os.environ.items() if not k.startswith(('KUBERNETES_SERVICE_', 'KUBERNETES_PORT'))}
-os.execvpe(sys.argv[1], sys.argv[1:] + ['seal-fd=%d' % r], env)`
+os.execvpe(args[0], args + ['seal-fd=%d' % r], env)`
+	// gateBundleArg, first after the gate's program and followed by a path, makes it
+	// read the CA bundle into a new file there.
+	gateBundleArg = "--ca-bundle="
+	// bundlePath is where a pod whose profile has inject rules has its CA bundle: the
+	// path of the Docker backend's channel directory, here the pod's emptyDir "egress".
+	bundlePath = backend.EgressMount + "/" + backend.EgressBundle
+	// maxCABundle bounds the bundle the gate takes (a system trust store is about 200
+	// KiB); the emptyDir that holds it is egressVolumeSize.
+	maxCABundle      = 512 << 10
+	maxCABundleText  = "524288"
+	egressVolumeSize = 1 << 20
 	// noDNS is the only nameserver a sandbox is given: its own loopback, where nothing
 	// listens, so every lookup fails at once, with or without a network.
 	noDNS = "127.0.0.1"
@@ -118,6 +157,12 @@ func (o Options) withDefaults() Options {
 func (o Options) validate(spec backend.Spec) error {
 	if spec.EgressDir != "" {
 		return errors.New("an egress channel's host socket cannot reach a pod: on the Kubernetes backend the server's egress proxy has no socket directory, and the backend carries a pod's connections (Spec.EgressConns)")
+	}
+	if len(spec.EgressCABundle) > 0 && spec.EgressConns == nil {
+		return errors.New("a CA bundle for a pod without an egress channel (Spec.EgressCABundle needs Spec.EgressConns)")
+	}
+	if len(spec.EgressCABundle) > maxCABundle {
+		return fmt.Errorf("the egress CA bundle is %d bytes, more than a pod takes (%d): the server's system trust store is unusually large; give the server a smaller one (SSL_CERT_FILE)", len(spec.EgressCABundle), maxCABundle)
 	}
 	for k, v := range spec.Labels {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
@@ -172,6 +217,22 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(o.EphemeralStorage, resource.BinarySI),
 	}
 	tmpfs := resource.NewQuantity(spec.TmpfsSize, resource.BinarySI)
+	mounts := []corev1.VolumeMount{
+		{Name: "tmp", MountPath: spec.WorkDir},
+		{Name: "shm", MountPath: "/dev/shm"},
+	}
+	volumes := []corev1.Volume{
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: tmpfs}}},
+		{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr(tmpfs.DeepCopy())}}},
+	}
+	bundle := len(spec.EgressCABundle) > 0
+	if bundle {
+		// The CA bundle's directory, which the gate writes (the root is read-only).
+		// Memory-backed and the pod's own, like /tmp: it goes with the pod.
+		mounts = append(mounts, corev1.VolumeMount{Name: egressVolume, MountPath: backend.EgressMount})
+		volumes = append(volumes, corev1.Volume{Name: egressVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(egressVolumeSize, resource.BinarySI)}}})
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: podNamePrefix,
@@ -206,7 +267,7 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 				Name:            containerName,
 				Image:           spec.Image,
 				ImagePullPolicy: o.PullPolicy,
-				Command:         gated(spec.Command),
+				Command:         gated(spec.Command, bundlePathIf(bundle)),
 				Env:             envVars(spec.Env),
 				WorkingDir:      spec.WorkDir,
 				Stdin:           true,
@@ -233,15 +294,9 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 					SeccompProfile:           seccomp,
 				},
-				VolumeMounts: []corev1.VolumeMount{
-					{Name: "tmp", MountPath: spec.WorkDir},
-					{Name: "shm", MountPath: "/dev/shm"},
-				},
+				VolumeMounts: mounts,
 			}},
-			Volumes: []corev1.Volume{
-				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: tmpfs}}},
-				{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr(tmpfs.DeepCopy())}}},
-			},
+			Volumes: volumes,
 		},
 	}
 }
@@ -251,12 +306,28 @@ func PodSpec(spec backend.Spec, o Options) *corev1.Pod {
 // and most others) that the sandbox's user cannot enter, so no program can write it.
 const terminationMessagePath = "/root/termination-log"
 
-// gated runs command behind startGate, with the same interpreter.
-func gated(command []string) []string {
+// egressVolume is the emptyDir of a pod whose profile has inject rules, at
+// backend.EgressMount: it holds the CA bundle.
+const egressVolume = "egress"
+
+// gated runs command behind startGate, with the same interpreter; with a bundle path,
+// the gate writes the CA bundle there first.
+func gated(command []string, bundle string) []string {
 	if len(command) == 0 {
 		return nil
 	}
-	return append([]string{command[0], "-I", "-c", startGate}, command...)
+	g := []string{command[0], "-I", "-c", startGate}
+	if bundle != "" {
+		g = append(g, gateBundleArg+bundle)
+	}
+	return append(g, command...)
+}
+
+func bundlePathIf(bundle bool) string {
+	if bundle {
+		return bundlePath
+	}
+	return ""
 }
 
 func envVars(env []string) []corev1.EnvVar {

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +60,7 @@ func TestPodSpecHardening(t *testing.T) {
 		{"image", c.Image, "mcp-exec/python-sandbox:v1"},
 		{"pull policy", c.ImagePullPolicy, corev1.PullIfNotPresent},
 		{"command", c.Command, []string{"python3", "-I", "-c", startGate, "python3", "-I", "-c", "boot", "parent"}},
+		{"no CA bundle: no egress volume", len(s.Volumes), 2},
 		{"args", len(c.Args), 0},
 		{"env", c.Env, []corev1.EnvVar{{Name: "PATH", Value: "/usr/bin:/bin"}, {Name: "HOME", Value: "/tmp"}, {Name: "A", Value: "b=c"}}},
 		{"envFrom", len(c.EnvFrom), 0},
@@ -202,3 +205,56 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestPodSpecBundle: only a pod whose profile has inject rules (Spec.EgressCABundle)
+// has the emptyDir "egress" at /egress, memory-backed and small, and a gate told to
+// write the bundle there; no bundle without a channel, nor one past the limit.
+func TestPodSpecBundle(t *testing.T) {
+	if maxCABundleText != strconv.Itoa(maxCABundle) {
+		t.Fatalf("maxCABundleText %s, want %d", maxCABundleText, maxCABundle)
+	}
+	plain := testSpec()
+	plain.EgressConns = nopEgress{}
+	inject := plain
+	inject.EgressCABundle = []byte("-----BEGIN CERTIFICATE-----\n")
+	for _, tc := range []struct {
+		name   string
+		spec   backend.Spec
+		mounts map[string]string
+		gate   []string
+	}{
+		{"profile without rules", plain, map[string]string{"tmp": "/tmp", "shm": "/dev/shm"}, nil},
+		{"profile with rules", inject, map[string]string{"tmp": "/tmp", "shm": "/dev/shm", "egress": "/egress"}, []string{"--ca-bundle=/egress/ca-bundle.pem"}},
+	} {
+		c := PodSpec(tc.spec, Options{}).Spec.Containers[0]
+		mounts := map[string]string{}
+		for _, m := range c.VolumeMounts {
+			mounts[m.Name] = m.MountPath
+		}
+		if diff := cmp.Diff(tc.mounts, mounts); diff != "" {
+			t.Errorf("%s: mounts (-want +got):\n%s", tc.name, diff)
+		}
+		want := append(append([]string{"python3", "-I", "-c", startGate}, tc.gate...), tc.spec.Command...)
+		if diff := cmp.Diff(want, c.Command); diff != "" {
+			t.Errorf("%s: command (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	for _, v := range PodSpec(inject, Options{}).Spec.Volumes {
+		if ed := v.EmptyDir; v.Name == "egress" && (ed == nil || ed.Medium != corev1.StorageMediumMemory || ed.SizeLimit.Value() != 1<<20) {
+			t.Errorf("volume egress: got %+v, want an emptyDir of medium Memory with sizeLimit 1Mi", v.VolumeSource)
+		}
+	}
+	lone := testSpec()
+	lone.EgressCABundle = inject.EgressCABundle
+	big := inject
+	big.EgressCABundle = make([]byte, maxCABundle+1)
+	for name, spec := range map[string]backend.Spec{"without a channel": lone, "too big": big} {
+		if err := (Options{}).withDefaults().validate(spec); err == nil {
+			t.Errorf("a CA bundle %s: validate passed, want an error", name)
+		}
+	}
+}
+
+type nopEgress struct{}
+
+func (nopEgress) ServeEgress(c net.Conn) { c.Close() }

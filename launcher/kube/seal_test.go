@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,13 +88,19 @@ func FuzzUnsealerSplits(f *testing.F) {
 // runGated runs command behind startGate on this machine's python3, with stdin.
 func runGated(t *testing.T, stdin string, command ...string) (stdout, stderr []byte, code int) {
 	t.Helper()
+	return runGatedBundle(t, stdin, "", command...)
+}
+
+// runGatedBundle is runGated with the gate told to write a CA bundle at bundle.
+func runGatedBundle(t *testing.T, stdin, bundle string, command ...string) (stdout, stderr []byte, code int) {
+	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Fatalf("python3: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, gated(append([]string{py}, command...))[1:]...)
+	cmd := exec.CommandContext(ctx, py, gated(append([]string{py}, command...), bundle)[1:]...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -131,6 +138,48 @@ print(os.read(fd, 64).hex(), sys.stdin.read(), sorted(k for k in os.environ if k
 		"endless":    strings.Repeat("0", 1<<20),
 	} {
 		out, _, code := runGated(t, in, "-I", "-c", "print('bootstrap ran')")
+		if code != 70 || len(out) != 0 {
+			t.Errorf("%s: got exit %d, output %q; want 70 and nothing", name, code, out)
+		}
+	}
+}
+
+// TestStartGateBundle: told to, the gate reads the bundle's length and bytes after the
+// key's line, writes exactly them to a new file (read-only) and leaves the rest of stdin
+// to the bootstrap; a bad length, a short bundle or an existing file is exit 70, and
+// the bootstrap never runs.
+func TestStartGateBundle(t *testing.T) {
+	_, line, err := newSealKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := strings.Repeat("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", 3000) // > 64 KiB: several reads
+	path := filepath.Join(t.TempDir(), "ca-bundle.pem")
+	prog := `import sys; print(sys.stdin.read())`
+	out, errb, code := runGatedBundle(t, gateBundle(line+"\n", []byte(bundle))+"rest of stdin", path, "-I", "-c", prog)
+	if code != 0 || string(out) != "rest of stdin\n" {
+		t.Fatalf("good bundle: got %q (stderr %q, exit %d), want the rest of stdin", out, errb, code)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != bundle {
+		t.Fatalf("the file: %d bytes (%v), want the bundle's %d", len(got), err, len(bundle))
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o444 {
+		t.Errorf("the file's mode: %v, want 0444", fi.Mode().Perm())
+	}
+	for name, in := range map[string]string{
+		"exists":     gateBundle(line+"\n", []byte("x")),
+		"no length":  line + "\n",
+		"zero":       line + "\n0\n",
+		"not digits": line + "\n12a\n",
+		"too big":    line + "\n" + strconv.Itoa(maxCABundle+1) + "\n",
+		"short":      line + "\n10\nabc",
+	} {
+		p := path
+		if name != "exists" {
+			p = filepath.Join(t.TempDir(), "b.pem")
+		}
+		out, _, code := runGatedBundle(t, in, p, "-I", "-c", "print('bootstrap ran')")
 		if code != 70 || len(out) != 0 {
 			t.Errorf("%s: got exit %d, output %q; want 70 and nothing", name, code, out)
 		}

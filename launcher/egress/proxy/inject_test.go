@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
@@ -570,4 +571,54 @@ func (r *recordCounter) Read(b []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// TestCABundleCarried: a Server without a socket directory (the Kubernetes backend
+// carries its Channels) hands a Channel of a profile with rules the same bundle a
+// directory would hold, certificates only, its last the CA that signs the leaves; a
+// Channel of a profile without rules has none.
+func TestCABundleCarried(t *testing.T) {
+	ps, err := egress.ParseProfilesSecrets([]byte(`{"profiles": {
+	  "api": {"hosts": ["api.example.org"], "inject": {"api.example.org": {"headers": {"A": "${env:TOK}"}}}},
+	  "plain": {"hosts": ["api.example.org"]}}}`), envSecrets{"TOK": injectSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(ps, "", "unit", owner.ID{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := srv.OpenChannel("api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	plain, err := srv.OpenChannel("plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if api.CABundle() != proxy.BundleName || plain.CABundle() != "" || plain.CABundlePEM() != nil {
+		t.Fatalf("CABundle: api %q, plain %q (%d bytes); want %q, none", api.CABundle(), plain.CABundle(), len(plain.CABundlePEM()), proxy.BundleName)
+	}
+	b := api.CABundlePEM()
+	if strings.Contains(string(b), "PRIVATE KEY") || strings.Contains(string(b), injectSecret) {
+		t.Fatal("the bundle holds a key or the secret")
+	}
+	var last *x509.Certificate
+	for rest := b; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			t.Fatalf("a %s block in the bundle", blk.Type)
+		}
+		if last, err = x509.ParseCertificate(blk.Bytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if last == nil || !strings.HasPrefix(last.Subject.CommonName, "mcp-exec egress injection CA") || !last.IsCA {
+		t.Fatalf("the bundle's last certificate: %v, want the proxy's CA", last.Subject)
+	}
 }

@@ -21,13 +21,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 )
 
 // BundleName is the name, in the directory of a Channel whose profile has inject
 // rules, of the CA bundle its sandbox trusts: the system's trust store and the
 // proxy's CA, certificates only.
-const BundleName = "ca-bundle.pem"
+const BundleName = backend.EgressBundle
 
 const (
 	handshakeTimeout = 10 * time.Second
@@ -42,11 +43,22 @@ func (s *Server) SetUpstreamRoots(roots *x509.CertPool) { s.upstreamRoots = root
 // CABundle returns the name, in Dir, of the CA bundle the sandbox is to trust, or ""
 // when its profile has no inject rules (then nothing is intercepted and the sandbox
 // trusts only its image's roots). The launcher points SSL_CERT_FILE and its kin at it.
+// A Channel without a directory names it all the same: its backend writes the bundle
+// (CABundlePEM) at that name in the sandbox's EgressMount.
 func (c *Channel) CABundle() string {
 	if c.bundle {
 		return BundleName
 	}
 	return ""
+}
+
+// CABundlePEM returns the CA bundle itself when the profile has inject rules, else
+// nil: certificates only, the same bytes for every such Channel of the Server.
+func (c *Channel) CABundlePEM() []byte {
+	if c.bundle {
+		return c.s.bundle
+	}
+	return nil
 }
 
 // initInject makes the CA when some profile has inject rules, and the bundle that

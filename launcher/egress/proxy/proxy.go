@@ -234,8 +234,8 @@ func (s *Server) openChannel(profile string, label backend.AuditLabel) (*Channel
 			return nil, fmt.Errorf("egress channel: %w", err)
 		}
 	}
-	bundle := s.ca != nil && len(p.InjectHosts()) > 0 && dir != ""
-	if bundle {
+	bundle := s.ca != nil && len(p.InjectHosts()) > 0
+	if bundle && dir != "" {
 		if err := s.writeBundle(dir); err != nil {
 			ln.Close()
 			removeChannelDir(dir)
@@ -370,7 +370,7 @@ type Channel struct {
 	counter *egress.Counter
 	ctx     context.Context
 	cancel  context.CancelFunc
-	bundle  bool               // its directory holds the CA bundle (CABundle)
+	bundle  bool               // its sandbox trusts the CA bundle (CABundle), in its directory if it has one
 	id      string             // random, for the audit log's lines of this sandbox
 	label   backend.AuditLabel // what the sandbox serves, for the audit log
 

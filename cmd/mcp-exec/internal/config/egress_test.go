@@ -51,7 +51,8 @@ func TestEgressConfig(t *testing.T) {
 		{"inject unset variable", func(c *Config) {
 			c.EgressProfiles = writeProfiles(t, `{"profiles": {"gh": {"hosts": ["api.github.com"], "inject": {"api.github.com": {"headers": {"Authorization": "Bearer ${env:MCP_EXEC_TEST_UNSET_TOKEN}"}}}}}}`)
 		}, `profile "gh": inject "api.github.com": headers "Authorization": ${env:MCP_EXEC_TEST_UNSET_TOKEN} is not set`},
-		{"inject kubernetes", func(c *Config) { c.EgressProfiles, c.Backend = inject, "kubernetes" }, "inject rules (for [api.github.com]) need --backend docker"},
+		// A pod's gate writes the CA bundle (launcher/kube).
+		{"inject kubernetes", func(c *Config) { c.EgressProfiles, c.Backend = inject, "kubernetes" }, ""},
 		{"audit", func(c *Config) { c.EgressProfiles, c.EgressAudit = good, "/var/log/egress.jsonl" }, ""},
 		{"audit stdout", func(c *Config) { c.EgressProfiles, c.EgressAudit, c.Transport = good, "-", "http" }, ""},
 		{"audit stdout stdio", func(c *Config) { c.EgressProfiles, c.EgressAudit = good, "-" }, "--egress-audit (MCP_EXEC_EGRESS_AUDIT) - (stdout) is the MCP stream"},
