@@ -70,6 +70,11 @@ func badPods(ns string) map[string]*corev1.Pod {
 			shm(p, corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}})
 		},
+		"another memory emptyDir": func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "other", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}})
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "other", MountPath: "/other"})
+		},
 		"another volume": func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: tokenSecret}}})
 			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "token", MountPath: "/token"})
@@ -149,6 +154,9 @@ func goodPods(ns string) map[string]*corev1.Pod {
 	s := testSpec()
 	s.Runtime = gvisorRuntimeClass // up.sh applies it; admission checks that it exists
 	out["RuntimeClass gvisor"] = PodSpec(s, Options{Namespace: ns, PullPolicy: corev1.PullNever})
+	s = testSpec()
+	s.EgressConns, s.EgressCABundle = nopEgress{}, []byte("-----BEGIN CERTIFICATE-----\n")
+	out["inject rules (the CA bundle's emptyDir)"] = PodSpec(s, Options{Namespace: ns, PullPolicy: corev1.PullNever})
 	return out
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 	"github.com/mcp-exec/mcp-exec/launcher/egress"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/egresstest"
 	"github.com/mcp-exec/mcp-exec/launcher/egress/proxy"
@@ -99,6 +100,67 @@ print(s.recv(4096).decode().replace("\r\n", " | "))`})
 		t.Errorf("the caller's data reached the proxy's log:\n%s", s)
 	} else if !strings.Contains(s, `"profile":"deb"`) || !strings.Contains(s, `"decision":"allowed"`) || !strings.Contains(s, `"profile":"other"`) {
 		t.Errorf("the log lacks an allowed connection under deb or the denial under other:\n%s", s)
+	}
+}
+
+// TestLiveEgressInject: inject rules on a pod, its channel over port-forward streams
+// and its CA bundle written by its start gate: the program's request reaches the
+// test's TLS server with the injected header in place of its own, and the program
+// reads no byte of the secret anywhere (environment, every process's, /egress with the
+// bundle, /tmp, the proxy's replies and errors); a host of the same profile without
+// rules shows its real certificate, a real host whose certificate does not match is
+// refused, and the audit lines carry the job's exec_id and no secret
+// (egresstest.CheckInject, as on Docker). Then code mode: a tool over the bridge and
+// the injected host in one program.
+func TestLiveEgressInject(t *testing.T) {
+	logs, audit := &launchertest.Buffer{}, &launchertest.Buffer{}
+	srv, ts := egresstest.InjectServer(t, "", logs, audit)
+	l, _, _ := testLauncher(t, launcher.Options{Egress: srv})
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	if err := l.CheckEgress(ctx); err != nil {
+		t.Fatalf("start-up check over port-forward: %v", err)
+	}
+	job := egresstest.InjectJob(ts)
+	job.Timeout, job.Audit = 90*time.Second, backend.AuditLabel{ExecID: "0kube1inject"}
+	start := time.Now()
+	res, err := l.Run(ctx, job)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v, exit %d, stdout %.500s, stderr %s", err, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	t.Logf("the inject program's pod in %v", time.Since(start).Round(time.Millisecond))
+	var out map[string]string
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		t.Fatalf("output %q: %v", res.Stdout, err)
+	}
+	egresstest.CheckInject(t, out, ts, logs.String(), audit.String())
+	lines := strings.Split(strings.TrimSpace(audit.String()), "\n")
+	for _, line := range lines {
+		if !strings.Contains(line, `"exec_id":"0kube1inject"`) {
+			t.Errorf("an audit line without the job's exec_id: %s", line)
+		}
+	}
+
+	seen := len(ts.Seen())
+	tools := &launcher.Tools{
+		Catalog: []byte(`{"servers":[{"name":"echo","module":"echo","tools":[
+ {"name":"echo","function":"echo","description":"Echo.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}]}`),
+		Serve: func(context.Context, []byte, int) []byte {
+			return []byte(`{"result":{"content":[],"structuredContent":{"text":"hi"}}}`)
+		},
+	}
+	res, err = l.Run(ctx, launcher.Job{Egress: "api", Tools: tools, Timeout: 90 * time.Second, Code: `
+import urllib.request
+from mcptools import echo
+print(echo.echo(text="hi"))
+with urllib.request.urlopen("https://api.example.org/tools", timeout=30) as r:
+    print(r.status, r.read().decode().strip())
+`})
+	if want := "{'text': 'hi'}\n200 ok api.example.org /tools\n"; err != nil || res.Stdout != want {
+		t.Errorf("code mode with the profile: got %q (%v, stderr %s), want %q", res.Stdout, err, res.Stderr, want)
+	}
+	if all := ts.Seen(); len(all) != seen+1 || all[seen].Get("Authorization") != "Bearer "+egresstest.InjectSecret {
+		t.Errorf("code mode: the server got %d requests; want 1 with the injected header", len(all)-seen)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +171,7 @@ func TestStartGateBundle(t *testing.T) {
 		"no length":  line + "\n",
 		"zero":       line + "\n0\n",
 		"not digits": line + "\n12a\n",
-		"too big":    line + "\n" + strconv.Itoa(maxCABundle+1) + "\n",
+		"too big":    gateBundle(line+"\n", make([]byte, maxCABundle+1)),
 		"short":      line + "\n10\nabc",
 	} {
 		p := path
