@@ -193,9 +193,9 @@ warm_tests='^(TestRunHello|TestRunPrograms|TestTimeoutKillsProcessTree|TestCance
 # sessions through the binary 203 s, down 12 s, host check). Cold adds ~11 min to build the cluster's binaries into
 # /var/cache/mcp-exec/k8s-v1.34.4 (once per machine), ~25 s to import the sandbox image and
 # ~3 min for the first -race build of client-go. Uses the shared dockerd only for `docker save`.
-# The egress tests add ~30 s to launcher/kube: the refusal under gVisor waits out the
-# start-up check (~21 s), the profile test ~5 s, the early closes ~3 s (395 s measured on
-# 2026-12-03 for the whole step, warm, on a busy machine).
+# The egress tests add ~40 s to launcher/kube: the refusal under gVisor waits out the
+# start-up check (~21 s), the profile test ~5 s, the early closes ~3 s, inject rules ~9 s
+# (395 s measured on 2026-12-03 for the whole step, warm, on a busy machine).
 beside kubernetes bash scripts/k8s/ci.sh
 
 step "launcher suite again, with a warm pool"
