@@ -72,7 +72,8 @@ func hostAddrs(t *testing.T) []string {
 	return out
 }
 
-// TestInvariants runs every probe of the sandbox contract in its own sandbox.
+// TestInvariants runs every probe of the sandbox contract in its own sandbox, in each
+// language.
 func TestInvariants(t *testing.T) {
 	l, _ := invariantsLauncher(t, invariantOptions)
 
@@ -89,7 +90,9 @@ func TestInvariants(t *testing.T) {
 	p.Token = randHex(t, 6)
 	t.Logf("limits: memory %d, pids %d, cpus %.2f, tmpfs %d; host addresses %v", p.Memory, p.Pids, p.CPUs, p.TmpfsSize, p.HostAddrs)
 
-	for _, pr := range probe.All(p) {
+	// The Python set, then each other language's (the interpreter the bootstrap execs
+	// keeps the sandbox).
+	for _, pr := range append(probe.All(p), probe.Languages(p, launcher.OtherLanguages...)...) {
 		t.Run(pr.Name, func(t *testing.T) {
 			if !pr.Exclusive { // an Exclusive probe runs here, before the parallel ones start
 				t.Parallel()
@@ -164,7 +167,7 @@ func TestProbesDetectWeakSandbox(t *testing.T) {
 		CanaryName: canaryName, CanaryValue: canaryValue, Token: randHex(t, 6),
 	}
 	byName := map[string]probe.Probe{}
-	for _, pr := range probe.All(p) {
+	for _, pr := range append(probe.All(p), probe.Languages(p, launcher.OtherLanguages...)...) {
 		byName[pr.Name] = pr
 	}
 	// Every capability but CAP_SYS_RESOURCE, which some engines cannot grant (a host
@@ -205,6 +208,18 @@ func TestProbesDetectWeakSandbox(t *testing.T) {
 		{probe: "cpu_quota_enforced"},
 		{probe: "tmp_not_persisted", reuse: true},
 		{probe: "daemon_not_persisted", reuse: true},
+		// The other languages' programs, read on stdin by their interpreters. (The tree
+		// probe's first run needs the launcher's timeout; its second is a /proc scan.)
+		{probe: "bash_network", cmd: bashStdin},
+		{probe: "bash_privileges", cmd: bashStdin},
+		{probe: "bash_filesystem", cmd: bashStdin},
+		{probe: "bash_pids_limit", cmd: bashStdin},
+		{probe: "bash_memory_limit", cmd: bashStdin},
+		{probe: "javascript_network", cmd: nodeStdin},
+		{probe: "javascript_privileges", cmd: nodeStdin},
+		{probe: "javascript_filesystem", cmd: nodeStdin, extra: []string{"--security-opt", "systempaths=unconfined"}},
+		{probe: "javascript_pids_limit", cmd: nodeStdin},
+		{probe: "javascript_memory_limit", cmd: nodeStdin},
 	}
 	for _, c := range cases {
 		pr, ok := byName[c.probe]
@@ -255,6 +270,11 @@ func TestProbesDetectWeakSandbox(t *testing.T) {
 		})
 	}
 }
+
+var (
+	bashStdin = []string{"bash", "-s"}
+	nodeStdin = []string{"node", "--input-type=module"}
+)
 
 type cliOutput struct{ stdout, stderr string }
 

@@ -41,10 +41,10 @@ func selftest(ctx context.Context, cfg config.Config, l *launcher.Launcher, stdo
 		err  error
 		took time.Duration
 	}
-	probes := probe.All(p)
-	// The probes are Python programs; each other language of --languages gets a line
-	// of its own: a program in it runs (launcher.CheckLanguages).
+	// The Python set, then each other language of --languages: its start-up check (a
+	// program in it runs, launcher.CheckLanguages) and its probes.
 	langs := slices.DeleteFunc(config.SplitList(cfg.Languages), func(s string) bool { return s == launcher.LanguagePython })
+	probes := append(probe.All(p), probe.Languages(p, langs...)...)
 	lines := make([]line, len(probes)+1, len(probes)+1+len(langs))
 	verify := func() {
 		start := time.Now()
@@ -243,11 +243,25 @@ var perExec = map[string]string{
 	"seccomp_denies_dangerous_syscalls": "per exec for launcher/syscalls' table (io_uring, ptrace, process_vm_*, pidfd_getfd, namespaces, keyrings, bpf, userfaultfd, perf_event_open, kcmp, syslog: the run's own filter, and its bootstrap's as in every sandbox); the rest per container (the runtime's profile)",
 }
 
+// perExecGroup are the language probes' groups (probe.Languages) that hold per exec
+// on the process backend, as their Python counterparts in perExec.
+var perExecGroup = map[string]string{
+	"privileges":         "per exec: the run's own seccomp filter; per container: the user, capabilities, no_new_privs",
+	"pids_limit":         perExec["pids_limit_stops_fork_bomb"],
+	"memory_limit":       perExec["memory_limit_kills_program"],
+	"timeout_kills_tree": perExec["daemon_not_persisted"],
+}
+
 // scopeNote says, with the process backend, whether an invariant holds per exec or
 // only per container.
 func scopeNote(cfg config.Config, name string) string {
 	if cfg.Backend != "process" {
 		return ""
+	}
+	for _, lang := range launcher.OtherLanguages {
+		if group, ok := strings.CutPrefix(name, lang+"_"); ok && perExecGroup[group] != "" {
+			return "  [" + perExecGroup[group] + "]"
+		}
 	}
 	if s, ok := perExec[name]; ok {
 		return "  [" + s + "]"

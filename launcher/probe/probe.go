@@ -1,6 +1,7 @@
-// Package probe states the sandbox contract as programs. Each Probe is a Python
-// program that runs through the real launcher, asserts one promise of the contract
-// from inside the sandbox, and fails when the promise is broken; All lists them and
+// Package probe states the sandbox contract as programs. Each Probe is a program
+// that runs through the real launcher, asserts one promise of the contract from
+// inside the sandbox, and fails when the promise is broken; All lists the Python set,
+// Languages a smaller set per language besides Python (bash, JavaScript: lang.go), and
 // Run runs one. The launcher's tests and `mcp-exec selftest` use it.
 //
 // Probes are decisive: an attempt that fails for another reason than the sandbox (a
@@ -113,10 +114,7 @@ const (
 
 // All returns every probe, asserting against the limits in o.
 func All(o Params) []Probe {
-	if o.Token == "" {
-		o.Token = fmt.Sprintf("%x", time.Now().UnixNano())
-	}
-	o.Token = "mcpexecprobe" + regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(o.Token, "")
+	o = withToken(o)
 	hdr := header(o)
 	mk := func(name, claim, body string, check func(launcher.Result) error) Probe {
 		if check == nil {
@@ -241,6 +239,16 @@ func All(o Params) []Probe {
 		persist,
 		daemon,
 	)
+}
+
+// withToken sets o.Token to the name the programs use: "mcpexecprobe" and the
+// token's letters and digits (the clock's when there is none).
+func withToken(o Params) Params {
+	if o.Token == "" {
+		o.Token = fmt.Sprintf("%x", time.Now().UnixNano())
+	}
+	o.Token = "mcpexecprobe" + regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(o.Token, "")
+	return o
 }
 
 // header defines the configured values for the programs. JSON literals are valid

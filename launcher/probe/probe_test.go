@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
 )
@@ -18,9 +21,9 @@ var testParams = Params{
 	Token: "t1",
 }
 
-// each calls f for every probe and every Next of one.
+// each calls f for every probe, of every language, and every Next of one.
 func each(t *testing.T, f func(t *testing.T, p Probe)) {
-	for _, p := range All(testParams) {
+	for _, p := range append(All(testParams), Languages(testParams, "bash", "javascript")...) {
 		t.Run(p.Name, func(t *testing.T) {
 			f(t, p)
 			if p.Next != nil {
@@ -33,7 +36,7 @@ func each(t *testing.T, f func(t *testing.T, p Probe)) {
 func TestProbeDefinitions(t *testing.T) {
 	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)+$`)
 	seen := map[string]bool{}
-	for _, p := range All(testParams) {
+	for _, p := range append(All(testParams), Languages(testParams, "bash", "javascript")...) {
 		if seen[p.Name] {
 			t.Errorf("duplicate probe name %q", p.Name)
 		}
@@ -52,13 +55,21 @@ func TestProbeDefinitions(t *testing.T) {
 		if p.Check == nil {
 			t.Fatal("no Check")
 		}
-		if !strings.Contains(p.Job.Code, "finish()") {
-			t.Error("the code never calls finish()")
+		// The finish call, and the header's values, as each language writes them.
+		finish, memory, token := "\nfinish()", "MEMORY = 268435456\n", `TOKEN = "mcpexecprobet1"`
+		switch p.Job.Language {
+		case "bash":
+			finish, memory, token = "\nfinish\n", "MEMORY=268435456\n", "TOKEN='mcpexecprobet1'\n"
+		case "javascript":
+			finish, memory, token = "\nfinish();", "const MEMORY = 268435456;\n", `const TOKEN = "mcpexecprobet1";`
+		}
+		if !strings.Contains(p.Job.Code, finish) && !strings.Contains(p.Job.Code, "SPAWNED") {
+			t.Errorf("the code never calls %q", strings.TrimSpace(finish))
 		}
 		if p.Job.Timeout <= 0 || p.Job.Timeout > 5*time.Minute {
 			t.Errorf("timeout %v", p.Job.Timeout)
 		}
-		if !strings.Contains(p.Job.Code, "MEMORY = 268435456\n") || !strings.Contains(p.Job.Code, `TOKEN = "mcpexecprobet1"`) {
+		if !strings.Contains(p.Job.Code, memory) || !strings.Contains(p.Job.Code, token) {
 			t.Error("the configured values are not in the code")
 		}
 	})
@@ -99,6 +110,12 @@ func TestProbeChecksAcceptSuccess(t *testing.T) {
 			r = launcher.Result{ExitCode: 137, Signal: 9, OOMKilled: true, Stdout: "ALLOCATING\n"}
 		case "memory_oom_reported_for_child":
 			r.OOMKilled = true
+		case "bash_memory_limit", "javascript_memory_limit":
+			r = launcher.Result{ExitCode: 137, Signal: 9, OOMKilled: true, Stdout: "ALLOCATING\n"}
+		case "bash_timeout_kills_tree", "javascript_timeout_kills_tree":
+			if p.AwaitRemoval {
+				r = launcher.Result{ExitCode: 137, Signal: 9, TimedOut: true, Stdout: "SANDBOX-ID " + strings.Repeat("ab", 32) + "\nSPAWNED 2\n"}
+			}
 		case "daemon_not_persisted":
 			if p.AwaitRemoval {
 				r.Stdout = "DAEMON 10\nSANDBOX-ID " + strings.Repeat("ab", 32) + "\nPROBE OK\n"
@@ -113,6 +130,80 @@ func TestProbeChecksAcceptSuccess(t *testing.T) {
 	}
 	if err := All(testParams)[len(All(testParams))-1].Check(ok); err == nil {
 		t.Error("the daemon probe accepted a run without SANDBOX-ID")
+	}
+}
+
+// TestLanguageProbes: every other language has its probe groups, written in it; the
+// memory probe's Check follows the backend, and the tree probe's wants the timeout.
+func TestLanguageProbes(t *testing.T) {
+	groups := []string{"network", "privileges", "filesystem", "pids_limit", "memory_limit", "timeout_kills_tree"}
+	for _, lang := range []string{"bash", "javascript"} {
+		var names []string
+		for _, p := range Languages(testParams, lang) {
+			names = append(names, p.Name)
+			if p.Job.Language != lang {
+				t.Errorf("%s: language %q, want %q", p.Name, p.Job.Language, lang)
+			}
+		}
+		var want []string
+		for _, g := range groups {
+			want = append(want, lang+"_"+g)
+		}
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("%s probes (-want +got):\n%s", lang, diff)
+		}
+	}
+	if got := Languages(testParams, "python", "ruby"); len(got) != 0 {
+		t.Errorf("python and ruby: got %d probes, want none (Python's are All's)", len(got))
+	}
+
+	byName := func(o Params, name string) Probe {
+		for _, p := range Languages(o, "bash", "javascript") {
+			if p.Name == name {
+				return p
+			}
+		}
+		t.Fatalf("no probe %s", name)
+		return Probe{}
+	}
+	killed := launcher.Result{ExitCode: 137, Signal: 9, OOMKilled: true, Stdout: "ALLOCATING\n"}
+	refused := launcher.Result{ExitCode: 1, Stdout: "ALLOCATING\n", Stderr: "RangeError: Array buffer allocation failed\n"}
+	process := testParams
+	process.Process = true
+	for _, tt := range []struct {
+		o    Params
+		r    launcher.Result
+		pass bool
+	}{
+		{testParams, killed, true},
+		{testParams, refused, false}, // a container's limit is the OOM kill
+		{process, refused, true},
+		{process, killed, true}, // the container's cgroup, shared with the server, came first
+		{process, launcher.Result{ExitCode: 1, Stdout: "ALLOCATING\n", Stderr: "TypeError: x\n"}, false},
+	} {
+		err := byName(tt.o, "javascript_memory_limit").Check(tt.r)
+		if (err == nil) != tt.pass {
+			t.Errorf("process %v, %+v: got %v, want pass %v", tt.o.Process, tt.r, err, tt.pass)
+		}
+	}
+	if err := byName(process, "bash_memory_limit").Check(launcher.Result{ExitCode: 2, Stdout: "ALLOCATING\n", Stderr: "bash: xrealloc: cannot allocate 536870912 bytes\n"}); err != nil {
+		t.Errorf("bash's refused allocation on the process backend: %v", err)
+	}
+
+	tree := byName(testParams, "bash_timeout_kills_tree")
+	spawned := "SANDBOX-ID " + strings.Repeat("ab", 32) + "\nSPAWNED 2\n"
+	for name, r := range map[string]launcher.Result{
+		"exited":         {ExitCode: 0, Stdout: spawned},
+		"one child":      {ExitCode: 137, Signal: 9, TimedOut: true, Stdout: "SANDBOX-ID " + strings.Repeat("ab", 32) + "\nSPAWNED 1\n"},
+		"no sandbox id":  {ExitCode: 137, Signal: 9, TimedOut: true, Stdout: "x\nSPAWNED 2\n"},
+		"a failure seen": {ExitCode: 137, Signal: 9, TimedOut: true, Stdout: spawned + "PROBE FAIL: x\n"},
+	} {
+		if err := tree.Check(r); err == nil {
+			t.Errorf("the tree probe accepted a run that %s", name)
+		}
+	}
+	if tree.Next == nil || !tree.AwaitRemoval || tree.Next.Job.Language != "bash" {
+		t.Errorf("the tree probe's second run: next %v, await removal %v", tree.Next != nil, tree.AwaitRemoval)
 	}
 }
 
@@ -165,6 +256,9 @@ func TestProbeCodeCompiles(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
 	each(t, func(t *testing.T, p Probe) {
+		if p.Job.Language != "" {
+			return // TestLanguageProbeCodeCompiles
+		}
 		f := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".py")
 		if err := os.WriteFile(f, []byte(p.Job.Code), 0o600); err != nil {
 			t.Fatal(err)
@@ -176,5 +270,33 @@ func TestProbeCodeCompiles(t *testing.T) {
 	out, err := exec.Command(py, append([]string{"-c", script}, files...)...).CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Errorf("probe programs do not compile: %v\n%s", err, out)
+	}
+}
+
+// TestLanguageProbeCodeCompiles checks the other languages' programs with a local bash
+// (-n) and node (--check, as an ES module), when there are.
+func TestLanguageProbeCodeCompiles(t *testing.T) {
+	for lang, cmd := range map[string][]string{"bash": {"bash", "-n"}, "javascript": {"node", "--check"}} {
+		bin, err := exec.LookPath(cmd[0])
+		if err != nil {
+			t.Logf("no %s: %s's probes not compiled", cmd[0], lang)
+			continue
+		}
+		dir := t.TempDir()
+		for _, p := range Languages(testParams, lang) {
+			jobs := []launcher.Job{p.Job}
+			if p.Next != nil {
+				jobs = append(jobs, p.Next.Job)
+			}
+			for i, job := range jobs {
+				f := filepath.Join(dir, fmt.Sprintf("%s_%d.mjs", p.Name, i))
+				if err := os.WriteFile(f, []byte(job.Code), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := exec.Command(bin, cmd[1], f).CombinedOutput(); err != nil {
+					t.Errorf("%s (run %d) does not compile: %v\n%s", p.Name, i+1, err, out)
+				}
+			}
+		}
 	}
 }
