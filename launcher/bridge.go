@@ -76,17 +76,27 @@ func jsExports(catalog []byte) string {
 	if json.Unmarshal(catalog, &c) != nil {
 		return ""
 	}
-	taken := map[string]bool{"default": true, "search": true, "describe": true, "ToolError": true, "ToolDenied": true,
-		"ToolBudgetExceeded": true, "ToolTimeout": true, "ToolUnavailable": true, "Image": true, "Resource": true}
+	taken := map[string]bool{}
 	var b strings.Builder
 	for i, s := range c.Servers {
-		if taken[s.Module] || !jsIdentifier.MatchString(s.Module) {
+		if taken[s.Module] || !JSNamedExport(s.Module) {
 			continue
 		}
 		taken[s.Module] = true
 		fmt.Fprintf(&b, "const _s%d = servers[%q];\nexport { _s%d as %s };\n", i, s.Module, i, s.Module)
 	}
 	return b.String()
+}
+
+// mcptoolsOwn are the names mcptools.mjs exports itself.
+var mcptoolsOwn = map[string]bool{"default": true, "search": true, "describe": true, "ToolError": true, "ToolDenied": true,
+	"ToolBudgetExceeded": true, "ToolTimeout": true, "ToolUnavailable": true, "Image": true, "Resource": true}
+
+// JSNamedExport reports whether a server's module name is a named export of
+// JavaScript's mcptools (import { name } from "mcptools"): an identifier the module
+// does not export itself. Any other is on the default export only.
+func JSNamedExport(module string) bool {
+	return !mcptoolsOwn[module] && jsIdentifier.MatchString(module)
 }
 
 var jsIdentifier = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,8 +18,10 @@ import (
 // *upstream.Manager satisfies it.
 type Upstreams interface {
 	NewExec(approve upstream.Approver) *upstream.Exec
-	Index() string
-	Search(query string) string
+	// Index and Search give the Python form of the calls, and with javascript the
+	// JavaScript form too.
+	Index(javascript bool) string
+	Search(query string, javascript bool) string
 }
 
 // execToolsOutput is the structured result with upstreams configured: execOutput
@@ -60,20 +63,30 @@ type searchInput struct {
 // description's note on sessions, "" without them: a session's calls get the tools too
 // (each call its own budget and approvals, as a one-shot exec).
 func (h *handler) addCodeMode(s *mcp.Server, opts Options, sessionsNote string) {
+	js := slices.Contains(opts.Languages, "javascript") // code mode's other language
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
-		Description:  description(opts, h.limits) + backgroundNote(opts.Runs) + sessionsNote + "\n\n" + opts.Upstreams.Index(),
+		Description:  description(opts, h.limits) + backgroundNote(opts.Runs) + sessionsNote + "\n\n" + opts.Upstreams.Index(js),
 		InputSchema:  inputSchema(opts),
 		OutputSchema: backgroundOutputSchema(toolsOutputSchema(opts), opts),
 		Annotations:  annotations(opts),
 	}, h.execTools)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        searchToolName,
-		Description: "Find the upstream tools a program run by exec can call: returns the Python signature (from mcptools import <server>; <server>.<tool>(...)) and description of each allowed tool whose server, name or description contains the query. Runs no code.",
+		Description: searchDescription(js),
 		Annotations: &mcp.ToolAnnotations{Title: "Search the tools available to exec's programs", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in searchInput) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: opts.Upstreams.Search(in.Query)}}}, nil, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: opts.Upstreams.Search(in.Query, js)}}}, nil, nil
 	})
+}
+
+// searchDescription is tools_search's description: the forms its answer gives.
+func searchDescription(javascript bool) string {
+	forms := "the Python signature (from mcptools import <server>; <server>.<tool>(...))"
+	if javascript {
+		forms = "the Python signature (from mcptools import <server>; <server>.<tool>(...)), the JavaScript call (import { <server> } from \"mcptools\"; await <server>.<tool>({...}))"
+	}
+	return "Find the upstream tools a program run by exec can call: returns " + forms + " and description of each allowed tool whose server, name or description contains the query. Runs no code."
 }
 
 // execTools is exec with the program's tools bound: the job gets the exec's bridge,

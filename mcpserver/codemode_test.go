@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,5 +91,44 @@ func TestCodeModeSessions(t *testing.T) {
 	jobs := f.conns[0].jobs()
 	if len(jobs) != 3 || jobs[0].Tools == nil || jobs[0].Tools == jobs[1].Tools || jobs[1].Tools == jobs[2].Tools {
 		t.Fatalf("the session got %d jobs, want 3, each with tools of its own", len(jobs))
+	}
+}
+
+// TestCodeModeIndexJavaScript: with JavaScript among the languages, exec's index and
+// tools_search say how a JavaScript program imports and calls a server's tools
+// (launcher/mcptools.mjs); without it, both stay Python's alone.
+func TestCodeModeIndexJavaScript(t *testing.T) {
+	cfg, err := upstream.Parse([]byte(`{"mcpServers": {"echo-server": {"command": "/bin/false", "tools": ["echo"]}}}`),
+		upstream.Resolver{LookupEnv: os.LookupEnv, ReadFile: os.ReadFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jsImport = "`import { echo_server } from \"mcptools\"`, then `await echo_server.<tool>({...})`"
+	for _, tt := range []struct {
+		langs []string
+		js    bool
+	}{
+		{nil, false},
+		{[]string{"python", "bash"}, false},
+		{[]string{"python", "javascript", "bash"}, true},
+	} {
+		cs := connect(t, t.Context(), &fakeRunner{}, Options{Upstreams: upstream.New(cfg, "test", zerolog.Nop()), Languages: tt.langs})
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, tool := range res.Tools {
+			got[tool.Name] = tool.Description
+		}
+		if !strings.Contains(got[toolName], "e.g. `from mcptools import echo_server`") {
+			t.Errorf("languages %v: exec's index lacks the Python import", tt.langs)
+		}
+		if strings.Contains(got[toolName], jsImport) != tt.js {
+			t.Errorf("languages %v: exec's index has the JavaScript import %v, want %v", tt.langs, !tt.js, tt.js)
+		}
+		if strings.Contains(got[searchToolName], `import { <server> } from "mcptools"; await <server>.<tool>({...})`) != tt.js {
+			t.Errorf("languages %v: tools_search's description has the JavaScript call %v, want %v", tt.langs, !tt.js, tt.js)
+		}
 	}
 }

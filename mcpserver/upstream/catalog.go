@@ -3,8 +3,12 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
 )
 
 // The catalog the sandbox's mcptools module builds its functions from (launcher/mcptools.py).
@@ -90,11 +94,18 @@ func (m *Manager) catalog() []byte {
 const maxIndex = 4096
 
 // Index is the compact list of servers and tools for the exec tool's description:
-// how to import them, and one line per tool, at most maxIndex bytes.
-func (m *Manager) Index() string {
+// how to import them (in JavaScript too, with javascript), and one line per tool,
+// which reads the same in both, at most maxIndex bytes.
+func (m *Manager) Index(javascript bool) string {
 	var b strings.Builder
-	b.WriteString("Code mode: the program can call the tools of other MCP servers as Python functions, through the sandbox's own stream (still no network). Import a server's module from mcptools and call its functions with keyword arguments, e.g. `from mcptools import " +
-		m.exampleModule() + "`. Results are the tool's structured content, else its text (JSON-decoded when it is JSON); a failing tool raises mcptools.ToolError. mcptools.search(\"text\") and mcptools.describe(\"server.tool\") show signatures in the sandbox; the tools_search tool shows them here. Each run may make " +
+	langs, js, raises := "Python", "", "raises mcptools.ToolError"
+	if javascript {
+		imp, ref := jsImport(m.exampleModule())
+		langs, raises = "Python or JavaScript", "raises (rejects with) mcptools.ToolError"
+		js = "; in JavaScript `" + imp + "`, then `await " + ref + ".<tool>({...})`"
+	}
+	b.WriteString("Code mode: the program can call the tools of other MCP servers as " + langs + " functions, through the sandbox's own stream (still no network). Import a server's module from mcptools and call its functions with keyword arguments, e.g. `from mcptools import " +
+		m.exampleModule() + "`" + js + ". Results are the tool's structured content, else its text (JSON-decoded when it is JSON); a failing tool " + raises + ". mcptools.search(\"text\") and mcptools.describe(\"server.tool\") show signatures in the sandbox; the tools_search tool shows them here. Each run may make " +
 		fmt.Sprint(m.cfg.Limits.MaxCalls) + " calls (refused ones count too); tool_calls lists them.\nServers and tools:\n")
 	for _, s := range m.entries() {
 		fmt.Fprintf(&b, "- %s (from mcptools import %s):", s.Name, s.Module)
@@ -136,8 +147,9 @@ func firstLine(s string, max int) string {
 const maxSearch = 20
 
 // Search returns the Python signatures and docstrings of the allowed tools whose
-// server, name or description contains query (any case); "" matches all.
-func (m *Manager) Search(query string) string {
+// server, name or description contains query (any case); "" matches all. With
+// javascript each also has its call in JavaScript.
+func (m *Manager) Search(query string, javascript bool) string {
 	q := strings.ToLower(query)
 	var b strings.Builder
 	n := 0
@@ -151,6 +163,9 @@ func (m *Manager) Search(query string) string {
 				return b.String()
 			}
 			b.WriteString(pythonDoc(s, t))
+			if javascript {
+				b.WriteString(jsDoc(s, t))
+			}
 			b.WriteString("\n")
 		}
 	}
@@ -194,6 +209,30 @@ func pythonDoc(s catalogServer, t catalogTool) string {
 		out += "  Arguments:\n" + strings.Join(args, "\n") + "\n"
 	}
 	return out
+}
+
+// jsImport is how a JavaScript program imports a server's module, and the name it
+// then has (launcher/mcptools.mjs).
+func jsImport(module string) (imp, ref string) {
+	if launcher.JSNamedExport(module) {
+		return "import { " + module + " } from \"mcptools\"", module
+	}
+	return "import mcptools from \"mcptools\"", fmt.Sprintf("mcptools[%q]", module)
+}
+
+// jsDoc is a tool's call in JavaScript, as mcptools.mjs's describe writes its
+// signature: one object of arguments, the optional ones marked "?".
+func jsDoc(s catalogServer, t catalogTool) string {
+	props, required := schemaProps(t.InputSchema)
+	names := slices.Sorted(maps.Keys(props))
+	sort.SliceStable(names, func(i, j int) bool { return required[names[i]] && !required[names[j]] })
+	for i, n := range names {
+		if !required[n] {
+			names[i] += "?"
+		}
+	}
+	imp, ref := jsImport(s.Module)
+	return fmt.Sprintf("  JavaScript: %s; await %s.%s({%s})\n", imp, ref, t.Function, strings.Join(names, ", "))
 }
 
 func schemaProps(schema any) (map[string]map[string]any, map[string]bool) {

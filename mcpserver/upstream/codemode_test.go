@@ -306,6 +306,12 @@ print(mcptools.search("structured"))
 	if h.rec.auth != "Bearer s3cret-token" {
 		t.Errorf("the HTTP upstream saw Authorization %q", h.rec.auth)
 	}
+	// tools_search's answer with JavaScript on: each tool's call in both languages.
+	for _, want := range []string{"from mcptools import local\nlocal.structured(*, text: str)", "  JavaScript: import { local } from \"mcptools\"; await local.structured({text})\n"} {
+		if got := h.m.Search("structured", true); !strings.Contains(got, want) {
+			t.Errorf("Search with JavaScript: got\n%s\nwant it to contain %q", got, want)
+		}
+	}
 }
 
 // TestCodeModeTimeout: the exec's timeout cancels the call in flight, and the
