@@ -74,7 +74,8 @@ func Languages(o Params, langs ...string) []Probe {
 			treeTimeout, treeTimedOut, "tree_start")
 		next := mk("timeout_kills_tree", tree.Claim, probeTimeout, nil, "tree_check")
 		tree.Next, tree.AwaitRemoval = &next, true
-		out = append(out,
+		// The tree probe first: it waits out its timeout, which the others then share.
+		out = append(out, tree,
 			mk("network", "the only interface is lo with no route off it; TCP and UDP to outside addresses find no route (ENETUNREACH); names do not resolve",
 				probeTimeout, nil, "network"),
 			mk("privileges", "the program and the bootstrap run as uid/gid 65532 with every capability set empty, no_new_privs and a seccomp filter (mode 2)",
@@ -84,8 +85,7 @@ func Languages(o Params, langs ...string) []Probe {
 			mk("pids_limit", "processes stop below Pids and the program survives to go on",
 				probeTimeout, nil, "pids"),
 			mk("memory_limit", "a program touching twice Memory is stopped: OOM-killed and said so (the process backend: the allocation fails)",
-				probeTimeout, memory, "memory"),
-			tree)
+				probeTimeout, memory, "memory"))
 	}
 	return out
 }

@@ -136,7 +136,7 @@ func TestProbeChecksAcceptSuccess(t *testing.T) {
 // TestLanguageProbes: every other language has its probe groups, written in it; the
 // memory probe's Check follows the backend, and the tree probe's wants the timeout.
 func TestLanguageProbes(t *testing.T) {
-	groups := []string{"network", "privileges", "filesystem", "pids_limit", "memory_limit", "timeout_kills_tree"}
+	groups := []string{"timeout_kills_tree", "network", "privileges", "filesystem", "pids_limit", "memory_limit"}
 	for _, lang := range []string{"bash", "javascript"} {
 		var names []string
 		for _, p := range Languages(testParams, lang) {
