@@ -84,7 +84,7 @@ func Languages(o Params, langs ...string) []Probe {
 				probeTimeout, nil, "filesystem"),
 			mk("pids_limit", "processes stop below Pids and the program survives to go on",
 				probeTimeout, nil, "pids"),
-			mk("memory_limit", "a program touching twice Memory is stopped: OOM-killed and said so (the process backend: the allocation fails)",
+			mk("memory_limit", "a program touching twice Memory is stopped: OOM-killed and said so (the process backend: that, or its allocation fails)",
 				probeTimeout, memory, "memory"))
 	}
 	return out
