@@ -1,8 +1,11 @@
 package launcher
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +166,56 @@ func TestLanguageMemoryLimit(t *testing.T) {
 				t.Errorf("oom killed: got %v on the %s backend (stderr %q)", res.OOMKilled, map[bool]string{true: "process", false: "container"}[process], res.Stderr)
 			}
 		})
+	}
+}
+
+// TestBootInterpreterPath: boot.py finds the interpreter on PATH itself (os.execvpe
+// would import warnings for it, on every call) and keeps execvpe's rules: a directory
+// without it or a file that cannot run is passed over, and when none runs the error is
+// the first that is not "no such file". Local: boot.py with this machine's python3 and
+// bash.
+func TestBootInterpreterPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs python3 and bash")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash on this machine")
+	}
+	// The interpreter itself, not a wrapper that may look for bash on PATH (pyenv's).
+	real, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Skip("no python3 on this machine")
+	}
+	noExec := t.TempDir()
+	if err := os.WriteFile(filepath.Join(noExec, "bash"), []byte("#!/bin/sh\necho wrong\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path, wantOut, wantErr string
+	}{
+		{path: "/nonexistent:" + noExec + ":" + filepath.Dir(bash), wantOut: "ran\n"},
+		{path: "/nonexistent:" + t.TempDir(), wantErr: "mcp-exec: cannot start bash: No such file or directory"},
+		{path: "/nonexistent:" + noExec + ":/nonexistent2", wantErr: "mcp-exec: cannot start bash: Permission denied"},
+	}
+	for _, tt := range tests {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		cmd, in, d, _, diag := frameBootstrapCommand(ctx, t, Options{}, "echo ran")
+		cmd.Path = strings.TrimSpace(string(real))
+		cmd.Env = append(os.Environ(), "PATH="+tt.path)
+		cmd.Stdin = strings.NewReader(strings.Replace(in, " 0\n", " 0 bash\n", 1))
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatalf("running boot.py: %v (stderr %q)", err, diag.String())
+			}
+		}
+		cancel()
+		s := frameSnapshot(d)
+		if s.Exit == nil || s.RawOut != tt.wantOut || !strings.Contains(s.RawErr, tt.wantErr) || (tt.wantErr != "") != (s.Exit.Exit != 0) {
+			t.Errorf("PATH %s: got exit %+v, stdout %q, stderr %q (fatal %q); want stdout %q, stderr with %q (boot.py: %q)",
+				tt.path, s.Exit, s.RawOut, s.RawErr, s.Fatal, tt.wantOut, tt.wantErr, diag.String())
+		}
 	}
 }
 

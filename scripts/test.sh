@@ -167,7 +167,7 @@ engine_pkgs=(./launcher ./launcher/engine ./launcher/egress/proxy)
 # live ones with a launcher of their own or the docker CLI): the warm runs skip them.
 # A test missing here only runs twice; one listed here must not use testLauncher,
 # launchertest.New or invariantsLauncher.
-pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestEngineUnreachable|TestProbesDetectWeakSandbox|TestFailedRemovalRetried|TestLostCreateSwept|TestCloseSweepsLostCreate|TestRefillHold|TestSessionSpecLabels|TestSlots|TestSpecCommand|TestSession.*|TestNoSessionCallerDataPersisted)$'
+pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestBootInterpreterPath|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestEngineUnreachable|TestProbesDetectWeakSandbox|TestFailedRemovalRetried|TestLostCreateSwept|TestCloseSweepsLostCreate|TestRefillHold|TestSessionSpecLabels|TestSlots|TestSpecCommand|TestSession.*|TestNoSessionCallerDataPersisted)$'
 # (A session's sandbox never comes from the warm pool: OpenSession starts its own, or
 # takes one from the session pool, which only TestSessionPool* set up, and those run in
 # the cold lines of every engine and runtime: 3-8 s each, measured.)
@@ -175,7 +175,7 @@ pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestCapture.*|T
 # progress, the queue, close's grace, a busy session, an idle session's slot: frames
 # and the launcher's own bookkeeping over a stream the other tests prove) and the unit
 # tests: the cold runs of the other engines and runtimes skip them (Docker runs them).
-engine_free='^(TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestProgress|TestQueueTimeNotCounted|TestCloseLetsRunsFinish|TestSessionBusy|TestSessionIdleHoldsNoSlot|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestBootExitCodesMatch|TestEngineUnreachable|TestSlots|TestSpecCommand|TestSessionSpecLabels)$'
+engine_free='^(TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestProgress|TestQueueTimeNotCounted|TestCloseLetsRunsFinish|TestSessionBusy|TestSessionIdleHoldsNoSlot|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestBootExitCodesMatch|TestBootInterpreterPath|TestEngineUnreachable|TestSlots|TestSpecCommand|TestSessionSpecLabels)$'
 # The tests of the other engines' and runtimes' warm runs: those where a pool changes
 # what the engine sees (a sandbox started ahead, idle with its stdin attached, then
 # given code; killed, its image removed or the launcher closed while it waits; the
