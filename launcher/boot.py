@@ -332,7 +332,7 @@ def _interpreter(os, argv, source, go):
     # PATH searched here, as execvpe would (the first error but ENOENT and ENOTDIR wins):
     # its os.get_exec_path imports warnings, 0.5-1 ms of every bash and node call.
     err = None
-    for d in os.environ.get("PATH", "/usr/bin:/bin").split(":"):
+    for d in os.environ.get("PATH", os.defpath).split(":"):
         try:
             os.execve((d or ".") + "/" + argv[0], argv, os.environ)
         except OSError as e:
