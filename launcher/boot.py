@@ -1256,7 +1256,7 @@ def _holder(seed, plots, files, status_of, prepare):
 
     def read_call():
         # "CELL n m s", or "CELL n m s t DIR" with tools: t bytes of tools after the
-        # files, and DIR holds the call's own two FIFOs (bind).
+        # files, and DIR holds the call's own two FIFOs (bind); "BASH n m s" for bash.
         header = b""
         while not header.endswith(b"\n"):
             b = os.read(cmd, 1)
@@ -1268,7 +1268,49 @@ def _holder(seed, plots, files, status_of, prepare):
         source = read_exact(n).decode("utf-8", "surrogateescape")
         blob = read_exact(m)
         tools = (read_exact(int(parts[3])), parts[4].decode()) if len(parts) == 5 else None
-        return source, blob, read_exact(s), tools
+        return source, blob, read_exact(s), tools, header.startswith(b"BASH")
+
+    shell = [b""]  # bash's state: what the last bash call that ended by itself saved
+    # Restores it, and saves on exit what a fresh shell's own variables and readonly
+    # ones are not (shell options, traps, aliases are not kept).
+    restore = (b"unset BASH_ENV\n__mcp_save() { local __mcp_s=$? __mcp_n; set +eux; unset IFS; {"
+               b" for __mcp_n in $(compgen -v); do case $__mcp_n in __mcp_*|BASH*|SHELLOPTS|SECONDS|EPOCHSECONDS|"
+               b"EPOCHREALTIME|RANDOM|SRANDOM|LINENO|FUNCNAME|GROUPS|DIRSTACK|PIPESTATUS|HISTCMD|_|PWD|OLDPWD|SHLVL|"
+               b"COMP_*|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|OPTIND|OPTERR|OPTARG|IFS|PS1|PS2|PS4) ;;"
+               b" *) [[ ${!__mcp_n@a} == *r* ]] || declare -p $__mcp_n;; esac; done;"
+               b" for __mcp_n in $(compgen -A function); do [[ $__mcp_n == __mcp_* ]] || declare -f $__mcp_n; done;"
+               b" printf 'cd -- %q 2>/dev/null\\n' \"$PWD\"; } >&FD 2>/dev/null; exit $__mcp_s; }\n"
+               b"trap __mcp_save EXIT\nset +e\n")
+
+    def bash(source):
+        # A fresh shell restores the state (BASH_ENV), runs the code and, from its EXIT
+        # trap, writes its state to a memory file this cell keeps; a killed call saves
+        # nothing and this cell dies with it, so the holder keeps the state before it.
+        fds = [os.memfd_create(n) for n in ("exec", "state", "saved")]
+        for fd, data in zip(fds, (source.encode("utf-8", "surrogateescape"),
+                                  restore.replace(b"FD", b"%d" % fds[2]) + shell[0] + b"\nset -e\n")):
+            while data:
+                data = data[os.write(fd, data):]
+            os.lseek(fd, 0, 0)
+        for fd in fds:
+            os.set_inheritable(fd, True)
+        pid = os.fork()
+        if pid == 0:
+            for sig in (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGINT):
+                _signal.signal(sig, _signal.SIG_DFL)
+            try:
+                os.execvpe("bash", ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "/dev/fd/%d" % fds[0]],
+                           dict(os.environ, BASH_ENV="/dev/fd/%d" % fds[1]))
+            finally:
+                os._exit(127)
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        os.lseek(fds[2], 0, 0)
+        saved = b"".join(iter(lambda: os.read(fds[2], 1 << 20), b""))
+        if saved:
+            shell[0] = saved
+        for fd in fds:
+            os.close(fd)
+        return status
 
     def bind(tools, fifos):
         # This call's FIFOs to PID 1 (c: calls, r: replies), which it closes when the
@@ -1315,7 +1357,7 @@ def _holder(seed, plots, files, status_of, prepare):
                 f.write("1000")  # the kernel's OOM kill takes the cell, not the holder
         except OSError:
             pass
-        source, blob, stdin, tools = call or read_call()
+        source, blob, stdin, tools, sh = call or read_call()
         call = None
         count += 1
         status = 0
@@ -1333,11 +1375,14 @@ def _holder(seed, plots, files, status_of, prepare):
                 bind(*tools)
             tools = None
             os.makedirs(outdir, exist_ok=True)
-            name = "<exec-%d>" % count
-            linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-            code = compile(source, name, "exec", dont_inherit=True)
-            source = None
-            exec(code, main)
+            if sh:
+                status = bash(source)
+            else:
+                name = "<exec-%d>" % count
+                linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+                code = compile(source, name, "exec", dont_inherit=True)
+                source = None
+                exec(code, main)
         except BaseException as e:
             status = status_of(e)
         e = code = None
@@ -1358,6 +1403,84 @@ HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
     '                         globals().pop("_status"), globals().pop("_prepare"))\n'
 
 
+# A session's JavaScript: one node process, started by the session's first JavaScript
+# call, runs each call in its global scope (vm scripts share top-level const, let and
+# class; top-level await is rewritten as Node's REPL does), reading calls on fd 3 ("<n>\n"
+# and the code) and answering "K <status>" on fd 4 once the call and all it left pending
+# (timers, sockets, children) have ended, as a program's end would be. Between calls it
+# blocks in its read: nothing of an earlier call runs. Its stdin is a memory file PID 1
+# refills for each call.
+NODE_RUNNER = br"""const fs = require("fs"), vm = require("vm"), { processTopLevelAwait } = require("internal/repl/await");
+const cmd = fs.openSync("/proc/self/fd/3", "r"), ev = fs.openSync("/proc/self/fd/4", "w");
+for (const fd of [3, 4, 5]) fs.closeSync(fd);
+try { fs.writeFileSync("/proc/self/oom_score_adj", "1000"); } catch {}
+process.chdir(process.env.HOME || "/tmp");
+globalThis.require = require("module").createRequire(process.cwd() + "/");
+let failed = 0;
+const fail = (e) => { failed = 1; process.stderr.write((e && e.stack || "Uncaught " + String(e)) + "\n"); };
+process.on("uncaughtException", fail);
+function read(n) {
+  const b = Buffer.alloc(n);
+  for (let got = 0, k; got < n; got += k) if (!(k = fs.readSync(cmd, b, got, n - got, null))) process.exit(0);
+  return b;
+}
+const busy = () => process.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && r !== "PipeWrap");
+(async () => {
+  for (let count = 1; ; count++) {
+    let head = "";
+    while (!head.endsWith("\n")) head += read(1).toString();
+    const src = read(+head).toString();
+    Object.defineProperty(process, "stdin", { configurable: true, get() {
+      const s = fs.createReadStream(null, { fd: 0, autoClose: false });
+      Object.defineProperty(process, "stdin", { configurable: true, value: s });
+      return s;
+    } });
+    failed = 0;
+    process.exitCode = undefined;
+    try {
+      let code = null;
+      try { code = src.includes("await") ? processTopLevelAwait(src) : null; } catch {}
+      const opts = { filename: "<exec-" + count + ">", importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER };
+      let script;
+      try { script = new vm.Script(code ?? src, opts); } catch (e) { if (code === null) throw e; code = null; script = new vm.Script(src, opts); }
+      const r = script.runInThisContext({ displayErrors: true });
+      if (code !== null) await r;
+    } catch (e) { fail(e); }
+    while (!failed && busy()) await new Promise((r) => setTimeout(r, 2));
+    fs.writeSync(ev, "K " + (failed || (process.exitCode ?? 0) & 255) + "\n");
+  }
+})();
+"""
+
+
+def node_start(out_w, err_w):
+    # The session's node: [pid, its call pipe, its event pipe, its stdin], a child of
+    # PID 1, under the filter, limits and user every process of the sandbox has.
+    r, w = os.pipe()
+    er, ew = os.pipe()
+    src = os.memfd_create("runner", os.MFD_CLOEXEC)
+    write_all(src, NODE_RUNNER)
+    stdin = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    argv = LANGUAGES[b"javascript"][:-1] + ["--expose-internals", "/dev/fd/5"]
+    snap = "/usr/local/share/mcp-exec/node.blob"  # as _interpreter's
+    if os.path.exists(snap):
+        argv[1:1] = ["--snapshot-blob", snap]
+    import fcntl
+    import signal
+    fds = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 32) for fd in (stdin, out_w, err_w, r, ew, src)]  # above 0-5
+    try:
+        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=[
+            (os.POSIX_SPAWN_DUP2, fd, i) for i, fd in enumerate(fds)],
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT))
+    except OSError as e:
+        pid = None
+        os.write(err_w, b"mcp-exec: cannot start node: %s\n" % str(e).encode())
+    for fd in fds + [r, ew, src]:
+        os.close(fd)
+    os.set_blocking(er, False)
+    return [pid, w, er, stdin]
+
+
 def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd=None):
     global seal
     install_filter(filter_arg)
@@ -1370,8 +1493,8 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
     if pid == 0:
         child(sys.modules["__main__"].__dict__, HOLDER_SRC, ["-c", str(cmd_r), str(ev_w), preload, outdir],
               out_w, err_w, (out_r, err_r, cmd_w, ev_r) + ((seal_fd,) if seal_fd is not None else ()), "holder", True)
-    for fd in (out_w, err_w, cmd_r, ev_w):
-        os.close(fd)
+    for fd in (cmd_r, ev_w):
+        os.close(fd)  # out_w and err_w stay, for the session's node (node_start)
     take_seal(seal_fd)
     shield(pid)
     # A session with a profile: PID 1 relays, after the fork (its threads are never in
@@ -1403,14 +1526,18 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 out.append((p[0], [int(x) for x in p[1:3]]))
         return out
 
+    node, dead = [None], {}  # dead: the exit status of node, reaped
+
     def reap():
         while True:
             try:
-                p, _ = os.waitpid(-1, os.WNOHANG)
+                p, st = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if p == 0:
                 return
+            if p == node[0]:
+                dead[p] = os.waitstatus_to_exitcode(st)
 
     def alive(p):
         try:
@@ -1419,11 +1546,12 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         except (OSError, IndexError):
             return False
 
-    def kill_all_but(keep):
-        # Every process of the container but PID 1 and the holder: the cell's.
+    def kill_all_but(*keep):
+        # Every process of the container but PID 1 and keep: the cell's (and, for a
+        # JavaScript call, node's, keeping the holder and its cell forked ahead).
         for _ in range(200):
             left = [p for p in (int(d) for d in os.listdir("/proc") if d.isdigit())
-                    if p not in (1, keep) and alive(p)]
+                    if p not in (1,) + keep and alive(p)]
             if not left:
                 return
             for p in left:
@@ -1433,6 +1561,53 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     pass
             reap()
             time.sleep(0.005)
+
+    def kids(p):
+        # p's children (the holder's: the cell it forked ahead).
+        out = []
+        for d in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == p:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+        return out
+
+    child_fns = {}
+
+    def replace(blob):
+        # A JavaScript call's input files, written by PID 1 as a cell writes them
+        # (the holder's replace: _files after the removal of the old ones).
+        if not child_fns:
+            exec(CHILD[:CHILD.rindex("globals().pop(\"_status\")")], child_fns)
+        i = 0
+        while i < len(blob):
+            k = int.from_bytes(blob[i:i + 4], "big")
+            name = blob[i + 4:i + 4 + k].decode("utf-8")
+            i += 8 + k + int.from_bytes(blob[i + 4 + k:i + 8 + k], "big")
+            if os.path.lexists(name) and (os.path.islink(name) or not os.path.isdir(name)):
+                os.unlink(name)
+        child_fns["_files"](os, blob)
+
+    def node_event(wait=False):
+        # The running JavaScript call's end: ("kept", status) from node, or, node gone,
+        # ("lost", its exit status); (None, 0) while it runs.
+        try:
+            data = os.read(node[2], 64)
+        except BlockingIOError:
+            data = None
+        if data:
+            p = data.split()
+            return ("kept", int(p[1])) if len(p) == 2 and p[0] == b"K" and p[1].isdigit() else ("lost", 1)
+        if data is None and not wait:
+            return None, 0
+        pid = node[0]
+        try:
+            st = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        except (ChildProcessError, TypeError):
+            st = dead.pop(pid, -9)
+        return "lost", st
 
     def reseal(parts):
         # A new attach (a shared session or a kept call on Kubernetes: any replica serves
@@ -1493,6 +1668,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             continue  # a kill that came after its cell had ended; nothing kept
         if reseal(parts):
             continue
+        lang = parts.pop() if len(parts) == 5 and parts[0] == HEADER_CELL and parts[4] in LANGUAGES else None
         if not ((len(parts) == 4 and parts[0] == HEADER_CELL) or (len(parts) == 5 and parts[0] in (HEADER_CELL_TOOLS, HEADER_KEPT))) \
                 or not all(p.isdigit() for p in parts[1:]):
             fatal("bad session header")
@@ -1519,11 +1695,40 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             call_r = os.open(fifos + "/c", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
             rep_w = os.open(fifos + "/r", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         ooms = oom_kills()
-        state, status, killed, timed_out = None, 0, False, False
+        state, status, killed, timed_out, scope = None, 0, False, False, None
         events()  # the death of a cell forked ahead that never had a call: not this call's
+        js = lang == b"javascript"
+        if js:
+            # Its node (started by the session's first JavaScript call, and anew after
+            # one was lost: said so) gets the call; the holder's cell waits on.
+            if node[0] is not None and not alive(node[0]):
+                scope = b"javascript"
+            if node[0] is None or scope:
+                for fd in node[1:]:
+                    os.close(fd)
+                node[:] = node_start(out_w, err_w)
+                try:
+                    os.chdir(os.environ.get("HOME", "/tmp"))
+                except OSError:
+                    pass
+            try:
+                os.ftruncate(node[3], 0)
+                write_all(node[3], cell[n + m:])
+                os.lseek(node[3], 0, 0)
+                replace(cell[n:n + m])
+                os.makedirs(outdir, exist_ok=True)
+                write_all(node[1], b"%d\n" % n + cell[:n])
+            except (OSError, SystemExit) as e:
+                os.write(err_w, b"mcp-exec: %s\n" % str(e).encode())
+                status, scope = 1, b"javascript"
+                kill_all_but(holder, *kids(holder))
+                state = "lost"
+            cell = b""
         try:
-            if t is None:
-                cell = b"CELL %d %d %d\n" % (n, m, s) + cell
+            if js:
+                pass
+            elif t is None:
+                cell = (b"BASH" if lang else b"CELL") + b" %d %d %d\n" % (n, m, s) + cell
             else:
                 cell = b"CELL %d %d %d %d %s\n" % (n, m, s, t, fifos.encode()) + cell
             while cell:
@@ -1538,7 +1743,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             output.relay(fd, FRAME_STDOUT if fd == out_r else FRAME_STDERR)
 
         while state is None:
-            r, w, _ = select.select([0, out_r, err_r, ev_r] + ([call_r] if call_r is not None else []),
+            r, w, _ = select.select([0, out_r, err_r, ev_r] + ([call_r] if call_r is not None else []) + node[2:3] * js,
                                     [rep_w] if replies else [], [], 0.5)
             for fd in (out_r, err_r):
                 if fd in r:
@@ -1559,10 +1764,14 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     pass
                 except OSError:
                     replies = b""  # nobody reads them any more
+            if js and node[2] in r:
+                state, status = node_event()
             if ev_r in r:
                 for e in events():
                     if e is None:
                         state = "lost"
+                    elif js:
+                        pass  # the holder's: this call is node's
                     elif e[0] == b"K" and not killed:
                         old, holder = holder, e[1][0]
                         try:
@@ -1584,6 +1793,15 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     pass
                 elif line.split() == [HEADER_KILL]:
                     kill = True
+            if state is None and kill and not killed and js:
+                # No fork of a node process: its state goes with the call.
+                killed, timed_out = True, late
+                state, status = node_event()
+                if state is None:
+                    kill_all_but(holder, *kids(holder))
+                    state, status = node_event(True)
+            if js and state == "lost" and alive(holder):
+                scope = b"javascript"  # Python's and bash's state stay
             if state is None and kill and not killed:
                 killed, timed_out = True, late
                 # A "K" already in the pipe means the cell ended first: keep it.
@@ -1596,14 +1814,18 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                             pass
                         state, status, killed, timed_out = "kept", e[1][1], False, False
                 if state is None:
-                    kill_all_but(holder)
+                    kill_all_but(holder, node[0])
             reap()
             if state is None and not alive(holder):
                 # A cell that ended its holder may still end by itself (then it holds).
                 if killed or not [d for d in os.listdir("/proc") if d.isdigit() and d != "1" and alive(int(d))]:
                     state = "lost"
-        if state == "lost":
-            kill_all_but(None)
+        if js and not alive(node[0]):
+            for fd in node[1:]:
+                os.close(fd)
+            node[:] = [None]
+        if state == "lost" and not scope:
+            kill_all_but()
         for fd in (call_r, rep_w):
             if fd is not None:
                 os.close(fd)  # what this call left can make no more calls
@@ -1617,12 +1839,14 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 relay(fd)
         send_files(outdir, max_file, max_files, emit)
         shutil.rmtree(outdir, ignore_errors=True)
-        x = exit_payload(status, ooms, output.dropped, killed, state)
+        x = exit_payload(status, ooms, output.dropped, killed, "lost" if scope else state)
+        if scope:
+            x = x[:-1] + b', "scope": "%s"}' % scope
         if kept is not None:
             x = x[:-1] + b', "timed_out": %s, "duration_ms": %d}' % (b"true" if timed_out else b"false", (time.monotonic() - t0) * 1000)
         emit(frame(FRAME_EXIT, x))
         if kept is not None:
-            kill_all_but(None)  # what the call left: its result is all the pod holds now
+            kill_all_but()  # what the call left: its result is all the pod holds now
             kept = b"".join(kept)
             while True:
                 _, line = read_input()
@@ -1630,7 +1854,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     write_all(1, kept)
                 elif line is not None:
                     reseal(line.split())
-        if state == "lost":
+        if state == "lost" and not scope:
             os._exit(EXIT_OK)
 
 

@@ -102,7 +102,15 @@ type Result struct {
 	// SessionState is what a session kept after the call (SessionKept,
 	// SessionRolledBack, SessionLost); "" for Run.
 	SessionState string
+	// LostLanguage, with SessionLost, names the language whose state alone the call
+	// lost ("javascript": its node process went with the call); the session's sandbox,
+	// its other languages' state and its files stay. "" when the whole session went.
+	LostLanguage string
 }
+
+// SessionGone says whether the call lost the whole session (its sandbox is replaced by
+// the next call), not only one language's state.
+func (r Result) SessionGone() bool { return r.SessionState == SessionLost && r.LostLanguage == "" }
 
 // Timing is where a Run's time went inside the launcher, for debug logs and
 // benchmarks. Together with QueueWait and Duration it accounts for the call.

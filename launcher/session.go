@@ -215,13 +215,17 @@ func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 }
 
 // sessionJob refuses what a session's call cannot have, held or attached: an egress
-// profile of its own, a language other than Python.
+// profile of its own, a language the bootstrap does not know, tools for a call that is
+// not Python.
 func sessionJob(job Job) error {
 	if job.Egress != "" {
 		return ErrSessionEgress
 	}
-	if !job.python() {
-		return fmt.Errorf("%w: a session runs Python only, not %s", ErrLanguage, job.Language)
+	if err := job.checkLanguage(); err != nil {
+		return err
+	}
+	if !job.python() && job.Tools != nil {
+		return fmt.Errorf("%w: code mode in a session is Python's, not %s's", ErrLanguage, job.Language)
 	}
 	return nil
 }
@@ -247,10 +251,10 @@ func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
 	res.Timing.Take, res.Timing.Warm = take, true
 	// A cancelled call that was rolled back leaves a usable interpreter; any other
 	// error leaves a stream that cannot be trusted.
-	kept := res.SessionState == SessionKept || res.SessionState == SessionRolledBack
-	if res.SessionState == SessionLost || (err != nil && !(kept && errors.Is(err, context.Canceled))) {
+	kept := res.SessionState == SessionKept || res.SessionState == SessionRolledBack || (res.SessionState == SessionLost && !res.SessionGone())
+	if res.SessionGone() || (err != nil && !(kept && errors.Is(err, context.Canceled))) {
 		s.lose(sb)
-		res.SessionState = SessionLost
+		res.SessionState, res.LostLanguage = SessionLost, ""
 	}
 	return res, l.closedOr(err)
 }
@@ -278,7 +282,7 @@ func (s *Session) cell(ctx context.Context, sb *sandbox, sw *switchWriter, job J
 	sw.set(sb.dec)
 	res, err := sb.run(ctx, job, c)
 	res.Timing.Deliver = sb.deliverTime
-	if c.br != nil && res.SessionState != SessionLost {
+	if c.br != nil && !res.SessionGone() {
 		// The next call's request must not meet a reply of this one on the stream.
 		stopCalls()
 		select {
@@ -306,6 +310,9 @@ func (c sessionCall) deliver(delivered chan<- error) {
 	defer close(c.wrote)
 	files := encodeFiles(c.job.Files)
 	head := wire.CellHeader(len(c.job.Code), len(files), len(c.job.Stdin))
+	if !c.job.python() {
+		head = wire.CellLanguageHeader(c.job.Language, len(c.job.Code), len(files), len(c.job.Stdin))
+	}
 	var tools []byte
 	if c.br != nil {
 		tools = toolsBlob(c.job)
@@ -380,7 +387,11 @@ func (s *Session) ended(sb *sandbox, d time.Duration) (Result, error) {
 	default:
 		return Result{SessionState: SessionLost}, fmt.Errorf("%w: session sandbox %s: exit frame without a session state", ErrSandbox, shortID(sb.id))
 	}
-	if res.SessionState == SessionLost {
+	switch {
+	case res.SessionState == SessionLost && st.Scope == "javascript":
+		res.LostLanguage = st.Scope
+		res.Stderr = appendNote(res.Stderr, lostJavaScriptNote)
+	case res.SessionState == SessionLost:
 		res.Stderr = appendNote(res.Stderr, lostNote)
 	}
 	return res, nil
@@ -388,6 +399,10 @@ func (s *Session) ended(sb *sandbox, d time.Duration) (Result, error) {
 
 // lostNote ends the stderr of a call that lost its session.
 const lostNote = "[mcp-exec] the session's interpreter was lost: its variables are gone; the next call starts an empty one (files in /tmp too)\n"
+
+// lostJavaScriptNote ends the stderr of a call that lost the session's JavaScript state
+// alone (a killed JavaScript call: a node process cannot be forked to roll it back).
+const lostJavaScriptNote = "[mcp-exec] the session's JavaScript state was lost (its node process ended with the call); the next JavaScript call starts a fresh one; Python's and bash's state and the files in /tmp are as they were\n"
 
 // interruptWait bounds how long a killed call's exit frame may take before the whole
 // sandbox goes (and the session is lost).

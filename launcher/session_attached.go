@@ -118,9 +118,9 @@ func (a *AttachedSession) exec(ctx context.Context, job Job) (Result, error) {
 	conn.Close()
 	<-sb.streamDone
 	res.Timing.Take, res.Timing.Warm = take, true
-	kept := res.SessionState == SessionKept || res.SessionState == SessionRolledBack
-	if res.SessionState == SessionLost || (err != nil && !(kept && errors.Is(err, context.Canceled))) {
-		res.SessionState = SessionLost
+	kept := res.SessionState == SessionKept || res.SessionState == SessionRolledBack || (res.SessionState == SessionLost && !res.SessionGone())
+	if res.SessionGone() || (err != nil && !(kept && errors.Is(err, context.Canceled))) {
+		res.SessionState, res.LostLanguage = SessionLost, ""
 		a.mu.Lock()
 		a.closed = true
 		a.mu.Unlock()

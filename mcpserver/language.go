@@ -45,7 +45,7 @@ func languageDescription(o Options) string {
 	if slices.Contains(o.Languages, "javascript") {
 		tools = ` Upstream tools are for Python and JavaScript (import { server } from "mcptools"; await server.tool({...})), not bash.`
 	}
-	return fmt.Sprintf("\n\nLanguages: %q (the default) and, with \"language\", %s. Stdin, files in and /tmp/outputs, the limits and the result are the same for each; matplotlib figures are Python's. %s Sessions are for Python only.%s",
+	return fmt.Sprintf("\n\nLanguages: %q (the default) and, with \"language\", %s. Stdin, files in and /tmp/outputs, the limits and the result are the same for each; matplotlib figures are Python's. %s In a session every language keeps its own state (Python's and JavaScript's globals; bash's variables, functions and directory) and /tmp is shared.%s",
 		launcher.LanguagePython, strings.Join(quoted(otherLanguages(o)), ", "), strings.Join(lines, " "), tools)
 }
 
@@ -99,8 +99,8 @@ func checkLanguage(in execInput, o Options) error {
 		return &invalidInput{"language", fmt.Sprintf("language %q is not available on this server; it runs %s (%s)",
 			in.Language, strings.Join(quoted(supported), ", "), o.Vars.Var(SettingLanguages))}
 	}
-	if in.SessionID != "" {
-		return &invalidInput{"language", fmt.Sprintf("language %q cannot be used with session_id: sessions run Python only (for now); leave session_id out to run it in a new sandbox", in.Language)}
+	if in.SessionID != "" && o.Upstreams != nil {
+		return &invalidInput{"language", fmt.Sprintf("language %q cannot be used with session_id while this server gives programs upstream tools (code mode): code mode in a session is Python's; write Python, or leave session_id out to run JavaScript in a new sandbox", in.Language)}
 	}
 	if o.Upstreams != nil && in.Language != "javascript" {
 		return &invalidInput{"language", fmt.Sprintf("language %q is not available while this server gives programs upstream tools (code mode): its exec runs Python and JavaScript only; write Python (leave language out) or JavaScript", in.Language)}

@@ -100,8 +100,10 @@ func TestLanguageRefusals(t *testing.T) {
 		!strings.Contains(err.Error(), `it runs "python", "bash"`) || !strings.Contains(err.Error(), "MCP_EXEC_LANGUAGES") {
 		t.Errorf("not configured: got %v, want the supported list and the setting", err)
 	}
-	if err := checkLanguage(execInput{Language: "bash", SessionID: "s"}, Options{Languages: testLanguages}); err == nil || !strings.Contains(err.Error(), "sessions run Python only") {
-		t.Errorf("with session_id: got %v", err)
+	for _, l := range []string{"bash", "javascript"} {
+		if err := checkLanguage(execInput{Language: l, SessionID: "s"}, Options{Languages: testLanguages}); err != nil {
+			t.Errorf("%s with session_id: got %v, want it taken", l, err)
+		}
 	}
 
 	cfg, err := upstream.Parse([]byte(`{"mcpServers": {"echo-server": {"command": "/bin/false", "tools": ["echo"]}}}`),
@@ -119,5 +121,9 @@ func TestLanguageRefusals(t *testing.T) {
 	}
 	if res := call(t, t.Context(), cs, `{"code":"console.log(1)","language":"javascript"}`); res.IsError {
 		t.Fatalf("javascript in code mode: %s", text(t, res))
+	}
+	if err := checkLanguage(execInput{Language: "javascript", SessionID: "s"}, Options{Languages: testLanguages, Upstreams: upstream.New(cfg, "test", zerolog.Nop())}); err == nil ||
+		!strings.Contains(err.Error(), "code mode in a session is Python's") {
+		t.Errorf("javascript in a session in code mode: got %v, want code mode's refusal", err)
 	}
 }

@@ -489,14 +489,14 @@ func (s *sessions) exec(ctx context.Context, req *mcp.CallToolRequest, id string
 		s.mu.Unlock()
 	}
 	res, err := s.conn(c.Sandbox).Exec(ctx, job)
-	if (err != nil || res.SessionState == launcher.SessionLost) && !errors.Is(err, context.Canceled) && !s.o.shared() && !s.holds(c.Sandbox) {
+	if (err != nil || res.SessionGone()) && !errors.Is(err, context.Canceled) && !s.o.shared() && !s.holds(c.Sandbox) {
 		// A claimed session ends meanwhile only by session_close (expiry waits for the
 		// call): its sandbox was removed under the call, which is neither a failure of
 		// the sandbox nor a lost interpreter that the next call would replace.
 		err = launcher.ErrSessionClosed
 	}
 	var expires time.Time
-	if res.SessionState == launcher.SessionLost && s.o.shared() {
+	if res.SessionGone() && s.o.shared() {
 		// The launcher removed the attached sandbox; the session starts again, empty,
 		// in a new one (as a held session does), keeping its handle, owner, count and
 		// maximum lifetime.

@@ -20,6 +20,9 @@ type Exit struct {
 	Dropped bool `json:"dropped"` // the bootstrap dropped output past the cap
 	// State is a session's: kept, rolled_back or lost; "" in one-shot.
 	State string `json:"state"`
+	// Scope names the language whose state alone a lost session call lost
+	// ("javascript": its node process); "" when the whole session was lost.
+	Scope string `json:"scope"`
 	// TimedOut and DurationMs are a kept call's: the bootstrap killed it at its
 	// timeout; how long it ran.
 	TimedOut   bool  `json:"timed_out"`

@@ -10,6 +10,7 @@
 //	→ MCPEXEC3 <c> <f> <t> <s>  ToolsHeader with tools: code, files, ToolsBlob, s bytes of stdin
 //	→ MCPEXEC3 <c> <f> <t> <s> <lang>  ToolsLanguageHeader  the same, for a JavaScript program
 //	→ MCPEXECS <c> <f> <s>      CellHeader  a session's call: code, files, s bytes of stdin
+//	→ MCPEXECS <c> <f> <s> <lang>  CellLanguageHeader  the same, for a call in a language of Languages
 //	→ MCPEXECT <c> <f> <t> <s>  CellToolsHeader  a session's call with tools: as MCPEXEC3
 //	→ MCPEXECK                  Kill        kill a session's running call
 //	→ MCPEXECR <key hex>        ResealLine  a shared session's new seal key, between calls

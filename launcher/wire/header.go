@@ -46,6 +46,11 @@ func CellHeader(code, files, stdin int) string {
 	return "MCPEXECS " + strconv.Itoa(code) + " " + strconv.Itoa(files) + " " + strconv.Itoa(stdin) + "\n"
 }
 
+// CellLanguageHeader is CellHeader for a call in one of Languages: its name goes last.
+func CellLanguageHeader(language string, code, files, stdin int) string {
+	return strings.TrimSuffix(CellHeader(code, files, stdin), "\n") + " " + language + "\n"
+}
+
 // CellToolsHeader starts one call in a session with tools (code mode): code, files,
 // tools (ToolsBlob) and exactly stdin bytes; until the call's exit frame the stream
 // carries Y frames (and Kill), which the bootstrap hands to that call alone.

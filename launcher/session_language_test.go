@@ -1,0 +1,117 @@
+package launcher_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/launchertest"
+)
+
+func bashJob(code string) launcher.Job { return launcher.Job{Code: code, Language: "bash"} }
+func jsJob(code string) launcher.Job   { return launcher.Job{Code: code, Language: "javascript"} }
+
+// TestSessionBash: a bash call starts from the state the last bash call that ended by
+// itself saved (its directory, variables with their attributes, arrays, exported ones,
+// functions), a failure under -e included; a timeout rolls it back; stdin, input files
+// and /tmp/outputs are each call's; Python's state is its own, /tmp is shared.
+func TestSessionBash(t *testing.T) {
+	l := launchertest.New(t, launcher.Options{})
+	s := openSession(t, l, launcher.SessionOptions{Expires: time.Now().Add(time.Hour)})
+
+	wantState(t, sessionExec(t, s, bashJob(`mkdir -p /tmp/work && cd /tmp/work
+x=41; declare -i n=2; arr=(one "two words" $'three\nlines'); declare -A m=([k]=v)
+export EV=seen; greet() { echo "hi $1"; }
+printf 'a,b\n1,2\n' > data.csv`)), launcher.SessionKept, "")
+	wantState(t, sessionExec(t, s, bashJob(`n+=1; echo "$PWD $x $n ${#arr[@]} ${arr[1]} ${m[k]}"; bash -c 'echo "$EV"'; greet you`)),
+		launcher.SessionKept, "/tmp/work 41 3 3 two words v\nseen\nhi you\n")
+
+	// A failure under -e keeps what ran before it, with the failing command's status.
+	res := sessionExec(t, s, bashJob("y=7\nfalse\ny=8"))
+	if res.ExitCode != 1 || res.SessionState != launcher.SessionKept {
+		t.Fatalf("failure: got exit %d, state %q, stderr %q, want 1, kept", res.ExitCode, res.SessionState, res.Stderr)
+	}
+	wantState(t, sessionExec(t, s, bashJob(`echo $y`)), launcher.SessionKept, "7\n")
+
+	// A timeout: the call changed x and the directory, then looped; both are as before.
+	res = sessionExec(t, s, launcher.Job{Code: "x=0; cd /; sleep 100 & while :; do :; done", Language: "bash", Timeout: time.Second})
+	if !res.TimedOut || res.SessionState != launcher.SessionRolledBack {
+		t.Fatalf("timeout: got timed out %v, state %q (stderr %q), want true, rolled_back", res.TimedOut, res.SessionState, res.Stderr)
+	}
+	wantState(t, sessionExec(t, s, bashJob(`echo "$PWD $x"`)), launcher.SessionKept, "/tmp/work 41\n")
+
+	// Stdin and input files are the call's; outputs come back with it.
+	res = sessionExec(t, s, launcher.Job{Code: "read -r l; cat /tmp/in.txt; echo \" $l\"; echo r > /tmp/outputs/r.txt", Language: "bash",
+		Stdin: "line\n", Files: []launcher.File{{Name: "in.txt", Data: []byte("file")}}})
+	wantState(t, res, launcher.SessionKept, "file line\n")
+	if len(res.Files) != 1 || res.Files[0].Name != "r.txt" {
+		t.Fatalf("files: got %+v, want r.txt", res.Files)
+	}
+
+	// Python has its own state and the same /tmp: the CSV bash wrote.
+	wantState(t, sessionExec(t, s, launcher.Job{Code: "import csv\nprint(list(csv.reader(open('/tmp/work/data.csv'))), 'x' in globals())"}),
+		launcher.SessionKept, "[['a', 'b'], ['1', '2']] False\n")
+	wantState(t, sessionExec(t, s, bashJob(`echo $x`)), launcher.SessionKept, "41\n")
+}
+
+// TestSessionJavaScript: a JavaScript call runs in the global scope of the session's
+// node process (top-level const, let, function, class and await); a call's uncaught
+// exception is exit 1 and keeps the state; a killed call loses the JavaScript state
+// alone (said so: lost, and a note), Python's and the files stay, and the next call
+// starts a fresh node; a Python call's timeout leaves node alone.
+func TestSessionJavaScript(t *testing.T) {
+	l := launchertest.New(t, launcher.Options{})
+	s := openSession(t, l, launcher.SessionOptions{Expires: time.Now().Add(time.Hour)})
+
+	wantState(t, sessionExec(t, s, launcher.Job{Code: "x = 41\nopen('/tmp/py.txt', 'w').write('py')"}), launcher.SessionKept, "")
+	wantState(t, sessionExec(t, s, jsJob(`const c = 1; let o = {n: 1}; function f() { return c + 1 }
+class K { m() { return 'k' } }
+const v = await new Promise((r) => setTimeout(() => r(5), 10));
+setTimeout(() => console.log('pending ran'), 50);`)), launcher.SessionKept, "pending ran\n")
+	wantState(t, sessionExec(t, s, launcher.Job{Code: `o.n++; console.log(c, o.n, f(), new K().m(), v, require('fs').readFileSync('/tmp/py.txt', 'utf8'), require('fs').readFileSync(0, 'utf8'))`,
+		Language: "javascript", Stdin: "in"}), launcher.SessionKept, "1 2 2 k 5 py in\n")
+
+	// An exception: exit 1, its stack on stderr, what ran before it kept.
+	res := sessionExec(t, s, jsJob("o.n = 10\nthrow new Error('boom')"))
+	if res.ExitCode != 1 || !strings.Contains(res.Stderr, "Error: boom") || res.SessionState != launcher.SessionKept {
+		t.Fatalf("exception: got exit %d, state %q, stderr %q", res.ExitCode, res.SessionState, res.Stderr)
+	}
+	// Redeclaring a const is a SyntaxError: the call fails, the state stays.
+	res = sessionExec(t, s, jsJob("const c = 2"))
+	if res.ExitCode != 1 || !strings.Contains(res.Stderr, "already been declared") || res.SessionState != launcher.SessionKept {
+		t.Fatalf("redeclared const: got exit %d, state %q, stderr %q", res.ExitCode, res.SessionState, res.Stderr)
+	}
+
+	// A Python call's timeout leaves node alone.
+	res = sessionExec(t, s, launcher.Job{Code: "x = 0\nwhile True: pass", Timeout: time.Second})
+	if !res.TimedOut || res.SessionState != launcher.SessionRolledBack {
+		t.Fatalf("python timeout: got timed out %v, state %q, want true, rolled_back", res.TimedOut, res.SessionState)
+	}
+	wantState(t, sessionExec(t, s, jsJob("console.log(o.n)")), launcher.SessionKept, "10\n")
+
+	// A JavaScript call's timeout: lost, said, the JavaScript state alone.
+	res = sessionExec(t, s, launcher.Job{Code: "require('fs').writeFileSync('/tmp/js.txt', 'js'); for (;;) {}", Language: "javascript", Timeout: time.Second})
+	if !res.TimedOut || res.SessionState != launcher.SessionLost || res.LostLanguage != "javascript" || !strings.Contains(res.Stderr, "JavaScript state was lost") {
+		t.Fatalf("js timeout: got timed out %v, state %q (%q), stderr %q, want true, lost (javascript)", res.TimedOut, res.SessionState, res.LostLanguage, res.Stderr)
+	}
+	wantState(t, sessionExec(t, s, jsJob("console.log(typeof o, require('fs').readFileSync('/tmp/js.txt', 'utf8'))")), launcher.SessionKept, "undefined js\n")
+	wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
+
+	// process.exit ends node: its status, and the JavaScript state lost.
+	res = sessionExec(t, s, jsJob("globalThis.g = 1; process.exit(3)"))
+	if res.ExitCode != 3 || res.SessionState != launcher.SessionLost || res.LostLanguage != "javascript" {
+		t.Fatalf("process.exit: got exit %d, state %q (%q), stderr %q, want 3, lost (javascript)", res.ExitCode, res.SessionState, res.LostLanguage, res.Stderr)
+	}
+	wantState(t, sessionExec(t, s, jsJob("console.log(typeof g)")), launcher.SessionKept, "undefined\n")
+
+	// A cancelled call is killed at once, as a timed-out one.
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(time.Second, cancel)
+	if res, err := s.Exec(ctx, launcher.Job{Code: "for (;;) {}", Language: "javascript", Timeout: 60 * time.Second}); err == nil || res.SessionState != launcher.SessionLost {
+		t.Fatalf("cancel: got %v, state %q, want the context's error, lost", err, res.SessionState)
+	}
+	wantState(t, sessionExec(t, s, jsJob("console.log(1)")), launcher.SessionKept, "1\n")
+	wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
+}
