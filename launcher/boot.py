@@ -1417,7 +1417,7 @@ try { fs.writeFileSync("/proc/self/oom_score_adj", "1000"); } catch {}
 process.chdir(process.env.HOME || "/tmp");
 globalThis.require = require("module").createRequire(process.cwd() + "/");
 let failed = 0;
-const fail = (e) => { failed = 1; process.stderr.write((e && e.stack || "Uncaught " + String(e)) + "\n"); };
+const fail = (e) => { failed = 1; process.stderr.write((e && e.stack ? String(e.stack).split(/\n\s+at Script\.runInThisContext/)[0] : "Uncaught " + String(e)) + "\n"); };
 process.on("uncaughtException", fail);
 function read(n) {
   const b = Buffer.alloc(n);

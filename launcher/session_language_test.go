@@ -70,13 +70,22 @@ func TestSessionJavaScript(t *testing.T) {
 class K { m() { return 'k' } }
 const v = await new Promise((r) => setTimeout(() => r(5), 10));
 setTimeout(() => console.log('pending ran'), 50);`)), launcher.SessionKept, "pending ran\n")
+	wantState(t, sessionExec(t, s, jsJob("const p = await import('node:path'); console.log(p.basename('/a/b'))")),
+		launcher.SessionKept, "b\n")
 	wantState(t, sessionExec(t, s, launcher.Job{Code: `o.n++; console.log(c, o.n, f(), new K().m(), v, require('fs').readFileSync('/tmp/py.txt', 'utf8'), require('fs').readFileSync(0, 'utf8'))`,
 		Language: "javascript", Stdin: "in"}), launcher.SessionKept, "1 2 2 k 5 py in\n")
 
 	// An exception: exit 1, its stack on stderr, what ran before it kept.
 	res := sessionExec(t, s, jsJob("o.n = 10\nthrow new Error('boom')"))
-	if res.ExitCode != 1 || !strings.Contains(res.Stderr, "Error: boom") || res.SessionState != launcher.SessionKept {
-		t.Fatalf("exception: got exit %d, state %q, stderr %q", res.ExitCode, res.SessionState, res.Stderr)
+	if res.ExitCode != 1 || !strings.Contains(res.Stderr, "Error: boom") || strings.Contains(res.Stderr, "/dev/fd/") || res.SessionState != launcher.SessionKept {
+		t.Fatalf("exception: got exit %d, state %q, stderr %q, want 1, kept, its stack without the runner's frames", res.ExitCode, res.SessionState, res.Stderr)
+	}
+	res = sessionExec(t, s, jsJob("setTimeout(() => { throw new Error('later') }, 10)"))
+	if res.ExitCode != 1 || !strings.Contains(res.Stderr, "Error: later") || res.SessionState != launcher.SessionKept {
+		t.Fatalf("exception in a timer: got exit %d, state %q, stderr %q", res.ExitCode, res.SessionState, res.Stderr)
+	}
+	if res = sessionExec(t, s, jsJob("process.exitCode = 4")); res.ExitCode != 4 || res.SessionState != launcher.SessionKept {
+		t.Fatalf("exitCode: got exit %d, state %q, want 4, kept", res.ExitCode, res.SessionState)
 	}
 	// Redeclaring a const is a SyntaxError: the call fails, the state stays.
 	res = sessionExec(t, s, jsJob("const c = 2"))
