@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // End-to-end checks of exec's "language" with the official TypeScript MCP SDK: a bash
 // pipeline over an input CSV with sqlite3 and jq, and a JavaScript program with
-// top-level await, through the real server over stdio:
+// top-level await, and one session taking calls in all three, through the real server
+// over stdio:
 //
 //   node languages.mjs --transport stdio [--cmd BINARY]
 //
@@ -87,6 +88,33 @@ const checks = [
   ['javascript_exception_is_a_result', async (client) => {
     const sc = (await call(client, { language: 'javascript', code: 'await Promise.resolve();\nthrow new TypeError("bad input")' })).structuredContent;
     expect(sc.exit_code === 1 && sc.stderr.includes('TypeError: bad input'), `exit ${sc.exit_code}, stderr ${short(sc.stderr)}`);
+  }],
+
+  ['session_across_languages', async (client) => {
+    // One session, each language with its own state, /tmp shared; a JavaScript call's
+    // timeout loses the JavaScript state alone, and says so.
+    const created = await client.callTool({ name: 'session_create', arguments: {} }, undefined, { timeout: 60000 });
+    const id = created.structuredContent?.session_id;
+    expect(typeof id === 'string', `session_create: ${short(created)}`);
+    const run = async (args, state = 'kept') => {
+      const sc = (await call(client, { ...args, session_id: id })).structuredContent;
+      expect(sc?.session?.state === state, `${args.language ?? 'python'}: state ${short(sc?.session?.state)}, want ${state}; stderr ${short(sc?.stderr, 1000)}`);
+      return sc;
+    };
+    await run({ language: 'bash', code: 'cd /tmp && printf "city,amount\\nBerlin,10\\n" > s.csv; total=10; add() { echo $((total + $1)); }' });
+    let sc = await run({ language: 'bash', code: 'add 5; echo "$PWD"' });
+    expect(sc.stdout === '15\n/tmp\n', `bash state: ${short(sc.stdout)}`);
+    await run({ language: 'javascript', code: 'const rows = require("fs").readFileSync("/tmp/s.csv", "utf8").trim().split("\\n"); let n = await Promise.resolve(rows.length)' });
+    sc = await run({ language: 'javascript', code: 'n += 1; console.log(n, rows[1])' });
+    expect(sc.stdout === '3 Berlin,10\n', `javascript state: ${short(sc.stdout)}`);
+    await run({ code: 'import csv\nrows = list(csv.reader(open("/tmp/s.csv")))' });
+    sc = await run({ language: 'javascript', code: 'for (;;) {}', timeout_s: 1 }, 'lost');
+    expect(sc.timed_out && sc.stderr.includes('JavaScript state was lost'), `javascript timeout: ${short(sc)}`);
+    sc = await run({ code: 'print(rows[1])' });
+    expect(sc.stdout === "['Berlin', '10']\n", `python after javascript's loss: ${short(sc.stdout)}`);
+    sc = await run({ language: 'javascript', code: 'console.log(typeof rows)' });
+    expect(sc.stdout === 'undefined\n', `a fresh javascript: ${short(sc.stdout)}`);
+    await client.callTool({ name: 'session_close', arguments: { session_id: id } });
   }],
 
   ['unknown_language_refused', async (client) => {
