@@ -56,7 +56,7 @@ EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not 
 # frames (u32 call id, JSON: replies to calls) after a header with tools. A one-shot
 # child reads HEADER_EXEC "<code> <files> [<language>]" or HEADER_TOOLS "<code>
 # <files> <tools> <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files>
-# <stdin>", HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KEPT "<code>
+# <stdin> [<language>]", HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KEPT "<code>
 # <files> <stdin> <timeout ms>", HEADER_FETCH, HEADER_KILL, or HEADER_RESEAL "<key
 # hex>". Input files are u32 name length, name, u32 size, bytes; repeated.
 # Kubernetes' start gate reads its own line, the seal key (launcher/kube).
@@ -1206,6 +1206,13 @@ def send_files(outdir, max_file, max_total, out, max_count=64):
 # ends each cell with an X frame that adds "state". Output written between cells (a
 # thread a cell left) is dropped. A session with an egress profile has its channel at
 # EGRESS_SOCK; PID 1 runs the relay (egress_relay) for every cell.
+#
+# A bash call is a cell too ("BASH n m s" on the holder's pipe): the cell runs bash and
+# keeps the state it saves (the holder's bash()), so it rolls back as Python's does. A
+# JavaScript call goes to the session's node process instead (NODE_RUNNER), which PID 1
+# starts on the first one; its kill spares the holder and the holder's waiting cell, and
+# loses node: the X frame says "lost" with "scope": "javascript", and the session goes
+# on. A Python or bash call's kill spares node.
 #
 # A kept call (HEADER_KEPT: a background run on Kubernetes, whose replicas attach and
 # detach at will) is a cell whose frames PID 1 keeps in its memory instead of writing

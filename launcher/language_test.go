@@ -219,8 +219,8 @@ func TestBootInterpreterPath(t *testing.T) {
 	}
 }
 
-// TestLanguageRefused: what is Python's alone (sessions; tools, JavaScript's too) and
-// unknown languages are refused with ErrLanguage before any sandbox is used.
+// TestLanguageRefused: what is Python's alone (tools in a session; tools, JavaScript's
+// too) and unknown languages are refused with ErrLanguage before any sandbox is used.
 func TestLanguageRefused(t *testing.T) {
 	for _, job := range []Job{
 		{Language: "ruby", Code: "puts 1"},
@@ -230,8 +230,15 @@ func TestLanguageRefused(t *testing.T) {
 			t.Errorf("%s with tools %v: got %v, want ErrLanguage", job.Language, job.Tools != nil, err)
 		}
 	}
-	if err := sessionJob(Job{Language: "javascript", Code: "1"}); !errors.Is(err, ErrLanguage) {
-		t.Errorf("session job in javascript: got %v, want ErrLanguage", err)
+	for _, job := range []Job{{Language: "javascript", Code: "1", Tools: &Tools{}}, {Language: "ruby", Code: "1"}} {
+		if err := sessionJob(job); !errors.Is(err, ErrLanguage) {
+			t.Errorf("session job in %s with tools %v: got %v, want ErrLanguage", job.Language, job.Tools != nil, err)
+		}
+	}
+	for _, lang := range []string{"bash", "javascript"} {
+		if err := sessionJob(Job{Language: lang, Code: "1"}); err != nil {
+			t.Errorf("session job in %s: got %v, want nil", lang, err)
+		}
 	}
 	for _, lang := range []string{"", LanguagePython, "bash", "javascript"} {
 		if err := (Job{Language: lang}).checkLanguage(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,7 +136,7 @@ const (
 type sessionInfo struct {
 	ID             string `json:"id" jsonschema:"The session_id the call ran in."`
 	ExecutionCount int    `json:"execution_count" jsonschema:"Calls run in this session so far, this one included."`
-	State          string `json:"state" jsonschema:"kept: the session holds what this call left; rolled_back: the call was killed (timeout, cancel, memory) and the variables are as before it (files in /tmp are not rolled back); lost: the interpreter is gone and the next call starts an empty one."`
+	State          string `json:"state" jsonschema:"kept: the session holds what this call left; rolled_back: the call was killed (timeout, cancel, memory) and the variables are as before it (files in /tmp are not rolled back); lost: the interpreter is gone and the next call starts an empty one (after a JavaScript call, only the JavaScript state is gone: stderr says which)."`
 	ExpiresAt      string `json:"expires_at" jsonschema:"When the session ends unless another call comes first (RFC 3339, UTC)."`
 
 	egress string // the session's egress profile, for the exec log line; not in the result
@@ -637,7 +638,7 @@ func (s *sessions) addTools(srv *mcp.Server, o Options) {
 Each exec call in a session runs on what the earlier ones left; a call that fails with an exception keeps what ran before the exception. A call killed for its timeout, cancelled, or killed for memory leaves the variables as they were before it (state "rolled_back"); files it wrote in /tmp are NOT rolled back. If the interpreter itself dies the session starts again empty (state "lost"). One call at a time: a second call while one runs gets a "busy" error.
 
 The session ends after %s without a call (each call restarts that clock), %s after it was created in any case, with session_close, or when the server restarts; then its variables and files are gone and exec with its session_id fails saying so. Memory: %s for the interpreter and each call together. At most %d sessions at once on this server: close the ones you no longer need.`,
-			s.o.IdleTimeout, s.o.MaxLifetime, size(int(s.o.Memory)), s.o.Max) + sessionEgressNote(o),
+			s.o.IdleTimeout, s.o.MaxLifetime, size(int(s.o.Memory)), s.o.Max) + sessionLanguagesNote(o) + sessionEgressNote(o),
 		InputSchema: sessionCreateSchema(o),
 		Annotations: &mcp.ToolAnnotations{Title: "Start a Python session", DestructiveHint: &f, OpenWorldHint: &f},
 	}, s.create)
@@ -657,6 +658,18 @@ func sessionCreateSchema(o Options) *jsonschema.Schema {
 	}
 	sessionEgressSchema(s, o)
 	return s
+}
+
+// sessionLanguagesNote is what session_create's description adds with languages
+// besides Python (docs/sessions.md, Languages in a session).
+func sessionLanguagesNote(o Options) string {
+	if len(otherLanguages(o)) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`
+
+Calls in %s (exec's "language") run in the same session, each language keeping its own state, and /tmp is shared among them: bash keeps its variables, arrays, exported variables, functions and working directory (a killed call leaves them as before it, "rolled_back"); JavaScript keeps its global scope, top-level const, let and class included (redeclaring one is a SyntaxError; a static import is too: use require or await import()), in a node process that a killed call or process.exit ends: state "lost", and only the JavaScript state is gone (Python's, bash's and the files stay).`,
+		strings.Join(quoted(otherLanguages(o)), " and "))
 }
 
 // sessionEgressNote is what session_create's description adds with egress profiles.
