@@ -1418,32 +1418,48 @@ HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
 # blocks in its read: nothing of an earlier call runs. Its stdin is a memory file PID 1
 # refills for each call.
 NODE_RUNNER = br"""const fs = require("fs"), vm = require("vm"), { processTopLevelAwait } = require("internal/repl/await");
+const acorn = require("internal/deps/acorn/acorn/dist/acorn");
+const proc = process, wait = setTimeout; // a program's top-level var may replace the globals
 const cmd = fs.openSync("/proc/self/fd/3", "r"), ev = fs.openSync("/proc/self/fd/4", "w");
 for (const fd of [3, 4, 5]) fs.closeSync(fd);
 try { fs.writeFileSync("/proc/self/oom_score_adj", "1000"); } catch {}
-process.chdir(process.env.HOME || "/tmp");
-globalThis.require = require("module").createRequire(process.cwd() + "/");
+proc.chdir(proc.env.HOME || "/tmp");
+globalThis.require = require("module").createRequire(proc.cwd() + "/");
 let failed = 0;
-const fail = (e) => { failed = 1; process.stderr.write((e && e.stack ? String(e.stack).split(/\n\s+at Script\.runInThisContext/)[0] : "Uncaught " + String(e)) + "\n"); };
-process.on("uncaughtException", fail);
+const fail = (e) => { failed = 1; proc.stderr.write((e && e.stack ? String(e.stack).split(/\n\s+at Script\.runInThisContext/)[0] : "Uncaught " + String(e)) + "\n"); };
+proc.on("uncaughtException", fail);
 function read(n) {
   const b = Buffer.alloc(n);
-  for (let got = 0, k; got < n; got += k) if (!(k = fs.readSync(cmd, b, got, n - got, null))) process.exit(0);
+  for (let got = 0, k; got < n; got += k) if (!(k = fs.readSync(cmd, b, got, n - got, null))) proc.exit(0);
   return b;
 }
-const busy = () => process.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && r !== "PipeWrap");
+// Top-level const, let and class become var (padded: columns stay), so that a later
+// call may declare a name again, as a notebook's cell run twice does.
+function hoist(src) {
+  let ast, out = "", at = 0;
+  try { ast = acorn.parse(src, { ecmaVersion: "latest", allowAwaitOutsideFunction: true, allowHashBang: true }); } catch { return src; }
+  for (const n of ast.body) {
+    if (n.type === "VariableDeclaration" && n.kind !== "var") {
+      out += src.slice(at, n.start) + "var" + " ".repeat(n.kind.length - 3); at = n.start + n.kind.length;
+    } else if (n.type === "ClassDeclaration") {
+      out += src.slice(at, n.start) + "var " + n.id.name + " = " + src.slice(n.start, n.end) + ";"; at = n.end;
+    }
+  }
+  return out + src.slice(at);
+}
+const busy = () => proc.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && r !== "PipeWrap");
 (async () => {
   for (let count = 1; ; count++) {
     let head = "";
     while (!head.endsWith("\n")) head += read(1).toString();
-    const src = read(+head).toString();
-    Object.defineProperty(process, "stdin", { configurable: true, get() {
+    const src = hoist(read(+head).toString());
+    Object.defineProperty(proc, "stdin", { configurable: true, get() {
       const s = fs.createReadStream(null, { fd: 0, autoClose: false });
-      Object.defineProperty(process, "stdin", { configurable: true, value: s });
+      Object.defineProperty(proc, "stdin", { configurable: true, value: s });
       return s;
     } });
     failed = 0;
-    process.exitCode = undefined;
+    proc.exitCode = undefined;
     try {
       let code = null;
       try { code = src.includes("await") ? processTopLevelAwait(src) : null; } catch {}
@@ -1453,8 +1469,8 @@ const busy = () => process.getActiveResourcesInfo().some((r) => r !== "TTYWrap" 
       const r = script.runInThisContext({ displayErrors: true });
       if (code !== null) await r;
     } catch (e) { fail(e); }
-    while (!failed && busy()) await new Promise((r) => setTimeout(r, 2));
-    fs.writeSync(ev, "K " + (failed || (process.exitCode ?? 0) & 255) + "\n");
+    while (!failed && busy()) await new Promise((r) => wait(r, 2));
+    fs.writeSync(ev, "K " + (failed || (proc.exitCode ?? 0) & 255) + "\n");
   }
 })();
 """
