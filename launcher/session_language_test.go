@@ -2,6 +2,7 @@ package launcher_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,13 @@ printf 'a,b\n1,2\n' > data.csv`)), launcher.SessionKept, "")
 		t.Fatalf("timeout: got timed out %v, state %q (stderr %q), want true, rolled_back", res.TimedOut, res.SessionState, res.Stderr)
 	}
 	wantState(t, sessionExec(t, s, bashJob(`echo "$PWD $x"`)), launcher.SessionKept, "/tmp/work 41\n")
+	// A cancel, the same.
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(time.Second, cancel)
+	if res, err := s.Exec(ctx, launcher.Job{Code: "x=1; while :; do :; done", Language: "bash", Timeout: 60 * time.Second}); err == nil || res.SessionState != launcher.SessionRolledBack {
+		t.Fatalf("cancel: got %v, state %q, want the context's error, rolled_back", err, res.SessionState)
+	}
+	wantState(t, sessionExec(t, s, bashJob(`echo "$x"`)), launcher.SessionKept, "41\n")
 
 	// Stdin and input files are the call's; outputs come back with it.
 	res = sessionExec(t, s, launcher.Job{Code: "read -r l; cat /tmp/in.txt; echo \" $l\"; echo r > /tmp/outputs/r.txt", Language: "bash",
@@ -121,6 +129,18 @@ setTimeout(() => console.log('pending ran'), 50);`)), launcher.SessionKept, "pen
 		t.Fatalf("process.exit: got exit %d, state %q (%q), stderr %q, want 3, lost (javascript)", res.ExitCode, res.SessionState, res.LostLanguage, res.Stderr)
 	}
 	wantState(t, sessionExec(t, s, jsJob("console.log(typeof g)")), launcher.SessionKept, "undefined\n")
+
+	// One call at a time, whatever the language.
+	done := make(chan launcher.Result)
+	go func() {
+		res, _ := s.Exec(t.Context(), launcher.Job{Code: "await new Promise((r) => setTimeout(r, 2000)); console.log('first')", Language: "javascript", Timeout: 20 * time.Second})
+		done <- res
+	}()
+	time.Sleep(time.Second)
+	if _, err := s.Exec(t.Context(), bashJob("echo second")); !errors.Is(err, launcher.ErrSessionBusy) {
+		t.Fatalf("a call while a JavaScript call runs: got %v, want ErrSessionBusy", err)
+	}
+	wantState(t, <-done, launcher.SessionKept, "first\n")
 
 	// A cancelled call is killed at once, as a timed-out one.
 	ctx, cancel := context.WithCancel(t.Context())
