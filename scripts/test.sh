@@ -329,8 +329,9 @@ if [ -z "${MCP_EXEC_SKIP_GVISOR:-}" ]; then
   # (under the strict runsc they would only meet the refusal, which TestEgressE2E checks).
   # Of the session tests only TestSessionKeepsState (x kept across calls, a file, the
   # timeout's rollback, an OOM kill's rollback and the OOM that takes gVisor's whole
-  # sandbox: lost, and said; 8 s at load ~5): what gVisor changes for a session is how
-  # its calls end. The rest meet the same frames and engine calls as under runc, and
+  # sandbox: lost, and said; 8 s at load ~5), TestSessionBash and TestSessionJavaScript
+  # (bash's rollback, node's kill sparing the holder and a Python kill sparing node; 12 s
+  # with -race at load ~8): what gVisor changes for a session is how its calls end. The rest meet the same frames and engine calls as under runc, and
   # all of them passed under runsc by hand (186 s at load ~26, 2026-12-02), the probes
   # in a session (TestSessionInvariants) alone 70 s at load ~7: docs/sessions.md.
   MCP_EXEC_TEST_RUNTIME=runsc gotest -race -count=1 -p 1 -timeout 20m \
