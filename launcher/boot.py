@@ -1736,6 +1736,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     pass
             try:
                 os.ftruncate(node[3], 0)
+                os.lseek(node[3], 0, 0)  # the offset node's reads left (one file, shared)
                 write_all(node[3], cell[n + m:])
                 os.lseek(node[3], 0, 0)
                 replace(cell[n:n + m])

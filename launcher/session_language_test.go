@@ -81,11 +81,19 @@ const v = await new Promise((r) => setTimeout(() => r(5), 10));
 setTimeout(() => console.log('pending ran'), 50);`)), launcher.SessionKept, "pending ran\n")
 	wantState(t, sessionExec(t, s, jsJob("const p = await import('node:path'); console.log(p.basename('/a/b'))")),
 		launcher.SessionKept, "b\n")
-	wantState(t, sessionExec(t, s, launcher.Job{Code: `o.n++; console.log(c, o.n, f(), new K().m(), v, require('fs').readFileSync('/tmp/py.txt', 'utf8'), require('fs').readFileSync(0, 'utf8'))`,
-		Language: "javascript", Stdin: "in"}), launcher.SessionKept, "1 2 2 k 5 py in\n")
+	res := sessionExec(t, s, launcher.Job{Code: `o.n++; const fs = require('fs'); fs.writeFileSync('/tmp/outputs/j.txt', 'j')
+console.log(c, o.n, f(), new K().m(), v, fs.readFileSync('/tmp/py.txt', 'utf8'), fs.readFileSync('d/in.txt', 'utf8'), fs.readFileSync(0, 'utf8'))`,
+		Language: "javascript", Stdin: "in", Files: []launcher.File{{Name: "d/in.txt", Data: []byte("file")}}})
+	wantState(t, res, launcher.SessionKept, "1 2 2 k 5 py file in\n")
+	if len(res.Files) != 1 || res.Files[0].Name != "j.txt" || string(res.Files[0].Data) != "j" {
+		t.Fatalf("files: got %+v, want j.txt", res.Files)
+	}
+	// An input file replaces the one of an earlier call; stdin is this call's.
+	wantState(t, sessionExec(t, s, launcher.Job{Code: "console.log(require('fs').readFileSync('d/in.txt', 'utf8'), require('fs').readFileSync(0, 'utf8'))",
+		Language: "javascript", Stdin: "two", Files: []launcher.File{{Name: "d/in.txt", Data: []byte("file2")}}}), launcher.SessionKept, "file2 two\n")
 
 	// An exception: exit 1, its stack on stderr, what ran before it kept.
-	res := sessionExec(t, s, jsJob("o.n = 10\nthrow new Error('boom')"))
+	res = sessionExec(t, s, jsJob("o.n = 10\nthrow new Error('boom')"))
 	if res.ExitCode != 1 || !strings.Contains(res.Stderr, "Error: boom") || strings.Contains(res.Stderr, "/dev/fd/") || res.SessionState != launcher.SessionKept {
 		t.Fatalf("exception: got exit %d, state %q, stderr %q, want 1, kept, its stack without the runner's frames", res.ExitCode, res.SessionState, res.Stderr)
 	}
