@@ -633,19 +633,19 @@ func (s *sessions) addTools(srv *mcp.Server, o Options) {
 	s.profiles = o.Egress
 	mcp.AddTool(srv, &mcp.Tool{
 		Name: toolSessionCreate,
-		Description: fmt.Sprintf(`Start a Python session: an interpreter that keeps its variables, imports and the files in /tmp across exec calls. Pass the session_id it returns as exec's "session_id".
+		Description: fmt.Sprintf(`Start a session: a Python interpreter that keeps its variables, imports and the files in /tmp across exec calls. Pass the session_id it returns as exec's "session_id".
 
 Each exec call in a session runs on what the earlier ones left; a call that fails with an exception keeps what ran before the exception. A call killed for its timeout, cancelled, or killed for memory leaves the variables as they were before it (state "rolled_back"); files it wrote in /tmp are NOT rolled back. If the interpreter itself dies the session starts again empty (state "lost"). One call at a time: a second call while one runs gets a "busy" error.
 
 The session ends after %s without a call (each call restarts that clock), %s after it was created in any case, with session_close, or when the server restarts; then its variables and files are gone and exec with its session_id fails saying so. Memory: %s for the interpreter and each call together. At most %d sessions at once on this server: close the ones you no longer need.`,
 			s.o.IdleTimeout, s.o.MaxLifetime, size(int(s.o.Memory)), s.o.Max) + sessionLanguagesNote(o) + sessionEgressNote(o),
 		InputSchema: sessionCreateSchema(o),
-		Annotations: &mcp.ToolAnnotations{Title: "Start a Python session", DestructiveHint: &f, OpenWorldHint: &f},
+		Annotations: &mcp.ToolAnnotations{Title: "Start a session", DestructiveHint: &f, OpenWorldHint: &f},
 	}, s.create)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        toolSessionClose,
 		Description: "End a session started by session_create and free its memory: its variables and files are gone. Closing a session that has already ended is not an error.",
-		Annotations: &mcp.ToolAnnotations{Title: "End a Python session", DestructiveHint: &t, IdempotentHint: true, OpenWorldHint: &f},
+		Annotations: &mcp.ToolAnnotations{Title: "End a session", DestructiveHint: &t, IdempotentHint: true, OpenWorldHint: &f},
 	}, s.close)
 }
 
