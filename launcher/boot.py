@@ -1411,8 +1411,8 @@ HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
 
 
 # A session's JavaScript: one node process, started by the session's first JavaScript
-# call, runs each call in its global scope (vm scripts share top-level const, let and
-# class; top-level await is rewritten as Node's REPL does), reading calls on fd 3 ("<n>\n"
+# call, runs each call as a script in its global scope (top-level const, let and class
+# made var; top-level await rewritten as Node's REPL does), reading calls on fd 3 ("<n>\n"
 # and the code) and answering "K <status>" on fd 4 once the call and all it left pending
 # (timers, sockets, children) have ended, as a program's end would be. Between calls it
 # blocks in its read: nothing of an earlier call runs. Its stdin is a memory file PID 1
