@@ -71,7 +71,7 @@ printf 'a,b\n1,2\n' > data.csv`)), launcher.SessionKept, "")
 // alone (said so: lost, and a note), Python's and the files stay, and the next call
 // starts a fresh node; a Python call's timeout leaves node alone.
 func TestSessionJavaScript(t *testing.T) {
-	l := launchertest.New(t, launcher.Options{})
+	l := launchertest.New(t, launcher.Options{Memory: 160 * launcher.MiB})
 	s := openSession(t, l, launcher.SessionOptions{Expires: time.Now().Add(time.Hour)})
 
 	wantState(t, sessionExec(t, s, launcher.Job{Code: "x = 41\nopen('/tmp/py.txt', 'w').write('py')"}), launcher.SessionKept, "")
@@ -129,6 +129,19 @@ console.log(c, o.n, f(), new K().m(), v, fs.readFileSync('/tmp/py.txt', 'utf8'),
 		t.Fatalf("js timeout: got timed out %v, state %q (%q), stderr %q, want true, lost (javascript)", res.TimedOut, res.SessionState, res.LostLanguage, res.Stderr)
 	}
 	wantState(t, sessionExec(t, s, jsJob("console.log(typeof o, require('fs').readFileSync('/tmp/js.txt', 'utf8'))")), launcher.SessionKept, "undefined js\n")
+	wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
+
+	// A call killed for memory (step by step: the kernel's OOM killer takes node, whose
+	// oom_score_adj is a cell's): the same. Under gVisor the whole sandbox may go.
+	sessionExec(t, s, jsJob("globalThis.g = 1"))
+	res = sessionExec(t, s, jsJob("const a = []; for (;;) a.push(Buffer.alloc(8 << 20, 1))"))
+	if l.Options().GVisor() && res.SessionGone() {
+		t.Logf("memory, gVisor: the whole session went (stderr %q)", res.Stderr)
+		sessionExec(t, s, launcher.Job{Code: "x = 41"})
+	} else if !res.OOMKilled || res.SessionState != launcher.SessionLost || res.LostLanguage != "javascript" {
+		t.Fatalf("memory: got oom %v, state %q (%q), exit %d, stderr %q, want true, lost (javascript)", res.OOMKilled, res.SessionState, res.LostLanguage, res.ExitCode, res.Stderr)
+	}
+	wantState(t, sessionExec(t, s, jsJob("console.log(typeof g)")), launcher.SessionKept, "undefined\n")
 	wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
 
 	// process.exit ends node: its status, and the JavaScript state lost.
