@@ -27,6 +27,18 @@ func jsonLines(text string) []map[string]any {
 
 // valuesOf is every value of key in lines whose "message" is msg ("": any line), in
 // order, each once.
+// logged waits up to 10 s for n lines of msg in srv's log and returns their key's
+// values (fewer, or more, when that is what there is).
+func logged(t *testing.T, srv *e2e.Server, key, msg string, n int) []string {
+	t.Helper()
+	var vs []string
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if vs = valuesOf(jsonLines(srv.Logs.String()), key, msg); len(vs) >= n || time.Now().After(end) {
+			return vs
+		}
+	}
+}
+
 func valuesOf(lines []map[string]any, key, msg string) []string {
 	var vs []string
 	for _, m := range lines {
@@ -71,7 +83,9 @@ print("done")
 	if _, res := bgCall(t, cs, "exec", map[string]any{"egress": "deb", "code": code}); res.IsError {
 		t.Fatalf("one-shot exec: %v", res.Content)
 	}
-	oneShot := valuesOf(jsonLines(srv.Logs.String()), "exec_id", "exec")
+	// The log reaches srv.Logs through a pipe and a goroutine: a line the server wrote
+	// before its answer may come after it.
+	oneShot := logged(t, srv, "exec_id", "exec", 1)
 	runID := bgStart(t, cs, map[string]any{"egress": "deb", "code": code})
 	if r, res := bgWait(t, cs, runID, 2*time.Minute); res.IsError || r.ExitCode != 0 {
 		t.Fatalf("background run: %+v %v", r, res.Content)
@@ -92,8 +106,8 @@ print("done")
 		t.Fatalf("session_close: %v", res.Content)
 	}
 
+	execs := logged(t, srv, "exec_id", "exec", 3)
 	logs := jsonLines(srv.Logs.String())
-	execs := valuesOf(logs, "exec_id", "exec")
 	runs := valuesOf(logs, "run", "background run started")
 	sessions := valuesOf(logs, "session", "session created")
 	if len(oneShot) != 1 || len(execs) != 3 || len(runs) != 1 || len(sessions) != 1 {
