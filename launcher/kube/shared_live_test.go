@@ -84,7 +84,7 @@ func (r replica) Exec(ctx context.Context, handle, owner string, job launcher.Jo
 	info := SessionInfo{Count: c.Record.Count, ExpiresAt: c.Record.ExpiresAt()}
 	res, err := r.l.AttachSession(c.Sandbox).Exec(ctx, job)
 	var exp time.Time
-	if res.SessionState == launcher.SessionLost {
+	if res.SessionGone() {
 		n, rerr := r.Restart(context.WithoutCancel(ctx), c)
 		if rerr == nil {
 			exp, rerr = r.start(context.WithoutCancel(ctx), n, launcher.SessionOptions{Expires: n.Record.Expires, Memory: n.Memory})
