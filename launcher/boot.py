@@ -57,7 +57,7 @@ EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not 
 # child reads HEADER_EXEC "<code> <files> [<language>]" or HEADER_TOOLS "<code>
 # <files> <tools> <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files>
 # <stdin> [<language>]", HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KEPT "<code>
-# <files> <stdin> <timeout ms>", HEADER_FETCH, HEADER_KILL, or HEADER_RESEAL "<key
+# <files> <stdin> <timeout ms> [<language>]", HEADER_FETCH, HEADER_KILL, or HEADER_RESEAL "<key
 # hex>". Input files are u32 name length, name, u32 size, bytes; repeated.
 # Kubernetes' start gate reads its own line, the seal key (launcher/kube).
 FRAME_READY = b"R"
@@ -1691,7 +1691,8 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             continue  # a kill that came after its cell had ended; nothing kept
         if reseal(parts):
             continue
-        lang = parts.pop() if len(parts) == 5 and parts[0] == HEADER_CELL and parts[4] in LANGUAGES else None
+        # A cell's or a kept call's header may name another language last.
+        lang = parts.pop() if len(parts) == {HEADER_CELL: 5, HEADER_KEPT: 6}.get(parts[0] if parts else None) and parts[-1] in LANGUAGES else None
         if not ((len(parts) == 4 and parts[0] == HEADER_CELL) or (len(parts) == 5 and parts[0] in (HEADER_CELL_TOOLS, HEADER_KEPT))) \
                 or not all(p.isdigit() for p in parts[1:]):
             fatal("bad session header")

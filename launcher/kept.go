@@ -3,7 +3,6 @@ package launcher
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -37,15 +36,19 @@ func (a *AttachedSession) Keep(ctx context.Context, job Job) error {
 	if job.Tools != nil || job.Egress != "" {
 		return ErrKeptTools
 	}
-	if !job.python() { // the kept call's header names no language
-		return fmt.Errorf("%w: a background run on this backend runs Python only, not %s", ErrLanguage, job.Language)
+	if err := job.checkLanguage(); err != nil {
+		return err
 	}
 	if job.Timeout <= 0 {
 		job.Timeout = a.l.opts.DefaultTimeout
 	}
 	files := encodeFiles(job.Files)
 	_, _, _, err := a.exchange(ctx, func(w io.Writer) error {
-		_, err := io.WriteString(w, wire.KeptHeader(len(job.Code), len(files), len(job.Stdin), job.Timeout.Milliseconds())+job.Code)
+		h := wire.KeptHeader(len(job.Code), len(files), len(job.Stdin), job.Timeout.Milliseconds())
+		if !job.python() {
+			h = wire.KeptLanguageHeader(job.Language, len(job.Code), len(files), len(job.Stdin), job.Timeout.Milliseconds())
+		}
+		_, err := io.WriteString(w, h+job.Code)
 		for _, b := range [][]byte{files, []byte(job.Stdin), []byte(wire.Fetch)} {
 			if err == nil {
 				_, err = w.Write(b)

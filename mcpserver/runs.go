@@ -660,9 +660,6 @@ func (h *handler) background(ctx context.Context, req *mcp.CallToolRequest, in e
 		if h.opts.Upstreams != nil {
 			return nil, nil, &invalidInput{"background", "background runs on this backend cannot call upstream tools yet (their bridge would be served by one replica only): call exec without background"}
 		}
-		if in.Language != "" && in.Language != launcher.LanguagePython {
-			return nil, nil, &invalidInput{"language", fmt.Sprintf("language %q cannot be used with background on this backend: its background runs are Python only (for now); call exec without background", in.Language)}
-		}
 		ru, err := h.runs.startShared(ctx, identity(req), job)
 		if err != nil {
 			return nil, nil, err

@@ -274,3 +274,54 @@ func liveRunAcrossReplicas(t *testing.T, kopts Options, o launcher.Options) {
 		t.Errorf("runs left: %d, %v", all, err)
 	}
 }
+
+// TestLiveRunLanguages: background runs in bash and JavaScript, started on replica A and
+// fetched from B: their output, files and exit code as a one-shot call's; a bash run
+// past its timeout is killed by the bootstrap and says so.
+func TestLiveRunLanguages(t *testing.T) {
+	o := launcher.Options{Memory: 256 << 20, CPUs: 0.25}
+	oa, ob := o, o
+	oa.Instance, ob.Instance = testInstance(t)+"-a", testInstance(t)+"-b"
+	la, ba, _ := testLauncherWith(t, Options{}, oa)
+	lb, bb, _ := testLauncherWith(t, Options{}, ob)
+	log := zerolog.New(zerolog.NewTestWriter(t))
+	A, B := runReplica{NewRunStore(ba, log, time.Hour), la}, runReplica{NewRunStore(bb, log, time.Hour), lb}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	owner := "oauth https://issuer.example alice"
+	var handles []string
+	t.Cleanup(func() {
+		for _, h := range handles {
+			if err := B.Forget(context.Background(), h, owner); err != nil && !errors.Is(err, ErrRunNotFound) {
+				t.Errorf("removing a run's pod: %v", err)
+			}
+		}
+	})
+	start := func(job launcher.Job) string {
+		t.Helper()
+		h := testHandle()
+		handles = append(handles, h)
+		if err := A.Start(ctx, h, owner, job); err != nil {
+			t.Fatalf("starting a %s run on A: %v", job.Language, err)
+		}
+		return h
+	}
+	hb := start(launcher.Job{Language: "bash", Timeout: time.Minute, Stdin: "in\n",
+		Code: "read -r l; echo \"bash $l ${BASH_VERSINFO[0]}\" | cut -d' ' -f1,2; echo err >&2; echo f > /tmp/outputs/b.txt; exit 3"})
+	hj := start(launcher.Job{Language: "javascript", Timeout: time.Minute,
+		Code: "await new Promise((r) => setTimeout(r, 10)); console.log('js', typeof require); require('fs').writeFileSync('/tmp/outputs/j.txt', 'j'); process.exitCode = 4"})
+	ht := start(launcher.Job{Language: "bash", Timeout: 2 * time.Second, Code: "echo before; while :; do :; done"})
+
+	res, _ := waitDone(t, ctx, B, hb, owner)
+	if res.Stdout != "bash in\n" || res.Stderr != "err\n" || res.ExitCode != 3 || len(res.Files) != 1 || string(res.Files[0].Data) != "f\n" {
+		t.Errorf("bash run: stdout %q, stderr %q, exit %d, files %+v; want \"bash in\", err, 3, b.txt", res.Stdout, res.Stderr, res.ExitCode, res.Files)
+	}
+	res, _ = waitDone(t, ctx, B, hj, owner)
+	if res.Stdout != "js function\n" || res.ExitCode != 4 || len(res.Files) != 1 || res.Files[0].Name != "j.txt" {
+		t.Errorf("javascript run: stdout %q, stderr %q, exit %d, files %+v; want \"js function\", 4, j.txt", res.Stdout, res.Stderr, res.ExitCode, res.Files)
+	}
+	res, _ = waitDone(t, ctx, B, ht, owner)
+	if !res.TimedOut || res.Stdout != "before\n" {
+		t.Errorf("bash run past its timeout: timed out %v, stdout %q, stderr %q; want true, before", res.TimedOut, res.Stdout, res.Stderr)
+	}
+}

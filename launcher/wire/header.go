@@ -105,3 +105,8 @@ func ReplyFrame(id uint32, reply []byte) []byte {
 	f = binary.BigEndian.AppendUint32(f, id)
 	return append(f, reply...)
 }
+
+// KeptLanguageHeader is KeptHeader for a call in one of Languages: its name goes last.
+func KeptLanguageHeader(language string, code, files, stdin int, timeoutMs int64) string {
+	return strings.TrimSuffix(KeptHeader(code, files, stdin, timeoutMs), "\n") + " " + language + "\n"
+}
