@@ -276,8 +276,8 @@ func liveRunAcrossReplicas(t *testing.T, kopts Options, o launcher.Options) {
 }
 
 // TestLiveRunLanguages: background runs in bash and JavaScript, started on replica A and
-// fetched from B: their output, files and exit code as a one-shot call's; a bash run
-// past its timeout is killed by the bootstrap and says so.
+// fetched from B: their output, files and exit code as a one-shot call's; a bash run and
+// a JavaScript run past their timeout are killed by the bootstrap and say so.
 func TestLiveRunLanguages(t *testing.T) {
 	o := launcher.Options{Memory: 256 << 20, CPUs: 0.25}
 	oa, ob := o, o
@@ -311,6 +311,7 @@ func TestLiveRunLanguages(t *testing.T) {
 	hj := start(launcher.Job{Language: "javascript", Timeout: time.Minute,
 		Code: "await new Promise((r) => setTimeout(r, 10)); console.log('js', typeof require); require('fs').writeFileSync('/tmp/outputs/j.txt', 'j'); process.exitCode = 4"})
 	ht := start(launcher.Job{Language: "bash", Timeout: 2 * time.Second, Code: "echo before; while :; do :; done"})
+	hjt := start(launcher.Job{Language: "javascript", Timeout: 2 * time.Second, Code: "console.log('before'); for (;;) {}"})
 
 	res, _ := waitDone(t, ctx, B, hb, owner)
 	if res.Stdout != "bash in\n" || res.Stderr != "err\n" || res.ExitCode != 3 || len(res.Files) != 1 || string(res.Files[0].Data) != "f\n" {
@@ -323,5 +324,9 @@ func TestLiveRunLanguages(t *testing.T) {
 	res, _ = waitDone(t, ctx, B, ht, owner)
 	if !res.TimedOut || res.Stdout != "before\n" {
 		t.Errorf("bash run past its timeout: timed out %v, stdout %q, stderr %q; want true, before", res.TimedOut, res.Stdout, res.Stderr)
+	}
+	res, _ = waitDone(t, ctx, B, hjt, owner)
+	if !res.TimedOut || res.Stdout != "before\n" {
+		t.Errorf("javascript run past its timeout: timed out %v, stdout %q, stderr %q; want true, before", res.TimedOut, res.Stdout, res.Stderr)
 	}
 }
