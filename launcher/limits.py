@@ -48,7 +48,18 @@ def gvisor():
 
 def memory_holds(limit):
     """A child touching twice limit bytes is killed (SIGKILL). Returns None when it was,
-    else how the child ended, for the report (memory_probe)."""
+    else how the child ended, for the report (memory_probe). A child ended by SIGSEGV or
+    SIGBUS is tried once more: under load gVisor has failed a page fault at the limit
+    instead of killing (seen once, with a second gVisor sandbox busy on the host); only
+    a kill passes."""
+    why = memory_child(limit)
+    if why is not None and why[1] in (7, 11):
+        why = memory_child(limit)
+    return None if why is None else why[0]
+
+
+def memory_child(limit):
+    # None when the child was killed, else (how it ended, its signal or 0).
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -73,10 +84,10 @@ def memory_holds(limit):
     if os.WIFSIGNALED(st) and os.WTERMSIG(st) == 9:
         return None
     if os.WIFSIGNALED(st):
-        return "a child touching twice that was ended by signal %d, not SIGKILL" % os.WTERMSIG(st)
+        return "a child touching twice that was ended by signal %d, not SIGKILL" % os.WTERMSIG(st), os.WTERMSIG(st)
     if os.WEXITSTATUS(st) == 4:
-        return "a child touching twice that got MemoryError after %s MiB, and was not killed" % touched
-    return "a child touched twice that (%s MiB) and exited %d, not killed" % (touched, os.WEXITSTATUS(st))
+        return "a child touching twice that got MemoryError after %s MiB, and was not killed" % touched, 0
+    return "a child touched twice that (%s MiB) and exited %d, not killed" % (touched, os.WEXITSTATUS(st)), 0
 
 
 PIDS_PROBE_MAX = 4096
