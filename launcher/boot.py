@@ -249,7 +249,9 @@ def _boot():
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
     tools, prepare, _interpreter = globals().pop("_tools"), globals().pop("_prepare"), globals().pop("_interpreter")
+    _ahead, _handoff = globals().pop("_ahead"), globals().pop("_handoff")
     ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    prestart = sys.argv[6]
     _seed(os)
     lines = plots(sys, outdir)
     for name in filter(None, sys.argv[2].split(",")):
@@ -265,6 +267,7 @@ def _boot():
     import gc
     gc.collect()
     gc.freeze()
+    ahead = _ahead(os, prestart, (ready, go, calls))
     os.write(ready, b"R")
     os.close(ready)
 
@@ -286,7 +289,8 @@ def _boot():
         header += b
     parts = header.split()
     # A one-shot header without tools may name another language last: its argv.
-    argv = list(LANGUAGES[parts.pop()]) if len(parts) in (4, 6) and parts[-1] in LANGUAGES else None
+    lang = parts.pop() if len(parts) in (4, 6) and parts[-1] in LANGUAGES else b"python"
+    argv = list(LANGUAGES[lang]) if lang in LANGUAGES else None
     if not parts or (len(parts), parts[0]) not in ONE_SHOT_HEADERS or not all(p.isdigit() for p in parts[1:]):
         raise SystemExit("mcp-exec: bad code header")
     source = read_exact(int(parts[1])).decode("utf-8", "surrogateescape")
@@ -296,6 +300,13 @@ def _boot():
     else:
         os.close(calls)  # no tools: nothing may reach the call stream
     os.makedirs(outdir, exist_ok=True)
+    for name, (pid, w) in ahead.items():
+        if name != lang:  # not this call's: it must not outlive the set-up
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            os.close(w)
+    if lang in ahead:
+        _handoff(os, ahead[lang], source.encode("utf-8", "surrogateescape"), go)
     if argv is not None:
         _interpreter(os, argv, source.encode("utf-8", "surrogateescape"), go)
     # The source, for tracebacks, warnings and inspect: into linecache's cache, now if
@@ -338,6 +349,62 @@ def _interpreter(os, argv, source, go):
         except OSError as e:
             err = e if err is None or err.errno in (2, 20) else err
     raise SystemExit("mcp-exec: cannot start %s: %s" % (argv[0], err.strerror))
+
+def _ahead(os, names, close):
+    # --pool-prestart: each interpreter named starts now, in a pooled sandbox waiting
+    # for its code, and reads its program from a pipe (bash reads a script from a pipe
+    # as from a file, only without its check for a binary file). It is this process's
+    # child, so it has everything PID 1 gave this one (filter, limits, user, no new
+    # privileges); the set-up of the call (files, working directory) is done before
+    # its code comes, and it runs nothing before that.
+    ahead = {}
+    for name in filter(None, names.split(",")):
+        name = name.encode()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for fd in close + tuple(p[1] for p in ahead.values()) + (w,):
+                    os.close(fd)
+                import _signal
+                for sig in ("SIGPIPE", "SIGXFSZ"):
+                    _signal.signal(getattr(_signal, sig), _signal.SIG_DFL)
+                os.set_inheritable(r, True)
+                argv = [a.replace("CODE", "/dev/fd/%d" % r) for a in LANGUAGES[name]]
+                for d in os.environ.get("PATH", os.defpath).split(":"):
+                    try:
+                        os.execve((d or ".") + "/" + argv[0], argv, os.environ)
+                    except OSError:
+                        pass
+            finally:
+                os._exit(70)  # EXIT_FAILED: a child that could not start
+        os.close(r)
+        ahead[name] = (pid, w)
+    return ahead
+
+def _handoff(os, ahead, source, go):
+    # The code into the interpreter started ahead (_ahead), once PID 1 says go; then this
+    # process ends as it ended: its exit code, or the same signal. The pipe holds 64 KiB:
+    # a longer program is written as the interpreter reads it, and one that exits before
+    # the end of its file stops the writing (EPIPE), as a file it never read to the end.
+    pid, w = ahead
+    if os.read(go, 1) != b"G":
+        raise SystemExit("mcp-exec: the bootstrap did not start")
+    os.close(go)
+    for fd in (0, 1, 2):  # the program's streams are the interpreter's alone
+        os.close(fd)
+    try:
+        while source:
+            source = source[os.write(w, source):]
+    except BrokenPipeError:
+        pass
+    os.close(w)
+    _, st = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(st):
+        import _signal
+        _signal.signal(os.WTERMSIG(st), _signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(st))
+    os._exit(os.waitstatus_to_exitcode(st))
 
 def _prepare(sys):
     # What a program's start needs that does not depend on its code, done before the
@@ -979,7 +1046,7 @@ def egress_relay():
     threading.Thread(target=accept, daemon=True).start()
 
 
-def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd):
+def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd, prestart=""):
     install_filter(filter_arg)
     prologue()
     out_r, out_w = os.pipe()
@@ -989,7 +1056,7 @@ def parent(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd
     call_r, call_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        child(sys.modules["__main__"].__dict__, CHILD, ["-c", str(ready_w), preload, outdir, str(go_r), str(call_w)],
+        child(sys.modules["__main__"].__dict__, CHILD, ["-c", str(ready_w), preload, outdir, str(go_r), str(call_w), prestart],
               out_w, err_w, (out_r, err_r, ready_r, go_w, call_r) + ((seal_fd,) if seal_fd is not None else ()), "child")
     for fd in (out_w, err_w, ready_w, go_r, call_w):
         os.close(fd)
@@ -1405,7 +1472,7 @@ def _holder(seed, plots, files, status_of, prepare):
 
 # The first holder's source: CHILD's functions, with HOLDER in place of its one-shot end.
 HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
-    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools")]\n' + \
+    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff")]\n' + \
     'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
     '                         globals().pop("_status"), globals().pop("_prepare"))\n'
 
@@ -1897,9 +1964,13 @@ if __name__ == "__main__":
     if len(sys.argv) in (8, 9) and sys.argv[1] == "session":
         seal_fd = seal_fd_arg(sys.argv, 8, "usage: boot session MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES seccomp=HEX [seal-fd=N]\n")
         session(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], seal_fd)
-    usage = "usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES seccomp=HEX [seal-fd=N]\n"
+    usage = "usage: boot parent MAX_OUTPUT PRELOAD OUTDIR MAX_FILE MAX_FILES seccomp=HEX [prestart=LANGS] [seal-fd=N]\n"
     if len(sys.argv) < 8 or sys.argv[1] != "parent":
         sys.stderr.write(usage)
         sys.exit(EXIT_USAGE)
+    # prestart=LANGS, if present, follows the filter: a pooled sandbox's (see _ahead).
+    prestart = sys.argv.pop(8)[9:] if len(sys.argv) > 8 and sys.argv[8].startswith("prestart=") else ""
+    if any(name.encode() not in LANGUAGES for name in filter(None, prestart.split(","))):
+        fatal("prestart names an unknown language: %r" % prestart)
     seal_fd = seal_fd_arg(sys.argv, 8, usage)
-    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], seal_fd)
+    parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], seal_fd, prestart)

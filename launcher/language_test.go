@@ -16,7 +16,10 @@ import (
 // or node on the code. Each row holds for the language as it does for Python
 // (TestRunPrograms, TestFilesInAndOut).
 func TestLanguagePrograms(t *testing.T) {
-	l := testLauncher(t, Options{MaxOutputBytes: 64 << 10})
+	bothWays(t, Options{MaxOutputBytes: 64 << 10}, languagePrograms)
+}
+
+func languagePrograms(t *testing.T, l *Launcher) {
 	// Larger than one argument may be (MAX_ARG_STRLEN, 128 KiB): the code travels in a
 	// memory file, not on the interpreter's command line.
 	bigComment := strings.Repeat("# padding\n", 20000)
@@ -118,8 +121,9 @@ func TestLanguagePrograms(t *testing.T) {
 // TestLanguageTimeoutKillsTree: the timeout ends a bash or node program and what it
 // started, as it does Python's (TestTimeoutKillsProcessTree). 4 s: node's start alone
 // took over 2 s on a loaded 2-core host under -race.
-func TestLanguageTimeoutKillsTree(t *testing.T) {
-	l := testLauncher(t, Options{})
+func TestLanguageTimeoutKillsTree(t *testing.T) { bothWays(t, Options{}, languageTimeoutKillsTree) }
+
+func languageTimeoutKillsTree(t *testing.T, l *Launcher) {
 	for lang, code := range map[string]string{
 		"bash":       "trap '' TERM\nsleep 100 &\nsetsid sleep 100 &\necho spawned\nwhile :; do sleep 1; done",
 		"javascript": "import { spawn } from 'node:child_process';\nspawn('sleep', ['100'], { detached: true, stdio: 'ignore' }).unref();\nprocess.on('SIGTERM', () => {});\nconsole.log('spawned');\nsetInterval(() => {}, 1000);",
@@ -146,7 +150,10 @@ func TestLanguageTimeoutKillsTree(t *testing.T) {
 // TestLanguageMemoryLimit: a bash or node program that touches more than the memory
 // limit is stopped short; in a container it is killed for it, and the result says so.
 func TestLanguageMemoryLimit(t *testing.T) {
-	l := testLauncher(t, Options{Memory: 128 << 20})
+	bothWays(t, Options{Memory: 128 << 20}, languageMemoryLimit)
+}
+
+func languageMemoryLimit(t *testing.T, l *Launcher) {
 	for lang, code := range map[string]string{
 		"bash":       "x=$(head -c 300M /dev/zero | tr '\\0' x)\necho survived",
 		"javascript": "const a = [];\nfor (let i = 0; i < 40; i++) a.push(Buffer.alloc(10 << 20, 1));\nconsole.log('survived')",
@@ -267,5 +274,43 @@ func TestCheckLanguages(t *testing.T) {
 	}
 	if _, err := l.CheckLanguages(t.Context(), []string{"ruby"}); !errors.Is(err, ErrLanguage) {
 		t.Errorf("an unknown language: got %v, want ErrLanguage", err)
+	}
+}
+
+// bothWays runs a language test in cold sandboxes and again in warm-pool ones with
+// bash started ahead (Options.Prestart): the program must not tell them apart.
+func bothWays(t *testing.T, o Options, test func(*testing.T, *Launcher)) {
+	t.Run("cold", func(t *testing.T) { test(t, testLauncher(t, o)) })
+	t.Run("prestart", func(t *testing.T) {
+		o := o
+		o.PoolSize, o.Prestart = 1, []string{"bash"}
+		test(t, testLauncher(t, o))
+	})
+}
+
+// TestPoolPrestart: with Options.Prestart a warm-pool sandbox's bash was started ahead
+// and takes the program from the Python child (its parent, not PID 1); a bash program
+// that exits before the end of its file ends as it says; and a Python call in such a
+// sandbox runs with no idle bash left beside it.
+func TestPoolPrestart(t *testing.T) {
+	l := testLauncher(t, Options{PoolSize: 1, Prestart: []string{"bash"}})
+	tail := strings.Repeat("# padding\n", 30000) // past the pipe's 64 KiB
+	for _, tc := range []struct {
+		name string
+		job  Job
+		exit int
+		out  string
+	}{
+		{"started ahead", Job{Language: "bash", Code: `test "$PPID" != 1 && echo ahead`}, 0, "ahead\n"},
+		{"early exit", Job{Language: "bash", Code: "echo early; exit 3\n" + tail + "echo not reached"}, 3, "early\n"},
+		{"python alone", Job{Code: "import os\nprint(sorted(open('/proc/%s/comm' % p).read().strip() for p in os.listdir('/proc') if p.isdigit()))"}, 0, "['python3', 'python3']\n"},
+	} {
+		res, err := l.Run(t.Context(), tc.job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != tc.exit || res.Stdout != tc.out {
+			t.Errorf("%s: got exit %d, stdout %q; want %d, %q (stderr %q)", tc.name, res.ExitCode, res.Stdout, tc.exit, tc.out, res.Stderr)
+		}
 	}
 }

@@ -40,9 +40,13 @@ type Options struct {
 	// that container stopped or restarted since (owners.go).
 	OwnerContainer string
 	Preload        []string // modules the bootstrap imports before the code arrives
-	MaxConcurrent  int      // sandboxes running at once; 0 is 2
-	MaxQueue       int      // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
-	PoolSize       int      // sandboxes kept started ahead of demand; 0 is cold mode
+	// Prestart names languages besides Python (OtherLanguages) whose interpreter each
+	// warm-pool sandbox starts ahead, waiting for its code (boot.py, _ahead); a call of
+	// another language kills it first. Cold sandboxes know their language and start none.
+	Prestart      []string
+	MaxConcurrent int // sandboxes running at once; 0 is 2
+	MaxQueue      int // calls waiting for a slot; beyond it Run fails with ErrBusy; 0: none may wait
+	PoolSize      int // sandboxes kept started ahead of demand; 0 is cold mode
 	// SessionPool keeps session sandboxes started ahead of OpenSession
 	// (sessionpool.go); the zero value keeps none.
 	SessionPool SessionPoolOptions

@@ -41,7 +41,7 @@ func newPool(l *Launcher, size int) *pool {
 	p := &pool{
 		l:       l,
 		size:    size,
-		spawn:   l.start,
+		spawn:   l.startPooled,
 		name:    "warm pool",
 		changed: make(chan struct{}),
 		wake:    make(chan struct{}, 1),

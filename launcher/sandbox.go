@@ -46,6 +46,11 @@ func (l *Launcher) start(ctx context.Context) (_ *sandbox, err error) {
 	return l.startSpec(ctx, SpecOf(l.opts), nil)
 }
 
+// startPooled starts a warm-pool sandbox (pooledSpec).
+func (l *Launcher) startPooled(ctx context.Context) (*sandbox, error) {
+	return l.startSpec(ctx, pooledSpec(l.opts), nil)
+}
+
 // startSpec starts a sandbox from spec. With sw set (a session), the stdout stream
 // goes through sw, whose first decoder is the sandbox's.
 func (l *Launcher) startSpec(ctx context.Context, spec backend.Spec, sw *switchWriter) (_ *sandbox, err error) {

@@ -92,6 +92,16 @@ func bootCommand(o Options) []string {
 	}
 }
 
+// pooledSpec is SpecOf for a warm-pool sandbox: its bootstrap also starts the
+// interpreters of o.Prestart ahead (boot.py, _ahead).
+func pooledSpec(o Options) backend.Spec {
+	s := SpecOf(o)
+	if len(o.Prestart) > 0 {
+		s.Command = append(slices.Clone(s.Command), "prestart="+strings.Join(o.Prestart, ","))
+	}
+	return s
+}
+
 // bootFilter is the bootstrap's last argument: launcher/syscalls' seccomp filter,
 // which it installs on itself before anything else (boot.py, install_filter), on every
 // backend: the runtime's own profile may be weaker (containerd's RuntimeDefault allows

@@ -374,6 +374,7 @@ func launcherOptions(cfg config.Config, image string, m *metrics, log zerolog.Lo
 		MaxQueue:       cfg.MaxQueue,
 		PoolSize:       cfg.PoolSize,
 		Preload:        config.SplitList(cfg.Preload),
+		Prestart:       config.SplitList(cfg.PoolPrestart),
 		Metrics:        m,
 		Logger:         log,
 	}
