@@ -402,7 +402,8 @@ def _handoff(os, ahead, source, go):
     _, st = os.waitpid(pid, 0)
     if os.WIFSIGNALED(st):
         import _signal
-        _signal.signal(os.WTERMSIG(st), _signal.SIG_DFL)
+        if os.WTERMSIG(st) != _signal.SIGKILL:  # SIGKILL has no handler to reset
+            _signal.signal(os.WTERMSIG(st), _signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(st))
     os._exit(os.waitstatus_to_exitcode(st))
 

@@ -302,6 +302,7 @@ func TestPoolPrestart(t *testing.T) {
 		out  string
 	}{
 		{"started ahead", Job{Language: "bash", Code: `test "$PPID" != 1 && echo ahead`}, 0, "ahead\n"},
+		{"killed", Job{Language: "bash", Code: "echo x; kill -9 $$"}, 137, "x\n"},
 		{"early exit", Job{Language: "bash", Code: "echo early; exit 3\n" + tail + "echo not reached"}, 3, "early\n"},
 		{"python alone", Job{Code: "import os\nprint(sorted(open('/proc/%s/comm' % p).read().strip() for p in os.listdir('/proc') if p.isdigit()))"}, 0, "['python3', 'python3']\n"},
 	} {
