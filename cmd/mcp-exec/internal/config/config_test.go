@@ -345,6 +345,8 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"languages unknown", func(c *Config) { c.Languages = "python,ruby" }, `--languages (MCP_EXEC_LANGUAGES) must be languages separated by commas, from python, javascript and bash; got "ruby"`},
 		{"languages twice", func(c *Config) { c.Languages = "python,bash,bash" }, `--languages (MCP_EXEC_LANGUAGES) names "bash" twice`},
 		{"languages without python", func(c *Config) { c.Languages = "bash" }, `--languages (MCP_EXEC_LANGUAGES) must include python`},
+		{"prestart javascript", func(c *Config) { c.PoolPrestart = "javascript" }, `--pool-prestart (MCP_EXEC_POOL_PRESTART) must be languages separated by commas, from bash (javascript is not started ahead yet); got "javascript"`},
+		{"prestart not served", func(c *Config) { c.Languages, c.PoolPrestart = "python,javascript", "bash" }, `--pool-prestart (MCP_EXEC_POOL_PRESTART) names "bash", which is not one of --languages (MCP_EXEC_LANGUAGES) ("python,javascript")`},
 		{"instance empty", func(c *Config) { c.Instance = "" }, "--instance (MCP_EXEC_INSTANCE) must match"},
 		{"instance bad char", func(c *Config) { c.Instance = "a/b" }, "--instance (MCP_EXEC_INSTANCE) must match"},
 		{"instance too long", func(c *Config) { c.Instance = strings.Repeat("a", 64) }, "--instance (MCP_EXEC_INSTANCE) must match"},
