@@ -283,7 +283,7 @@ func bothWays(t *testing.T, o Options, test func(*testing.T, *Launcher)) {
 	t.Run("cold", func(t *testing.T) { test(t, testLauncher(t, o)) })
 	t.Run("prestart", func(t *testing.T) {
 		o := o
-		o.PoolSize, o.Prestart = 1, []string{"bash"}
+		o.PoolSize, o.Prestart = 2, []string{"bash"}
 		test(t, testLauncher(t, o))
 	})
 }
