@@ -46,3 +46,13 @@ func TestSpecCommand(t *testing.T) {
 		t.Fatalf("bootSource: got empty, want boot.py")
 	}
 }
+
+// TestBootFitsOneArgument: boot.py travels as one argument of `python3 -I -c`, which
+// Linux caps at MAX_ARG_STRLEN (32 pages, 128 KiB): past it no sandbox starts at all.
+// The margin leaves room to see it coming.
+func TestBootFitsOneArgument(t *testing.T) {
+	const maxArg, margin = 128 << 10, 16 << 10
+	if n := len(bootSource); n > maxArg-margin {
+		t.Errorf("boot.py is %d bytes: within %d of MAX_ARG_STRLEN (%d), past which the bootstrap cannot be started", n, margin, maxArg)
+	}
+}
