@@ -249,7 +249,7 @@ def _boot():
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
     tools, prepare, _interpreter = globals().pop("_tools"), globals().pop("_prepare"), globals().pop("_interpreter")
-    _ahead, _handoff = globals().pop("_ahead"), globals().pop("_handoff")
+    _ahead, _handoff, execp = globals().pop("_ahead"), globals().pop("_handoff"), globals().pop("_execp")
     ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     prestart = sys.argv[6]
     _seed(os)
@@ -267,7 +267,7 @@ def _boot():
     import gc
     gc.collect()
     gc.freeze()
-    ahead = _ahead(os, prestart, (ready, go, calls))
+    ahead = _ahead(os, execp, prestart, (ready, go, calls))
     os.write(ready, b"R")
     os.close(ready)
 
@@ -308,7 +308,7 @@ def _boot():
     if lang in ahead:
         _handoff(os, ahead[lang], source.encode("utf-8", "surrogateescape"), go)
     if argv is not None:
-        _interpreter(os, argv, source.encode("utf-8", "surrogateescape"), go)
+        _interpreter(os, execp, argv, source.encode("utf-8", "surrogateescape"), go)
     # The source, for tracebacks, warnings and inspect: into linecache's cache, now if
     # something loaded it already, or else when it is first imported (see _plots).
     lines["<exec>"] = (len(source), None, source.splitlines(True), "<exec>")
@@ -321,7 +321,7 @@ def _boot():
     os.close(go)
     return code
 
-def _interpreter(os, argv, source, go):
+def _interpreter(os, execp, argv, source, go):
     # Another language: its interpreter replaces this process once the set-up every
     # program gets is done (filter, limits, working directory, files, stdin). The code
     # goes in a memory file, as large as code may be (an argument holds 128 KiB), named
@@ -337,11 +337,17 @@ def _interpreter(os, argv, source, go):
     snap = "/usr/local/share/mcp-exec/node.blob"  # the image's (its Dockerfile): Debian's node has none
     if argv[0] == "node" and os.path.exists(snap):
         argv[1:1] = ["--snapshot-blob", snap]
-    import _signal  # what Python ignores, an exec would pass on: `yes | head` would not end
+    execp(os, argv)
+
+
+def _execp(os, argv):
+    # Replaces this process with argv[0] found on PATH, as execvpe would (the first
+    # error but ENOENT and ENOTDIR wins), after the signals Python ignores are back to
+    # their defaults (an exec would pass the ignoring on: `yes | head` would not end).
+    # Not execvpe: its os.get_exec_path imports warnings, 0.5-1 ms of every call.
+    import _signal
     for sig in ("SIGPIPE", "SIGXFSZ"):
         _signal.signal(getattr(_signal, sig), _signal.SIG_DFL)
-    # PATH searched here, as execvpe would (the first error but ENOENT and ENOTDIR wins):
-    # its os.get_exec_path imports warnings, 0.5-1 ms of every bash and node call.
     err = None
     for d in os.environ.get("PATH", os.defpath).split(":"):
         try:
@@ -350,7 +356,7 @@ def _interpreter(os, argv, source, go):
             err = e if err is None or err.errno in (2, 20) else err
     raise SystemExit("mcp-exec: cannot start %s: %s" % (argv[0], err.strerror))
 
-def _ahead(os, names, close):
+def _ahead(os, execp, names, close):
     # --pool-prestart: each interpreter named starts now, in a pooled sandbox waiting
     # for its code, and reads its program from a pipe (bash reads a script from a pipe
     # as from a file, only without its check for a binary file). It is this process's
@@ -366,16 +372,8 @@ def _ahead(os, names, close):
             try:
                 for fd in close + tuple(p[1] for p in ahead.values()) + (w,):
                     os.close(fd)
-                import _signal
-                for sig in ("SIGPIPE", "SIGXFSZ"):
-                    _signal.signal(getattr(_signal, sig), _signal.SIG_DFL)
                 os.set_inheritable(r, True)
-                argv = [a.replace("CODE", "/dev/fd/%d" % r) for a in LANGUAGES[name]]
-                for d in os.environ.get("PATH", os.defpath).split(":"):
-                    try:
-                        os.execve((d or ".") + "/" + argv[0], argv, os.environ)
-                    except OSError:
-                        pass
+                execp(os, [a.replace("CODE", "/dev/fd/%d" % r) for a in LANGUAGES[name]])
             finally:
                 os._exit(70)  # EXIT_FAILED: a child that could not start
         os.close(r)
@@ -1473,7 +1471,7 @@ def _holder(seed, plots, files, status_of, prepare):
 
 # The first holder's source: CHILD's functions, with HOLDER in place of its one-shot end.
 HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
-    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff")]\n' + \
+    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff", "_execp")]\n' + \
     'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
     '                         globals().pop("_status"), globals().pop("_prepare"))\n'
 
