@@ -186,6 +186,7 @@ SEAL_LABEL = b"mcp-exec seal v1"
 SEAL_BLOCK = 1 << 16
 SEAL_KEY_SIZE = 32
 seal = None  # set by take_seal when there is a key, and anew by a session's HEADER_RESEAL
+gate_fd = None  # the key's descriptor (seal-fd=N), for take_seal and an early fatal
 
 
 def sealer(key):
@@ -847,6 +848,11 @@ def install_filter(arg):
 
 
 def fatal(msg):
+    # A failure before take_seal (the filter, the prologue, the arguments) takes the key
+    # here, so that its message reaches the server, which unseals every byte it reads: no
+    # program has run, and the key enters no process but this one, which ends next.
+    if seal is None and gate_fd is not None:
+        take_seal(gate_fd)
     write_all(1, frame(FRAME_FATAL, msg.encode()))
     os._exit(EXIT_FAILED)
 
@@ -1951,12 +1957,14 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
 
 def seal_fd_arg(argv, n, usage):
     # argv[n], if present, is seal-fd=N (the start gate's, on Kubernetes).
+    global gate_fd
     if len(argv) == n:
         return None
     if len(argv) > n + 1 or not argv[n].startswith("seal-fd=") or not argv[n][8:].isdigit():
         sys.stderr.write(usage)
         sys.exit(EXIT_USAGE)
-    return int(argv[n][8:])
+    gate_fd = int(argv[n][8:])
+    return gate_fd
 
 
 if __name__ == "__main__":
@@ -1969,7 +1977,7 @@ if __name__ == "__main__":
         sys.exit(EXIT_USAGE)
     # prestart=LANGS, if present, follows the filter: a pooled sandbox's (see _ahead).
     prestart = sys.argv.pop(8)[9:] if len(sys.argv) > 8 and sys.argv[8].startswith("prestart=") else ""
+    seal_fd = seal_fd_arg(sys.argv, 8, usage)
     if any(name.encode() not in LANGUAGES for name in filter(None, prestart.split(","))):
         fatal("prestart names an unknown language: %r" % prestart)
-    seal_fd = seal_fd_arg(sys.argv, 8, usage)
     parent(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], seal_fd, prestart)

@@ -295,6 +295,48 @@ print("env:", sorted(k for k in os.environ if k.startswith("MCPEXEC")), b"MCPEXE
 	}
 }
 
+// TestBootFatalSealed: a bootstrap that fails before it has taken the key in the usual
+// place (a bad seccomp argument, before its filter and prologue; an unknown prestart
+// language, among its arguments) still seals its F frame, so that the server reads the
+// message instead of noise ("unknown frame kind"), exits 70, and runs nothing.
+func TestBootFatalSealed(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "boot.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := launcher.SpecOf(launcher.Options{}).Command
+	filter := boot[len(boot)-1]
+	for _, tc := range []struct {
+		name, want string
+		args       []string
+	}{
+		{"bad filter", "bad seccomp filter argument", []string{"seccomp=zz"}},
+		{"unknown prestart", "prestart names an unknown language", []string{filter, "prestart=cobol"}},
+		{"session, bad filter", "bad seccomp filter argument", []string{"seccomp=zz"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, line, err := newSealKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mode := "parent"
+			if strings.HasPrefix(tc.name, "session") {
+				mode = "session"
+			}
+			args := append([]string{"-I", "-c", string(src), mode, "1048576", "", t.TempDir(), "8388608", "16777216"}, tc.args...)
+			out, errb, exit := runGated(t, line+"\nMCPEXEC2 12 0\nprint('ran')", args...)
+			if exit != 70 || bytes.Contains(out, []byte(tc.want)) {
+				t.Fatalf("got exit %d, raw stdout %q (stderr %q); want 70 and nothing plain", exit, out, errb)
+			}
+			var plain bytes.Buffer
+			_, _ = newUnsealer(&plain, key).Write(out)
+			if fr := frames(t, plain.Bytes()); !strings.Contains(string(fr['F']), tc.want) || len(fr) != 1 {
+				t.Errorf("unsealed frames: got %q, want one F frame naming %q", fr, tc.want)
+			}
+		})
+	}
+}
+
 // BenchmarkUnseal: the server's cost of unsealing, in the attach's 32 KiB writes.
 func BenchmarkUnseal(b *testing.B) {
 	u := newUnsealer(io.Discard, make([]byte, sealKeySize))
