@@ -1669,6 +1669,24 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 pass
         return out
 
+    def node_gone():
+        # Node ended (reaped: its pid may be another's now) or stopped (it would never
+        # answer); a stopped one is killed, since it is no one's now.
+        p = node[0]
+        if p in dead:
+            return True
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if st in "Tt":
+            try:
+                os.kill(p, 9)
+            except OSError:
+                pass
+        return st in "ZXxTt"
+
     child_fns = {}
 
     def replace(blob):
@@ -1791,14 +1809,16 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             call_r = os.open(fifos + "/c", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
             rep_w = os.open(fifos + "/r", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         ooms = oom_kills()
-        state, status, killed, timed_out, scope = None, 0, False, False, None
+        state, status, killed, timed_out, scope, before = None, 0, False, False, None, None
         events()  # the death of a cell forked ahead that never had a call: not this call's
         js = lang == b"javascript"
         if js:
             # Its node (started by the session's first JavaScript call, and anew after
-            # one was lost: said so) gets the call; the holder's cell waits on.
-            if node[0] is not None and not alive(node[0]):
-                scope = b"javascript"
+            # one was lost: said so) gets the call; the holder's cell waits on. One that
+            # ended or was stopped between calls (another call's kill) is lost before
+            # this call, which runs in a fresh one.
+            if node[0] is not None and node_gone():
+                scope = before = b"javascript"
             if node[0] is None or scope:
                 for fd in node[1:]:
                     os.close(fd)
@@ -1938,7 +1958,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         shutil.rmtree(outdir, ignore_errors=True)
         x = exit_payload(status, ooms, output.dropped, killed, "lost" if scope else state)
         if scope:
-            x = x[:-1] + b', "scope": "%s"}' % scope
+            x = x[:-1] + b', "scope": "%s"%s}' % (scope, b', "lost_before": true' if before and state == "kept" else b"")
         if kept is not None:
             x = x[:-1] + b', "timed_out": %s, "duration_ms": %d}' % (b"true" if timed_out else b"false", (time.monotonic() - t0) * 1000)
         emit(frame(FRAME_EXIT, x))

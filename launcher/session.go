@@ -388,6 +388,9 @@ func (s *Session) ended(sb *sandbox, d time.Duration) (Result, error) {
 		return Result{SessionState: SessionLost}, fmt.Errorf("%w: session sandbox %s: exit frame without a session state", ErrSandbox, shortID(sb.id))
 	}
 	switch {
+	case res.SessionState == SessionLost && st.Scope == "javascript" && st.LostBefore:
+		res.LostLanguage = st.Scope
+		res.Stderr = appendNote(res.Stderr, lostJavaScriptBeforeNote)
 	case res.SessionState == SessionLost && st.Scope == "javascript":
 		res.LostLanguage = st.Scope
 		res.Stderr = appendNote(res.Stderr, lostJavaScriptNote)
@@ -403,6 +406,11 @@ const lostNote = "[mcp-exec] the session's interpreter was lost: its variables a
 // lostJavaScriptNote ends the stderr of a call that lost the session's JavaScript state
 // alone (a killed JavaScript call: a node process cannot be forked to roll it back).
 const lostJavaScriptNote = "[mcp-exec] the session's JavaScript state was lost (its node process ended with the call); the next JavaScript call starts a fresh one; Python's and bash's state and the files in /tmp are as they were\n"
+
+// lostJavaScriptBeforeNote ends the stderr of a JavaScript call that found the session's
+// node gone: it ended, or was stopped, between calls (another call killed it), and this
+// call ran in a fresh one.
+const lostJavaScriptBeforeNote = "[mcp-exec] the session's JavaScript state was lost before this call (its node process ended between calls); this call ran in a fresh one; Python's and bash's state and the files in /tmp are as they were\n"
 
 // interruptWait bounds how long a killed call's exit frame may take before the whole
 // sandbox goes (and the session is lost).

@@ -172,3 +172,32 @@ console.log(c, o.n, f(), new K().m(), v, fs.readFileSync('/tmp/py.txt', 'utf8'),
 	wantState(t, sessionExec(t, s, jsJob("console.log(1)")), launcher.SessionKept, "1\n")
 	wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
 }
+
+// TestSessionNodeEndsBetweenCalls: the session's node killed, or stopped, between
+// JavaScript calls (by a Python or a bash call: same user, same sandbox) is found at the
+// next JavaScript call, which runs in a fresh node and says that the state was lost
+// before it (lost, javascript); never a hang, nor a note that blames the call. The
+// other languages' state stays.
+func TestSessionNodeEndsBetweenCalls(t *testing.T) {
+	l := launchertest.New(t, launcher.Options{})
+	s := openSession(t, l, launcher.SessionOptions{Expires: time.Now().Add(time.Hour)})
+	wantState(t, sessionExec(t, s, launcher.Job{Code: "x = 41"}), launcher.SessionKept, "")
+	for _, kill := range []launcher.Job{
+		{Language: "python", Code: `import os
+for p in filter(str.isdigit, os.listdir("/proc")):
+    if open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")[0].endswith(b"node"):
+        os.kill(int(p), 9)`},
+		bashJob(`for p in /proc/[0-9]*; do read -r -d '' a < $p/cmdline || true; [[ $a == *node ]] && kill -STOP ${p#/proc/}; done; true`),
+	} {
+		wantState(t, sessionExec(t, s, jsJob("globalThis.g = 1")), launcher.SessionKept, "")
+		wantState(t, sessionExec(t, s, kill), launcher.SessionKept, "")
+		res := sessionExec(t, s, launcher.Job{Code: "console.log(typeof g)", Language: "javascript", Timeout: 10 * time.Second})
+		if res.SessionState != launcher.SessionLost || res.LostLanguage != "javascript" || res.Stdout != "undefined\n" || res.TimedOut ||
+			!strings.Contains(res.Stderr, "lost before this call") {
+			t.Fatalf("after a %s call's kill: got state %q (%q), stdout %q, timed out %v, stderr %q; want lost (javascript), undefined, said lost before the call",
+				kill.Language, res.SessionState, res.LostLanguage, res.Stdout, res.TimedOut, res.Stderr)
+		}
+		wantState(t, sessionExec(t, s, jsJob("console.log(typeof g)")), launcher.SessionKept, "undefined\n")
+		wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
+	}
+}

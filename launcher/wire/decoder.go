@@ -23,6 +23,9 @@ type Exit struct {
 	// Scope names the language whose state alone a lost session call lost
 	// ("javascript": its node process); "" when the whole session was lost.
 	Scope string `json:"scope"`
+	// LostBefore, with Scope: that language's state was lost before the call (its
+	// interpreter ended between calls), and the call ran in a fresh one.
+	LostBefore bool `json:"lost_before"`
 	// TimedOut and DurationMs are a kept call's: the bootstrap killed it at its
 	// timeout; how long it ran.
 	TimedOut   bool  `json:"timed_out"`
