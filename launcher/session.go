@@ -81,6 +81,9 @@ type Session struct {
 	sw     *switchWriter
 	ch     *egressChannel // sb's egress channel; nil without a profile
 	closed bool
+	// jsUnsaid (under run): a cancelled call lost the JavaScript state, and its result
+	// reached no one; the next JavaScript call says so.
+	jsUnsaid bool
 }
 
 // SessionSpec is the spec of a session's sandbox: SpecOf with the session command,
@@ -256,7 +259,26 @@ func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
 		s.lose(sb)
 		res.SessionState, res.LostLanguage = SessionLost, ""
 	}
+	s.sayJavaScriptLoss(job, &res, err)
 	return res, l.closedOr(err)
+}
+
+// sayJavaScriptLoss makes the first JavaScript call after a cancelled one that lost the
+// JavaScript state say that it was lost before it: the bootstrap said so in the
+// cancelled call's result, which went to no one, and starts a fresh node silently.
+func (s *Session) sayJavaScriptLoss(job Job, res *Result, err error) {
+	switch {
+	case err != nil && res.LostLanguage == "javascript":
+		s.jsUnsaid = true
+	case res.SessionGone():
+		s.jsUnsaid = false
+	case err == nil && job.Language == "javascript" && s.jsUnsaid:
+		s.jsUnsaid = false
+		if res.SessionState != SessionLost {
+			res.SessionState, res.LostLanguage = SessionLost, "javascript"
+			res.Stderr = appendNote(res.Stderr, lostJavaScriptBeforeNote)
+		}
+	}
 }
 
 // cell runs one call on sb's interpreter, on the exec path (sandbox.run).
@@ -408,9 +430,9 @@ const lostNote = "[mcp-exec] the session's interpreter was lost: its variables a
 const lostJavaScriptNote = "[mcp-exec] the session's JavaScript state was lost (its node process ended with the call); the next JavaScript call starts a fresh one; Python's and bash's state and the files in /tmp are as they were\n"
 
 // lostJavaScriptBeforeNote ends the stderr of a JavaScript call that found the session's
-// node gone: it ended, or was stopped, between calls (another call killed it), and this
-// call ran in a fresh one.
-const lostJavaScriptBeforeNote = "[mcp-exec] the session's JavaScript state was lost before this call (its node process ended between calls); this call ran in a fresh one; Python's and bash's state and the files in /tmp are as they were\n"
+// node gone: it ended, or was stopped, between calls (another call killed it), or with
+// a cancelled call whose result no one got; this call ran in a fresh one.
+const lostJavaScriptBeforeNote = "[mcp-exec] the session's JavaScript state was lost before this call (its node process ended between calls, or with a cancelled call); this call ran in a fresh one; Python's and bash's state and the files in /tmp are as they were\n"
 
 // interruptWait bounds how long a killed call's exit frame may take before the whole
 // sandbox goes (and the session is lost).

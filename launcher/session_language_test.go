@@ -169,8 +169,14 @@ console.log(c, o.n, f(), new K().m(), v, fs.readFileSync('/tmp/py.txt', 'utf8'),
 	if res, err := s.Exec(ctx, launcher.Job{Code: "for (;;) {}", Language: "javascript", Timeout: 60 * time.Second}); err == nil || res.SessionState != launcher.SessionLost {
 		t.Fatalf("cancel: got %v, state %q, want the context's error, lost", err, res.SessionState)
 	}
-	wantState(t, sessionExec(t, s, jsJob("console.log(1)")), launcher.SessionKept, "1\n")
+	// Its result went to no one (the caller went away, or run_cancel): the next
+	// JavaScript call, not a Python one, says the state was lost before it.
 	wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
+	res = sessionExec(t, s, jsJob("console.log(1)"))
+	if res.SessionState != launcher.SessionLost || res.LostLanguage != "javascript" || res.Stdout != "1\n" || !strings.Contains(res.Stderr, "lost before this call") {
+		t.Fatalf("after a cancel: got state %q (%q), stdout %q, stderr %q; want lost (javascript), 1, said lost before the call", res.SessionState, res.LostLanguage, res.Stdout, res.Stderr)
+	}
+	wantState(t, sessionExec(t, s, jsJob("console.log(2)")), launcher.SessionKept, "2\n")
 }
 
 // TestSessionNodeEndsBetweenCalls: the session's node killed, or stopped, between
