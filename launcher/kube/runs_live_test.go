@@ -325,8 +325,15 @@ func TestLiveRunLanguages(t *testing.T) {
 	if !res.TimedOut || res.Stdout != "before\n" {
 		t.Errorf("bash run past its timeout: timed out %v, stdout %q, stderr %q; want true, before", res.TimedOut, res.Stdout, res.Stderr)
 	}
-	res, _ = waitDone(t, ctx, B, hjt, owner)
-	if !res.TimedOut || res.Stdout != "before\n" {
-		t.Errorf("javascript run past its timeout: timed out %v, stdout %q, stderr %q; want true, before", res.TimedOut, res.Stdout, res.Stderr)
+	res2, _ := waitDone(t, ctx, B, hjt, owner)
+	if !res2.TimedOut || res2.Stdout != "before\n" {
+		t.Errorf("javascript run past its timeout: timed out %v, stdout %q, stderr %q; want true, before", res2.TimedOut, res2.Stdout, res2.Stderr)
+	}
+	// A run is no session's call, whatever its language: the bootstrap's kept call
+	// says what a session would keep (JavaScript's "lost"), and the result leaves it out.
+	for _, r := range []launcher.Result{res, res2} {
+		if r.SessionState != "" || r.LostLanguage != "" || r.ExitCode != 137 || strings.Contains(r.Stderr, "[mcp-exec]") {
+			t.Errorf("a run killed at its timeout: state %q (%q), exit %d, stderr %q; want no session state, 137, no note", r.SessionState, r.LostLanguage, r.ExitCode, r.Stderr)
+		}
 	}
 }
