@@ -307,23 +307,19 @@ func TestBootFatalSealed(t *testing.T) {
 	boot := launcher.SpecOf(launcher.Options{}).Command
 	filter := boot[len(boot)-1]
 	for _, tc := range []struct {
-		name, want string
-		args       []string
+		name, mode, want string
+		args             []string
 	}{
-		{"bad filter", "bad seccomp filter argument", []string{"seccomp=zz"}},
-		{"unknown prestart", "prestart names an unknown language", []string{filter, "prestart=cobol"}},
-		{"session, bad filter", "bad seccomp filter argument", []string{"seccomp=zz"}},
+		{"bad filter", "parent", "bad seccomp filter argument", []string{"seccomp=zz"}},
+		{"unknown prestart", "parent", "prestart names an unknown language", []string{filter, "prestart=cobol"}},
+		{"session, bad filter", "session", "bad seccomp filter argument", []string{"seccomp=zz"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key, line, err := newSealKey()
 			if err != nil {
 				t.Fatal(err)
 			}
-			mode := "parent"
-			if strings.HasPrefix(tc.name, "session") {
-				mode = "session"
-			}
-			args := append([]string{"-I", "-c", string(src), mode, "1048576", "", t.TempDir(), "8388608", "16777216"}, tc.args...)
+			args := append([]string{"-I", "-c", string(src), tc.mode, "1048576", "", t.TempDir(), "8388608", "16777216"}, tc.args...)
 			out, errb, exit := runGated(t, line+"\nMCPEXEC2 12 0\nprint('ran')", args...)
 			if exit != 70 || bytes.Contains(out, []byte(tc.want)) {
 				t.Fatalf("got exit %d, raw stdout %q (stderr %q); want 70 and nothing plain", exit, out, errb)
