@@ -1294,7 +1294,7 @@ def send_files(outdir, max_file, max_total, out, max_count=64):
 # asked. It is the pod's only call: at its end every other process goes, and PID 1 only
 # answers fetches.
 HOLDER = r"""
-def _holder(seed, plots, files, status_of, prepare):
+def _holder(seed, plots, files, status_of, prepare, execp):
     import os, sys, _signal
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     cmd, ev, outdir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[4]
@@ -1375,11 +1375,10 @@ def _holder(seed, plots, files, status_of, prepare):
             os.set_inheritable(fd, True)
         pid = os.fork()
         if pid == 0:
-            for sig in (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGINT):
-                _signal.signal(sig, _signal.SIG_DFL)
+            _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # execp resets the ignored ones
+            os.environ["BASH_ENV"] = "/dev/fd/%d" % fds[1]
             try:
-                os.execvpe("bash", ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "/dev/fd/%d" % fds[0]],
-                           dict(os.environ, BASH_ENV="/dev/fd/%d" % fds[1]))
+                execp(os, [a.replace("CODE", "/dev/fd/%d" % fds[0]) for a in LANGUAGES[b"bash"]])
             finally:
                 os._exit(127)
         status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
@@ -1476,10 +1475,10 @@ def _holder(seed, plots, files, status_of, prepare):
 
 
 # The first holder's source: CHILD's functions, with HOLDER in place of its one-shot end.
-HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER + \
-    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff", "_execp")]\n' + \
+HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER.replace("LANGUAGES", repr(LANGUAGES)) + \
+    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff")]\n' + \
     'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
-    '                         globals().pop("_status"), globals().pop("_prepare"))\n'
+    '                         globals().pop("_status"), globals().pop("_prepare"), globals().pop("_execp"))\n'
 
 
 # A session's JavaScript: one node process, started by the session's first JavaScript
