@@ -56,7 +56,7 @@ EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not 
 # frames (u32 call id, JSON: replies to calls) after a header with tools. A one-shot
 # child reads HEADER_EXEC "<code> <files> [<language>]" or HEADER_TOOLS "<code>
 # <files> <tools> <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files>
-# <stdin> [<language>]", HEADER_CELL_TOOLS "<code> <files> <tools> <stdin>", HEADER_KEPT "<code>
+# <stdin> [<language>]", HEADER_CELL_TOOLS "<code> <files> <tools> <stdin> [javascript]", HEADER_KEPT "<code>
 # <files> <stdin> <timeout ms> [<language>]", HEADER_FETCH, HEADER_KILL, or HEADER_RESEAL "<key
 # hex>". Input files are u32 name length, name, u32 size, bytes; repeated.
 # Kubernetes' start gate reads its own line, the seal key (launcher/kube).
@@ -251,6 +251,7 @@ def _boot():
     files, plots, _seed = globals().pop("_files"), globals().pop("_plots"), globals().pop("_seed")
     tools, prepare, _interpreter = globals().pop("_tools"), globals().pop("_prepare"), globals().pop("_interpreter")
     _ahead, _handoff, execp = globals().pop("_ahead"), globals().pop("_handoff"), globals().pop("_execp")
+    globals().pop("_mcptools_js"), globals().pop("_mcptools_named")  # _tools holds them
     ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     prestart = sys.argv[6]
     _seed(os)
@@ -517,7 +518,23 @@ def _seed(os):
             except OSError:
                 pass
 
-def _tools(os, sys, blob, stdin, calls, argv, source):
+def _mcptools_js(blob, call_fd, reply_fd):
+    # JavaScript's mcptools (mcptools.mjs) as node loads it, from a tools blob: its
+    # descriptors and catalog, then the module.
+    n = int.from_bytes(blob[:4], "big")
+    return b"const _callFd = %d, _replyFd = %d, _catalog = %s;\n%s" % (call_fd, reply_fd, blob[4 + n:], blob[4:4 + n])
+
+def _mcptools_named(source, fd):
+    # A JavaScript program's "mcptools" named as the memory file fd holds it: its
+    # import ... from, import(...) and require(...) (Node 20's require of an ES module);
+    # node keeps the /dev/fd name with --preserve-symlinks (a memory file's target is no
+    # path), and so one module serves them all (Node 20 has no import maps, and a
+    # resolve hook's thread costs ~0.2 s).
+    import re
+    source = re.sub(r"""(\b(?:from|import)\s*\(?\s*)(["'])mcptools\2""", r"\1\2file:///dev/fd/%d\2" % fd, source)
+    return re.sub(r"""(\brequire\s*\(\s*)(["'])mcptools\2""", r"\1\2/dev/fd/%d\2" % fd, source)
+
+def _tools(os, sys, blob, stdin, calls, argv, source, js=_mcptools_js, named=_mcptools_named):
     # Code mode (launcher/bridge.go): the program's stdin is the n bytes that came with
     # the code, in a memory file at descriptor 0; the rest of the container's stdin
     # carries only the server's replies, on a descriptor of mcptools' own, so that
@@ -533,21 +550,18 @@ def _tools(os, sys, blob, stdin, calls, argv, source):
     os.close(fd)
     n = int.from_bytes(blob[:4], "big")
     if argv is not None:
-        # JavaScript (mcptools.mjs): the module, after its descriptors and catalog, in a
-        # memory file node imports, and the program's import of "mcptools" rewritten to
-        # name it (Node 20 has no import maps, and a resolve hook's thread costs ~0.2 s);
-        # its /dev/fd name stays (a memory file's target is no path).
+        # JavaScript: the module in a memory file node imports, named by the program's
+        # imports and requires of "mcptools" (_mcptools_named).
         if argv[0] != "node":
             raise SystemExit("mcp-exec: tools are for Python and JavaScript programs")
         argv.insert(1, "--preserve-symlinks")
         mod = os.memfd_create("mcptools", 0)
-        data = b"const _callFd = %d, _replyFd = %d, _catalog = %s;\n%s" % (calls, reply, blob[4 + n:], blob[4:4 + n])
+        data = js(blob, calls, reply)
         while data:
             data = data[os.write(mod, data):]
         for f in (calls, reply):
             os.set_inheritable(f, True)
-        import re
-        return re.sub(r"""(\b(?:from|import)\s*\(?\s*)(["'])mcptools\2""", r"\1\2file:///dev/fd/%d\2" % mod, source)
+        return named(source, mod)
     mod = type(sys)("mcptools")
     mod.__dict__.update(_catalog=blob[4 + n:], _call_fd=calls, _reply_fd=reply)
     sys.modules["mcptools"] = mod
@@ -1476,27 +1490,29 @@ def _holder(seed, plots, files, status_of, prepare, execp):
 
 # The first holder's source: CHILD's functions, with HOLDER in place of its one-shot end.
 HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER.replace("LANGUAGES", repr(LANGUAGES)) + \
-    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff")]\n' + \
+    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff", "_mcptools_js", "_mcptools_named")]\n' + \
     'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
     '                         globals().pop("_status"), globals().pop("_prepare"), globals().pop("_execp"))\n'
 
 
 # A session's JavaScript: one node process, started by the session's first JavaScript
 # call, runs each call as a script in its global scope (top-level const, let and class
-# made var; top-level await rewritten as Node's REPL does), reading calls on fd 3 ("<n>\n"
-# and the code) and answering "K <status>" on fd 4 once the call and all it left pending
-# (timers, sockets, children) have ended, as a program's end would be. Between calls it
-# blocks in its read: nothing of an earlier call runs. Its stdin is a memory file PID 1
-# refills for each call.
+# made var; static imports made dynamic; top-level await rewritten as Node's REPL does),
+# reading calls on fd 3 ("<n>\n" and the code; with tools "<n> <t> <FIFO dir>\n", the
+# code and t bytes of catalog) and answering "K <status>" on fd 4 once the call and all
+# it left pending (timers, sockets, children) have ended, as a program's end would be.
+# Between calls it blocks in its read: nothing of an earlier call runs. Its stdin is a
+# memory file PID 1 refills for each call; fd 6 is mcptools.mjs (NODE_MCPTOOLS), which
+# node loads at its first call with tools and rebinds to each such call's FIFOs.
 NODE_RUNNER = br"""const fs = require("fs"), vm = require("vm"), { processTopLevelAwait } = require("internal/repl/await");
 const acorn = require("internal/deps/acorn/acorn/dist/acorn");
-const proc = process, wait = setTimeout; // a program's top-level var may replace the globals
+const proc = process, wait = setTimeout, MOD = "file:///dev/fd/6"; // a program's top-level var may replace the globals
 const cmd = fs.openSync("/proc/self/fd/3", "r"), ev = fs.openSync("/proc/self/fd/4", "w");
 for (const fd of [3, 4, 5]) fs.closeSync(fd);
 try { fs.writeFileSync("/proc/self/oom_score_adj", "1000"); } catch {}
 proc.chdir(proc.env.HOME || "/tmp");
 globalThis.require = require("module").createRequire(proc.cwd() + "/");
-let failed = 0;
+let failed = 0, mcptools = null;
 const fail = (e) => { failed = 1; proc.stderr.write((e && e.stack ? String(e.stack).split(/\n\s+at Script\.runInThisContext/)[0] : "Uncaught " + String(e)) + "\n"); };
 proc.on("uncaughtException", fail);
 function read(n) {
@@ -1508,9 +1524,11 @@ function read(n) {
 // call may declare a name again, as a notebook's cell run twice does.
 function hoist(src) {
   let ast, out = "", at = 0;
-  try { ast = acorn.parse(src, { ecmaVersion: "latest", allowAwaitOutsideFunction: true, allowHashBang: true }); } catch { return src; }
+  try { ast = acorn.parse(src, { ecmaVersion: "latest", allowAwaitOutsideFunction: true, allowHashBang: true, allowImportExportEverywhere: true }); } catch { return src; }
   for (const n of ast.body) {
-    if (n.type === "VariableDeclaration" && n.kind !== "var") {
+    if (n.type === "ImportDeclaration" && !(n.attributes || []).length) {
+      out += src.slice(at, n.start) + load(n); at = n.end;
+    } else if (n.type === "VariableDeclaration" && n.kind !== "var") {
       out += src.slice(at, n.start) + "var" + " ".repeat(n.kind.length - 3); at = n.start + n.kind.length;
     } else if (n.type === "ClassDeclaration") {
       out += src.slice(at, n.start) + "var " + n.id.name + " = " + src.slice(n.start, n.end) + ";"; at = n.end;
@@ -1518,12 +1536,28 @@ function hoist(src) {
   }
   return out + src.slice(at);
 }
+// A static import becomes a dynamic one (a call is a script, not a module): the same
+// bindings, as var, and the same error for a name the module does not export.
+function load(n) {
+  const spec = JSON.stringify(n.source.value), parts = [], names = [];
+  let ns = null;
+  for (const s of n.specifiers) {
+    if (s.type === "ImportNamespaceSpecifier") { ns = s.local.name; continue; }
+    names.push(s.type === "ImportDefaultSpecifier" ? "default" : s.imported.name ?? s.imported.value);
+    parts.push(JSON.stringify(names.at(-1)) + ": " + s.local.name);
+  }
+  const shown = JSON.stringify(n.source.value === MOD ? "mcptools" : n.source.value).slice(1, -1);
+  const check = `((m) => { for (const k of ${JSON.stringify(names)}) if (!(k in m)) throw new SyntaxError("The requested module '${shown}' does not provide an export named '" + k + "'"); return m; })`;
+  if (ns !== null) return `var ${ns} = await import(${spec})` + (parts.length ? `, {${parts.join(", ")}} = ${check}(${ns});` : ";");
+  return parts.length ? `var {${parts.join(", ")}} = ${check}(await import(${spec}));` : `await import(${spec});`;
+}
 const busy = () => proc.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && r !== "PipeWrap");
 (async () => {
   for (let count = 1; ; count++) {
-    let head = "";
+    let head = "", tools = null;
     while (!head.endsWith("\n")) head += read(1).toString();
-    const src = hoist(read(+head).toString());
+    const [n, t, dir] = head.trim().split(" ");
+    const src = hoist(read(+n).toString()), catalog = t === undefined ? null : read(+t).toString();
     Object.defineProperty(proc, "stdin", { configurable: true, get() {
       const s = fs.createReadStream(null, { fd: 0, autoClose: false });
       Object.defineProperty(proc, "stdin", { configurable: true, value: s });
@@ -1532,6 +1566,11 @@ const busy = () => proc.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && 
     failed = 0;
     proc.exitCode = undefined;
     try {
+      if (catalog !== null) {
+        tools = [fs.openSync(dir + "/c", "w"), fs.openSync(dir + "/r", "r")];
+        mcptools ??= await import(MOD);
+        mcptools._rebind(catalog, ...tools);
+      }
       let code = null;
       try { code = src.includes("await") ? processTopLevelAwait(src) : null; } catch {}
       const opts = { filename: "<exec-" + count + ">", importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER };
@@ -1541,6 +1580,10 @@ const busy = () => proc.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && 
       if (code !== null) await r;
     } catch (e) { fail(e); }
     while (!failed && busy()) await new Promise((r) => wait(r, 2));
+    if (tools !== null) {
+      mcptools?._rebind(null, -1, -1); // what the call left can call no more
+      for (const fd of tools) fs.closeSync(fd);
+    }
     fs.writeSync(ev, "K " + (failed || (proc.exitCode ?? 0) & 255) + "\n");
   }
 })();
@@ -1548,20 +1591,25 @@ const busy = () => proc.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && 
 
 
 def node_start(out_w, err_w):
-    # The session's node: [pid, its call pipe, its event pipe, its stdin], a child of
-    # PID 1, under the filter, limits and user every process of the sandbox has.
+    # The session's node: [pid, its call pipe, its event pipe, its stdin, its mcptools],
+    # a child of PID 1, under the filter, limits and user every process of the sandbox
+    # has. Its mcptools is empty until a call with tools (node_tools), node's copy
+    # read-only. --preserve-symlinks keeps that file's /dev/fd name, as a one-shot
+    # program's with tools (_mcptools_named).
     r, w = os.pipe()
     er, ew = os.pipe()
     src = os.memfd_create("runner", os.MFD_CLOEXEC)
     write_all(src, NODE_RUNNER)
     stdin = os.memfd_create("stdin", os.MFD_CLOEXEC)
-    argv = LANGUAGES[b"javascript"][:-1] + ["--expose-internals", "/dev/fd/5"]
+    mod = os.memfd_create("mcptools", os.MFD_CLOEXEC)
+    ro = os.open("/proc/self/fd/%d" % mod, os.O_RDONLY | os.O_CLOEXEC)
+    argv = LANGUAGES[b"javascript"][:-1] + ["--preserve-symlinks", "--expose-internals", "/dev/fd/5"]
     snap = "/usr/local/share/mcp-exec/node.blob"  # as _interpreter's
     if os.path.exists(snap):
         argv[1:1] = ["--snapshot-blob", snap]
     import fcntl
     import signal
-    fds = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 32) for fd in (stdin, out_w, err_w, r, ew, src)]  # above 0-5
+    fds = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 32) for fd in (stdin, out_w, err_w, r, ew, src, ro)]  # above 0-6
     try:
         pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=[
             (os.POSIX_SPAWN_DUP2, fd, i) for i, fd in enumerate(fds)],
@@ -1569,10 +1617,25 @@ def node_start(out_w, err_w):
     except OSError as e:
         pid = None
         os.write(err_w, b"mcp-exec: cannot start node: %s\n" % str(e).encode())
-    for fd in fds + [r, ew, src]:
+    for fd in fds + [r, ew, src, ro]:
         os.close(fd)
     os.set_blocking(er, False)
-    return [pid, w, er, stdin]
+    return [pid, w, er, stdin, mod]
+
+
+NODE_MCPTOOLS = 6  # node's descriptor of its mcptools (node_start; NODE_RUNNER's MOD)
+
+
+def node_tools(child_fn, mod, blob, code, fifos):
+    # A session's JavaScript call with tools: what PID 1 writes to node (NODE_RUNNER).
+    # The module goes into node's mcptools file at its first such call; node loads it
+    # once and rebinds it to each call's FIFOs (the holder's bind, for Python) and
+    # catalog, so that what a program kept of it goes on working.
+    catalog = blob[4 + int.from_bytes(blob[:4], "big"):]
+    if os.fstat(mod).st_size == 0:
+        write_all(mod, child_fn("_mcptools_js")(blob, -1, -1))
+    code = child_fn("_mcptools_named")(code.decode("utf-8", "surrogateescape"), NODE_MCPTOOLS).encode("utf-8", "surrogateescape")
+    return b"%d %d %s\n" % (len(code), len(catalog), fifos.encode()) + code + catalog
 
 
 def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_fd=None):
@@ -1688,11 +1751,15 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
 
     child_fns = {}
 
+    def child_fn(name):
+        # One of CHILD's functions, for PID 1's part of a JavaScript call.
+        if not child_fns:
+            exec(CHILD[:CHILD.rindex("globals().pop(\"_status\")")], child_fns)
+        return child_fns[name]
+
     def replace(blob):
         # A JavaScript call's input files, written by PID 1 as a cell writes them
         # (the holder's replace: _files after the removal of the old ones).
-        if not child_fns:
-            exec(CHILD[:CHILD.rindex("globals().pop(\"_status\")")], child_fns)
         i = 0
         while i < len(blob):
             k = int.from_bytes(blob[i:i + 4], "big")
@@ -1700,7 +1767,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             i += 8 + k + int.from_bytes(blob[i + 4 + k:i + 8 + k], "big")
             if os.path.lexists(name) and (os.path.islink(name) or not os.path.isdir(name)):
                 os.unlink(name)
-        child_fns["_files"](os, blob)
+        child_fn("_files")(os, blob)
 
     def node_event(wait=False):
         # The running JavaScript call's end: ("kept", status) from node, or, node gone,
@@ -1781,9 +1848,9 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         if reseal(parts):
             continue
         # A cell's or a kept call's header may name another language last.
-        lang = parts.pop() if len(parts) == {HEADER_CELL: 5, HEADER_KEPT: 6}.get(parts[0] if parts else None) and parts[-1] in LANGUAGES else None
+        lang = parts.pop() if len(parts) == {HEADER_CELL: 5, HEADER_KEPT: 6, HEADER_CELL_TOOLS: 6}.get(parts[0] if parts else None) and parts[-1] in LANGUAGES else None
         if not ((len(parts) == 4 and parts[0] == HEADER_CELL) or (len(parts) == 5 and parts[0] in (HEADER_CELL_TOOLS, HEADER_KEPT))) \
-                or not all(p.isdigit() for p in parts[1:]):
+                or not all(p.isdigit() for p in parts[1:]) or (parts[0] == HEADER_CELL_TOOLS and lang not in (None, b"javascript")):
             fatal("bad session header")
         n, m = int(parts[1]), int(parts[2])
         kept = [] if parts[0] == HEADER_KEPT else None
@@ -1827,13 +1894,14 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 except OSError:
                     pass
             try:
+                msg = b"%d\n" % n + cell[:n] if t is None else node_tools(child_fn, node[4], cell[n + m:n + m + t], cell[:n], fifos)
                 os.ftruncate(node[3], 0)
                 os.lseek(node[3], 0, 0)  # the offset node's reads left (one file, shared)
-                write_all(node[3], cell[n + m:])
+                write_all(node[3], cell[n + m + (t or 0):])
                 os.lseek(node[3], 0, 0)
                 replace(cell[n:n + m])
                 os.makedirs(outdir, exist_ok=True)
-                write_all(node[1], b"%d\n" % n + cell[:n])
+                write_all(node[1], msg)
             except (OSError, SystemExit) as e:
                 os.write(err_w, b"mcp-exec: %s\n" % str(e).encode())
                 status, scope = 1, b"javascript"

@@ -90,7 +90,7 @@ func jsExports(catalog []byte) string {
 
 // mcptoolsOwn are the names mcptools.mjs exports itself.
 var mcptoolsOwn = map[string]bool{"default": true, "search": true, "describe": true, "ToolError": true, "ToolDenied": true,
-	"ToolBudgetExceeded": true, "ToolTimeout": true, "ToolUnavailable": true, "Image": true, "Resource": true}
+	"ToolBudgetExceeded": true, "ToolTimeout": true, "ToolUnavailable": true, "Image": true, "Resource": true, "_rebind": true}
 
 // JSNamedExport reports whether a server's module name is a named export of
 // JavaScript's mcptools (import { name } from "mcptools"): an identifier the module

@@ -162,3 +162,41 @@ func TestJSExports(t *testing.T) {
 		t.Errorf("bad catalog: got %q", got)
 	}
 }
+
+// TestBridgeJavaScriptRequire: a CommonJS program requires mcptools (Node 20's require
+// of an ES module): the same module as its import(), calls and errors as the import's,
+// and a name the allowlist does not have is the import's SyntaxError, not undefined.
+func TestBridgeJavaScriptRequire(t *testing.T) {
+	l := testLauncher(t, Options{})
+	var j jsTools
+	res, err := l.Run(context.Background(), Job{
+		Language: "javascript",
+		Code: `const { echo, ToolDenied } = require("mcptools");
+const mcptools = require('mcptools');
+for (const get of [() => mcptools.nope, () => { const { nope } = require("mcptools"); }]) {
+  try { get(); } catch (e) { console.log(e.name + ": " + e.message); }
+}
+(async () => {
+  console.log((await echo.echo({ text: "hi" })).text, mcptools.echo === echo, (await import("mcptools")).default.echo === echo);
+  try { await mcptools.echo.secret({}); } catch (e) { console.log(e instanceof ToolDenied, e.message); }
+  console.log(JSON.stringify(mcptools.search("later")), typeof mcptools.describe);
+})();
+`,
+		Tools: j.tools(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `SyntaxError: The requested module 'mcptools' does not provide an export named 'nope'
+SyntaxError: The requested module 'mcptools' does not provide an export named 'nope'
+hi true true
+true echo.secret is not allowed
+["echo.slow_echo({})  // Echo, later."] function
+`
+	if res.Stdout != want || res.ExitCode != 0 {
+		t.Fatalf("got exit %d, stdout %q, stderr %q; want stdout %q", res.ExitCode, res.Stdout, res.Stderr, want)
+	}
+	if len(j.calls) != 2 {
+		t.Errorf("Serve called %d times (%v), want 2", len(j.calls), j.calls)
+	}
+}

@@ -226,8 +226,9 @@ func TestBootInterpreterPath(t *testing.T) {
 	}
 }
 
-// TestLanguageRefused: what is Python's alone (tools in a session; tools, JavaScript's
-// too) and unknown languages are refused with ErrLanguage before any sandbox is used.
+// TestLanguageRefused: tools for bash (code mode is Python's and JavaScript's, in a
+// session too) and unknown languages are refused with ErrLanguage before any sandbox is
+// used.
 func TestLanguageRefused(t *testing.T) {
 	for _, job := range []Job{
 		{Language: "ruby", Code: "puts 1"},
@@ -237,14 +238,14 @@ func TestLanguageRefused(t *testing.T) {
 			t.Errorf("%s with tools %v: got %v, want ErrLanguage", job.Language, job.Tools != nil, err)
 		}
 	}
-	for _, job := range []Job{{Language: "javascript", Code: "1", Tools: &Tools{}}, {Language: "ruby", Code: "1"}} {
+	for _, job := range []Job{{Language: "bash", Code: "1", Tools: &Tools{}}, {Language: "ruby", Code: "1"}} {
 		if err := sessionJob(job); !errors.Is(err, ErrLanguage) {
 			t.Errorf("session job in %s with tools %v: got %v, want ErrLanguage", job.Language, job.Tools != nil, err)
 		}
 	}
-	for _, lang := range []string{"bash", "javascript"} {
-		if err := sessionJob(Job{Language: lang, Code: "1"}); err != nil {
-			t.Errorf("session job in %s: got %v, want nil", lang, err)
+	for _, job := range []Job{{Language: "bash", Code: "1"}, {Language: "javascript", Code: "1"}, {Language: "javascript", Code: "1", Tools: &Tools{}}} {
+		if err := sessionJob(job); err != nil {
+			t.Errorf("session job in %s with tools %v: got %v, want nil", job.Language, job.Tools != nil, err)
 		}
 	}
 	for _, lang := range []string{"", LanguagePython, "bash", "javascript"} {

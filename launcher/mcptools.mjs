@@ -11,11 +11,17 @@
 // ToolTimeout, ToolUnavailable. search(text) and describe("server.tool") read the
 // catalog here, with no call. Several calls may be in flight at once (Promise.all).
 //
+// require("mcptools") (Node 20's require of an ES module) gets the default export,
+// which refuses a name it does not have as the import does (SyntaxError).
+//
 // The wire is Python's (launcher/mcptools.py): a call is u32 length, u32 id, JSON on
 // _callFd, which the bootstrap relays as C frames; replies are Y frames (u32 id, JSON)
 // on _replyFd. The bootstrap puts _callFd, _replyFd and _catalog before this text; the
-// launcher appends the named exports of the servers.
+// launcher appends the named exports of the servers. A session's node loads the module
+// once and rebinds it to each call's descriptors and catalog (_rebind).
 import { read, writeSync } from "node:fs";
+
+let callFd = _callFd, replyFd = _replyFd;
 
 export class ToolError extends Error {
   constructor(message, server = "", tool = "", kind = "tool") {
@@ -41,15 +47,16 @@ export class Resource {
 }
 
 const pending = new Map(); // call id: its settle function, given the reply's bytes or null
-let nextId = 1, closed = null, reading = false, buf = Buffer.alloc(0);
+let nextId = 1, closed = null, reading = false, buf = Buffer.alloc(0), bound = 0; // bound: which binding (_rebind)
 
 // pump reads replies only while calls wait for them: an idle read would keep the
 // program's event loop, and so the program, alive after its end.
 function pump() {
   if (reading || closed !== null || pending.size === 0) return;
   reading = true;
-  const chunk = Buffer.allocUnsafe(1 << 16);
-  read(_replyFd, chunk, 0, chunk.length, null, (err, n) => {
+  const chunk = Buffer.allocUnsafe(1 << 16), mine = bound;
+  read(replyFd, chunk, 0, chunk.length, null, (err, n) => {
+    if (mine !== bound) return; // a read of an earlier call's FIFO
     reading = false;
     if (err || n === 0) return fail(err ? `the bridge to the server broke: ${err.message}` : "the bridge to the server closed");
     buf = Buffer.concat([buf, chunk.subarray(0, n)]);
@@ -90,7 +97,7 @@ function call(server, tool, args) {
     msg.writeUInt32BE(id, 4);
     body.copy(msg, 8);
     try {
-      for (let off = 0; off < msg.length;) off += writeSync(_callFd, msg, off);
+      for (let off = 0; off < msg.length;) off += writeSync(callFd, msg, off);
     } catch (e) {
       closed = `the bridge to the server closed (${e.code || e.message})`;
       return reject(new ToolUnavailable(closed, server, tool, "unavailable"));
@@ -145,32 +152,40 @@ function item(c) {
   }
 }
 
-const servers = {};
+const servers = {}; // module name: its object, refilled in place by each build
 const docs = new Map();
 const summaries = [];
+const all = {}; // the default export
 
-for (const srv of _catalog.servers || []) {
-  const obj = {};
-  for (const t of srv.tools || []) {
-    const schema = t.inputSchema || {};
-    const props = schema.properties || {}, required = new Set(schema.required || []);
-    const names = Object.keys(props).sort((a, b) => required.has(b) - required.has(a));
-    const sig = `${srv.module}.${t.function}({${names.map((n) => (required.has(n) ? n : n + "?")).join(", ")}})`;
-    const lines = [t.description || "(no description)", "", "Arguments:"];
-    for (const [n, p] of Object.entries(props)) {
-      lines.push(`  ${n} (${(p && p.type) || "any"}${required.has(n) ? ", required" : ""}): ${((p && p.description) || "").trim()}`);
+function build(catalog) {
+  docs.clear();
+  summaries.length = 0;
+  for (const k of Object.keys(all)) delete all[k];
+  for (const obj of Object.values(servers)) for (const k of Object.keys(obj)) delete obj[k];
+  for (const srv of catalog.servers || []) {
+    const obj = (servers[srv.module] ??= {});
+    for (const t of srv.tools || []) {
+      const schema = t.inputSchema || {};
+      const props = schema.properties || {}, required = new Set(schema.required || []);
+      const names = Object.keys(props).sort((a, b) => required.has(b) - required.has(a));
+      const sig = `${srv.module}.${t.function}({${names.map((n) => (required.has(n) ? n : n + "?")).join(", ")}})`;
+      const lines = [t.description || "(no description)", "", "Arguments:"];
+      for (const [n, p] of Object.entries(props)) {
+        lines.push(`  ${n} (${(p && p.type) || "any"}${required.has(n) ? ", required" : ""}): ${((p && p.description) || "").trim()}`);
+      }
+      if (names.length === 0) lines.push("  (none)");
+      const doc = `${sig}\n\n${lines.join("\n")}`;
+      obj[t.function] = { [t.function]: async (args) => call(srv.name, t.name, args) }[t.function];
+      docs.set(`${srv.module}.${t.function}`, doc);
+      if (!docs.has(`${srv.name}.${t.name}`)) docs.set(`${srv.name}.${t.name}`, doc);
+      const hay = `${srv.name} ${t.name} ${t.description || ""}`.toLowerCase();
+      summaries.push([hay, `${sig}  // ${(t.description || "").trim().split("\n")[0]}`]);
     }
-    if (names.length === 0) lines.push("  (none)");
-    const doc = `${sig}\n\n${lines.join("\n")}`;
-    const fn = { [t.function]: async (args) => call(srv.name, t.name, args) }[t.function];
-    obj[t.function] = fn;
-    docs.set(`${srv.module}.${t.function}`, doc);
-    if (!docs.has(`${srv.name}.${t.name}`)) docs.set(`${srv.name}.${t.name}`, doc);
-    const hay = `${srv.name} ${t.name} ${t.description || ""}`.toLowerCase();
-    summaries.push([hay, `${sig}  // ${(t.description || "").trim().split("\n")[0]}`]);
+    all[srv.module] = obj;
   }
-  servers[srv.module] = Object.freeze(obj);
+  Object.assign(all, { search, describe, ToolError, ToolDenied, ToolBudgetExceeded, ToolTimeout, ToolUnavailable, Image, Resource });
 }
+build(_catalog);
 
 // search lists the tools whose name or description contains text (any case): their
 // signatures with the first line of their description.
@@ -187,4 +202,32 @@ export function describe(name) {
   return d;
 }
 
-export default Object.freeze({ ...servers, search, describe, ToolError, ToolDenied, ToolBudgetExceeded, ToolTimeout, ToolUnavailable, Image, Resource });
+// _rebind binds the module to a session's call: its descriptors and catalog (JSON);
+// null, at the call's end, leaves it unbound until the next. Objects and functions a
+// program kept from an earlier call go on working, through the call's descriptors.
+export function _rebind(catalog, call, reply) {
+  fail(catalog === null ? "the call that bound mcptools has ended" : "rebound to another call");
+  callFd = call;
+  replyFd = reply;
+  bound++;
+  buf = Buffer.alloc(0);
+  reading = false;
+  if (catalog !== null) {
+    closed = null;
+    build(JSON.parse(catalog));
+  }
+}
+
+// What require("mcptools") returns: the default export, but a name it does not have
+// (a server the allowlist does not name) is an error, as an import of it is, rather
+// than undefined. The probes of await, JSON.stringify and CommonJS interop pass.
+const strict = new Proxy(all, {
+  get(target, key, receiver) {
+    if (typeof key === "string" && !(key in target) && key !== "then" && key !== "toJSON" && key !== "__esModule") {
+      throw new SyntaxError(`The requested module 'mcptools' does not provide an export named '${key}'`);
+    }
+    return Reflect.get(target, key, receiver);
+  },
+});
+
+export { all as default, strict as "module.exports" };

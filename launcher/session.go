@@ -219,18 +219,12 @@ func (s *Session) Exec(ctx context.Context, job Job) (Result, error) {
 
 // sessionJob refuses what a session's call cannot have, held or attached: an egress
 // profile of its own, a language the bootstrap does not know, tools for a call that is
-// not Python.
+// neither Python nor JavaScript.
 func sessionJob(job Job) error {
 	if job.Egress != "" {
 		return ErrSessionEgress
 	}
-	if err := job.checkLanguage(); err != nil {
-		return err
-	}
-	if !job.python() && job.Tools != nil {
-		return fmt.Errorf("%w: code mode in a session is Python's, not %s's", ErrLanguage, job.Language)
-	}
-	return nil
+	return job.checkLanguage()
 }
 
 // exec is Exec's body, inside Launcher.call.
@@ -339,6 +333,9 @@ func (c sessionCall) deliver(delivered chan<- error) {
 	if c.br != nil {
 		tools = toolsBlob(c.job)
 		head = wire.CellToolsHeader(len(c.job.Code), len(files), len(tools), len(c.job.Stdin))
+		if !c.job.python() {
+			head = wire.CellToolsLanguageHeader(c.job.Language, len(c.job.Code), len(files), len(tools), len(c.job.Stdin))
+		}
 	}
 	_, err := io.WriteString(c.w, head+c.job.Code)
 	for _, b := range [][]byte{files, tools, []byte(c.job.Stdin)} {

@@ -163,3 +163,86 @@ print(echo.echo(text="four")["text"])
 		c.e.mu.Unlock()
 	}
 }
+
+func jsToolsCell(t *testing.T, s *Session, tools *Tools, code string, timeout time.Duration) Result {
+	t.Helper()
+	res, err := s.Exec(t.Context(), Job{Code: code, Language: "javascript", Tools: tools, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("exec %.60q: %v", code, err)
+	}
+	return res
+}
+
+// TestSessionToolsJavaScript: a session's JavaScript calls each get mcptools through a
+// bridge of their own, by static import (made dynamic, as any module's), import() and
+// require alike, with the one-shot program's errors; what a call kept of the module (in a global) works in later calls,
+// whose catalog it follows; a name the allowlist lacks is an import's SyntaxError. A
+// call killed while its tool call waits loses the JavaScript state (its tool call
+// cancelled), and the next call's fresh node has the tools; Python's tools meanwhile.
+func TestSessionToolsJavaScript(t *testing.T) {
+	s := toolsSession(t)
+	var j [3]jsTools
+	res := jsToolsCell(t, s, j[0].tools(), `import { echo, ToolError } from "mcptools";
+import os, { EOL as eol } from "node:os";
+import * as path from 'node:path';
+const m = require("mcptools");
+globalThis.kept = (await import("mcptools")).default;
+const table = { a: 1, b: 2, c: 3 };
+console.log((await echo.echo({ text: "loaded" })).text, m.echo === echo, kept.echo === echo, m.ToolError === ToolError);
+console.log(path.basename("/a/b"), os.EOL === eol);
+`, 20*time.Second)
+	if res.SessionState != SessionKept || res.Stdout != "loaded true true true\nb true\n" {
+		t.Fatalf("call 1: state %q, stdout %q, stderr %q", res.SessionState, res.Stdout, res.Stderr)
+	}
+	res = jsToolsCell(t, s, j[1].tools(), `const got = [];
+for (const k of ["a", "b", "c"]) got.push((await kept.echo.echo({ text: k })).text + table[k]);
+console.log(got.join(","), JSON.stringify(await Promise.all([kept.echo.slow_echo({ n: 1 }), echo.echo({ text: "x" })])));
+for (const f of [echo.fail, kept.echo.secret, echo.costly]) {
+  try { await f({}); } catch (e) { console.log(e.constructor.name, e instanceof ToolError, e.kind, e.message); }
+}
+`, 20*time.Second)
+	want := `a1,b2,c3 [{"n":1},{"text":"x"}]
+ToolError true tool no such record
+ToolDenied true denied echo.secret is not allowed
+ToolBudgetExceeded true budget the run's call budget (3) is spent
+`
+	if res.SessionState != SessionKept || res.Stdout != want {
+		t.Fatalf("call 2: state %q, stdout %q, stderr %q; want %q", res.SessionState, res.Stdout, res.Stderr, want)
+	}
+	if len(j[0].calls) != 1 || len(j[1].calls) != 8 {
+		t.Errorf("the calls' bridges served %v and %v, want 1 and 8", j[0].calls, j[1].calls)
+	}
+	res = jsToolsCell(t, s, j[2].tools(), `import { nope } from "mcptools";`, 20*time.Second)
+	if res.ExitCode != 1 || res.SessionState != SessionKept || !strings.Contains(res.Stderr, "SyntaxError: The requested module 'mcptools' does not provide an export named 'nope'") {
+		t.Fatalf("a static import of a name not allowed: exit %d, state %q, stderr %q", res.ExitCode, res.SessionState, res.Stderr)
+	}
+	res = jsToolsCell(t, s, j[2].tools(), `const { nope } = require("mcptools");`, 20*time.Second)
+	if res.ExitCode != 1 || !strings.Contains(res.Stderr, "SyntaxError: The requested module 'mcptools' does not provide an export named 'nope'") {
+		t.Fatalf("a require of a name not allowed: exit %d, stderr %q", res.ExitCode, res.Stderr)
+	}
+
+	// Another catalog (echo and wait): the kept object follows it. A timeout in wait.
+	var e, again echoTools
+	res = jsToolsCell(t, s, e.tools(0), `console.log(typeof kept.echo.wait, typeof kept.echo.fail); await kept.echo.wait({});`, 2*time.Second)
+	if res.SessionState != SessionLost || res.LostLanguage != "javascript" || !res.TimedOut || res.Stdout != "function undefined\n" {
+		t.Fatalf("a call timed out in a tool call: state %q (%q), timed out %v, stdout %q, stderr %q", res.SessionState, res.LostLanguage, res.TimedOut, res.Stdout, res.Stderr)
+	}
+	select {
+	case <-e.canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the timed-out call's tool call was not cancelled")
+	}
+	res = toolsCell(t, s, &again, `from mcptools import echo
+print(echo.echo(text="python")["text"])
+`, 20*time.Second)
+	if res.SessionState != SessionKept || res.Stdout != "python\n" || again.calls != 1 {
+		t.Fatalf("python after: state %q, stdout %q, stderr %q, calls %d", res.SessionState, res.Stdout, res.Stderr, again.calls)
+	}
+	var fresh echoTools
+	res = jsToolsCell(t, s, fresh.tools(0), `const { echo } = require("mcptools");
+console.log(typeof kept, (await echo.echo({ text: "fresh" })).text);
+`, 20*time.Second)
+	if res.SessionState != SessionKept || res.Stdout != "undefined fresh\n" || fresh.calls != 1 {
+		t.Fatalf("a fresh node: state %q, stdout %q, stderr %q, calls %d", res.SessionState, res.Stdout, res.Stderr, fresh.calls)
+	}
+}

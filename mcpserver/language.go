@@ -88,8 +88,8 @@ func quoted(s []string) []string {
 
 // checkLanguage refuses a language that is not configured (the schema's enum says so
 // too, in the validator's words) and one that the call's other arguments, or the
-// server's code mode, do not allow yet: sessions are Python's, code mode Python's and
-// JavaScript's.
+// server's code mode, do not allow: code mode is Python's and JavaScript's, in a
+// session too.
 func checkLanguage(in execInput, o Options) error {
 	if in.Language == "" || in.Language == launcher.LanguagePython {
 		return nil
@@ -98,9 +98,6 @@ func checkLanguage(in execInput, o Options) error {
 		supported := append([]string{launcher.LanguagePython}, otherLanguages(o)...)
 		return &invalidInput{"language", fmt.Sprintf("language %q is not available on this server; it runs %s (%s)",
 			in.Language, strings.Join(quoted(supported), ", "), o.Vars.Var(SettingLanguages))}
-	}
-	if in.SessionID != "" && o.Upstreams != nil {
-		return &invalidInput{"language", fmt.Sprintf("language %q cannot be used with session_id while this server gives programs upstream tools (code mode): code mode in a session is Python's; write Python, or leave session_id out to run JavaScript in a new sandbox", in.Language)}
 	}
 	if o.Upstreams != nil && in.Language != "javascript" {
 		return &invalidInput{"language", fmt.Sprintf("language %q is not available while this server gives programs upstream tools (code mode): its exec runs Python and JavaScript only; write Python (leave language out) or JavaScript", in.Language)}

@@ -122,8 +122,11 @@ func TestLanguageRefusals(t *testing.T) {
 	if res := call(t, t.Context(), cs, `{"code":"console.log(1)","language":"javascript"}`); res.IsError {
 		t.Fatalf("javascript in code mode: %s", text(t, res))
 	}
-	if err := checkLanguage(execInput{Language: "javascript", SessionID: "s"}, Options{Languages: testLanguages, Upstreams: upstream.New(cfg, "test", zerolog.Nop())}); err == nil ||
-		!strings.Contains(err.Error(), "code mode in a session is Python's") {
-		t.Errorf("javascript in a session in code mode: got %v, want code mode's refusal", err)
+	up := Options{Languages: testLanguages, Upstreams: upstream.New(cfg, "test", zerolog.Nop())}
+	if err := checkLanguage(execInput{Language: "javascript", SessionID: "s"}, up); err != nil {
+		t.Errorf("javascript in a session in code mode: got %v, want it taken", err)
+	}
+	if err := checkLanguage(execInput{Language: "bash", SessionID: "s"}, up); err == nil || !strings.Contains(err.Error(), "runs Python and JavaScript only") {
+		t.Errorf("bash in a session in code mode: got %v, want code mode's refusal", err)
 	}
 }

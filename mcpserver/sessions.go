@@ -668,7 +668,7 @@ func sessionLanguagesNote(o Options) string {
 	}
 	return fmt.Sprintf(`
 
-Calls in %s (exec's "language") run in the same session, each language keeping its own state, and /tmp is shared among them: bash keeps its variables, arrays, exported variables, functions and working directory (a killed call leaves them as before it, "rolled_back"); JavaScript keeps its global scope, top-level const, let and class included (they become globals that a later call may declare again; a static import is a SyntaxError: use require or await import()), in a node process that a killed call or process.exit ends: state "lost", and only the JavaScript state is gone (Python's, bash's and the files stay).`,
+Calls in %s (exec's "language") run in the same session, each language keeping its own state, and /tmp is shared among them: bash keeps its variables, arrays, exported variables, functions and working directory (a killed call leaves them as before it, "rolled_back"); JavaScript keeps its global scope, top-level const, let and class included (they become globals that a later call may declare again; so do the bindings of a static import, which runs where it stands), in a node process that a killed call or process.exit ends: state "lost", and only the JavaScript state is gone (Python's, bash's and the files stay).`,
 		strings.Join(quoted(otherLanguages(o)), " and "))
 }
 

@@ -12,6 +12,7 @@
 //	→ MCPEXECS <c> <f> <s>      CellHeader  a session's call: code, files, s bytes of stdin
 //	→ MCPEXECS <c> <f> <s> <lang>  CellLanguageHeader  the same, for a call in a language of Languages
 //	→ MCPEXECT <c> <f> <t> <s>  CellToolsHeader  a session's call with tools: as MCPEXEC3
+//	→ MCPEXECT <c> <f> <t> <s> <lang>  CellToolsLanguageHeader  the same, for a JavaScript call
 //	→ MCPEXECK                  Kill        kill a session's running call
 //	→ MCPEXECR <key hex>        ResealLine  a shared session's new seal key, between calls
 //	→ MCPEXECB <c> <f> <s> <ms> KeptHeader  a kept call (background, Kubernetes): as MCPEXECS, its frames kept for Fetch

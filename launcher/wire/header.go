@@ -59,6 +59,12 @@ func CellToolsHeader(code, files, tools, stdin int) string {
 		strconv.Itoa(tools) + " " + strconv.Itoa(stdin) + "\n"
 }
 
+// CellToolsLanguageHeader is CellToolsHeader for a call in JavaScript, whose name goes
+// last (boot.py hands the call to the session's node with mcptools.mjs).
+func CellToolsLanguageHeader(language string, code, files, tools, stdin int) string {
+	return strings.TrimSuffix(CellToolsHeader(code, files, tools, stdin), "\n") + " " + language + "\n"
+}
+
 // KeptHeader starts a session's kept call (a background run on Kubernetes): as
 // CellHeader, but the bootstrap keeps the call's frames in its memory for Fetch rather
 // than writing them, and kills the call itself after timeoutMs milliseconds.

@@ -19,20 +19,21 @@ func TestGolden(t *testing.T) {
 	files = AppendFile(files, "c", []byte{0, 1, 2, 255})
 	tools := ToolsBlob("# module\n", []byte(`{"servers":[]}`))
 	got := map[string][]byte{
-		"files":      files,
-		"files-none": nil,
-		"exec":       []byte(ExecHeader(len(code), len(files))),
-		"exec-empty": []byte(ExecHeader(0, 0)),
-		"exec-bash":  []byte(ExecLanguageHeader("bash", len(code), len(files))),
-		"tools-blob": tools,
-		"tools":      []byte(ToolsHeader(len(code), len(files), len(tools), len(stdin))),
-		"cell":       []byte(CellHeader(len(code), len(files), len(stdin))),
-		"cell-empty": []byte(CellHeader(0, 0, 0)),
-		"cell-tools": []byte(CellToolsHeader(len(code), len(files), len(tools), len(stdin))),
-		"kill":       []byte(Kill),
-		"gate":       []byte(GateLine(key)),
-		"reseal":     []byte(ResealLine(key)),
-		"reply":      ReplyFrame(0x01020304, []byte(`{"result":1}`)),
+		"files":         files,
+		"files-none":    nil,
+		"exec":          []byte(ExecHeader(len(code), len(files))),
+		"exec-empty":    []byte(ExecHeader(0, 0)),
+		"exec-bash":     []byte(ExecLanguageHeader("bash", len(code), len(files))),
+		"tools-blob":    tools,
+		"tools":         []byte(ToolsHeader(len(code), len(files), len(tools), len(stdin))),
+		"cell":          []byte(CellHeader(len(code), len(files), len(stdin))),
+		"cell-empty":    []byte(CellHeader(0, 0, 0)),
+		"cell-tools":    []byte(CellToolsHeader(len(code), len(files), len(tools), len(stdin))),
+		"cell-tools-js": []byte(CellToolsLanguageHeader("javascript", len(code), len(files), len(tools), len(stdin))),
+		"kill":          []byte(Kill),
+		"gate":          []byte(GateLine(key)),
+		"reseal":        []byte(ResealLine(key)),
+		"reply":         ReplyFrame(0x01020304, []byte(`{"result":1}`)),
 	}
 	f, err := os.Open("testdata/golden.txt")
 	if err != nil {
