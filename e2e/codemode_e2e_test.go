@@ -8,7 +8,7 @@ package e2e_test
 // in JavaScript), a tool on
 // the approve list asked through elicitation (accepted, then declined), and a session
 // with code mode: a table loaded once, then three calls that each call upstream tools
-// and use it.
+// and use it; and two JavaScript calls in a session calling upstream tools in a loop.
 //
 // Needs what TestE2E needs (node, npm, an engine, the image). Outside CI a missing
 // piece skips the test; with CI set it fails. Skipped with -short.
@@ -81,18 +81,24 @@ func e2eCodeModeSessionRan(t *testing.T, r e2e.ClientRun) {
 	t.Errorf("codemode.mjs has no session_table_then_three_calls check")
 }
 
-// e2eCodeModeJavaScriptRan checks that the JavaScript program ran: the server offers it.
+// e2eCodeModeJavaScriptRan checks that the JavaScript programs ran, one-shot and in a
+// session: the server offers JavaScript, and sessions.
 func e2eCodeModeJavaScriptRan(t *testing.T, r e2e.ClientRun) {
 	t.Helper()
-	for _, c := range r.Report.Checks {
-		if c.Name == "javascript_calls_in_a_loop" {
-			if !c.OK || strings.HasPrefix(c.Detail, "no javascript") {
-				t.Errorf("the JavaScript program did not run with code mode: %s", c.Detail)
+	for _, name := range []string{"javascript_calls_in_a_loop", "javascript_session_calls_in_a_loop"} {
+		ran := false
+		for _, c := range r.Report.Checks {
+			if c.Name == name {
+				ran = true
+				if !c.OK || strings.HasPrefix(c.Detail, "no ") {
+					t.Errorf("%s did not run with code mode: %s", name, c.Detail)
+				}
 			}
-			return
+		}
+		if !ran {
+			t.Errorf("codemode.mjs has no %s check", name)
 		}
 	}
-	t.Errorf("codemode.mjs has no javascript_calls_in_a_loop check")
 }
 
 // e2eCodeModeNoLeaks checks that the server's log lines carry no result of a call

@@ -16,7 +16,8 @@
 //   - where the server has sessions (not on the process backend): loads a table once
 //     in a session, then three calls that each call records.lookup and records.echo
 //     and use the table; each call has its own tool_calls and is asked its own
-//     approval (none is reused).
+//     approval (none is reused); the same in JavaScript, the second call calling
+//     through the module object the first kept in a global, and through require.
 //
 //   node codemode.mjs --transport stdio [--cmd BINARY]
 //   node codemode.mjs --transport http  [--url http://127.0.0.1:8080/mcp] [--token T]
@@ -215,6 +216,40 @@ print(r["name"], table[r["score"]], records.echo(text="approve-me ${i}"))
     const closed = await client.callTool({ name: 'session_close', arguments: { session_id: sessionId } });
     expect(!closed.isError, `session_close: ${short(textOf(closed))}`);
     return 'a table loaded once, three calls with tools used it, an approval asked in each';
+  }],
+
+  ['javascript_session_calls_in_a_loop', async (client) => {
+    if (!sessionsOn) return 'no sessions on this backend';
+    if (!execTool.inputSchema?.properties?.language?.enum?.includes('javascript')) return 'no javascript on this server';
+    const created = await client.callTool({ name: 'session_create', arguments: {} });
+    expect(!created.isError, `session_create: ${short(textOf(created))}`);
+    const sessionId = created.structuredContent.session_id;
+    // The first call keeps the module's object in a global; the second calls through it
+    // and through require, each call with its own tool_calls and approval.
+    const programs = [`import { records } from "mcptools";
+globalThis.kept = records;
+const rows = [];
+for (let i = 0; i < ${CALLS}; i++) rows.push(await records.lookup({ id: i }));
+console.log(rows.length, await records.echo({ text: "approve-me js 1" }));
+`, `const rows2 = await Promise.all([kept.lookup({ id: 1 }), require("mcptools").records.lookup({ id: 2 })]);
+console.log(rows.length + rows2.length, rows2.map((r) => r.name).join(","), await kept.echo({ text: "approve-me js 2" }));
+`];
+    const asked = questions.length;
+    const wants = [[`${CALLS} approve-me js 1\n`, CALLS], [`${CALLS + 2} record-1,record-2 approve-me js 2\n`, 2]];
+    for (const [i, code] of programs.entries()) {
+      const res = await call(client, { code, language: 'javascript', session_id: sessionId });
+      const sc = res.structuredContent;
+      const [want, lookups] = wants[i];
+      expect(!res.isError && sc?.stdout === want, `call ${i + 1}: stdout ${JSON.stringify(sc?.stdout)}, want ${JSON.stringify(want)}; ${short(textOf(res), 2000)}`);
+      expect(sc.session?.state === 'kept', `call ${i + 1}: session ${short(sc.session)}`);
+      const all = [...(sc.tool_calls ?? []), ...(sc.tool_calls_more ?? [])];
+      const count = (tool) => all.filter(c => c.tool === tool && c.status === 'ok').reduce((n, c) => n + (c.count ?? 1), 0);
+      expect(count('lookup') === lookups && count('echo') === 1, `call ${i + 1}: tool_calls ${short(all)}, want ${lookups} lookups and an echo`);
+      expect(questions.length === asked + i + 1, `call ${i + 1}: ${questions.length - asked} approvals asked, want one per call`);
+    }
+    const closed = await client.callTool({ name: 'session_close', arguments: { session_id: sessionId } });
+    expect(!closed.isError, `session_close: ${short(textOf(closed))}`);
+    return `${CALLS + 2} calls from two JavaScript calls in a session, a kept module object, an approval asked in each`;
   }],
 ];
 
