@@ -8,7 +8,7 @@ package e2e_test
 // in JavaScript), a tool on
 // the approve list asked through elicitation (accepted, then declined), and a session
 // with code mode: a table loaded once, then three calls that each call upstream tools
-// and use it; and two JavaScript calls in a session calling upstream tools in a loop.
+// and use it, then two JavaScript calls in that session calling upstream tools in a loop.
 //
 // Needs what TestE2E needs (node, npm, an engine, the image). Outside CI a missing
 // piece skips the test; with CI set it fails. Skipped with -short.

@@ -16,8 +16,9 @@
 //   - where the server has sessions (not on the process backend): loads a table once
 //     in a session, then three calls that each call records.lookup and records.echo
 //     and use the table; each call has its own tool_calls and is asked its own
-//     approval (none is reused); the same in JavaScript, the second call calling
-//     through the module object the first kept in a global, and through require.
+//     approval (none is reused); then, in that session, the same in JavaScript, the
+//     second call calling through the module object the first kept in a global, and
+//     through require.
 //
 //   node codemode.mjs --transport stdio [--cmd BINARY]
 //   node codemode.mjs --transport http  [--url http://127.0.0.1:8080/mcp] [--token T]
@@ -120,6 +121,7 @@ function checkLoopResult(res) {
 
 let execTool;
 let sessionsOn = false;
+let tableSession; // session_table_then_three_calls's, for javascript_session_calls_in_a_loop
 
 // The human: accepts the call whose arguments say approve-me, declines the others.
 const questions = [];
@@ -213,19 +215,22 @@ print(r["name"], table[r["score"]], records.echo(text="approve-me ${i}"))
       expect(got === 'lookup:ok echo:ok', `call ${i}: tool_calls ${got}, want this call's two`);
       expect(questions.length === asked + i, `call ${i}: ${questions.length - asked} approvals asked, want one per call`);
     }
-    const closed = await client.callTool({ name: 'session_close', arguments: { session_id: sessionId } });
-    expect(!closed.isError, `session_close: ${short(textOf(closed))}`);
+    tableSession = sessionId; // closed by javascript_session_calls_in_a_loop
     return 'a table loaded once, three calls with tools used it, an approval asked in each';
   }],
 
   ['javascript_session_calls_in_a_loop', async (client) => {
     if (!sessionsOn) return 'no sessions on this backend';
-    if (!execTool.inputSchema?.properties?.language?.enum?.includes('javascript')) return 'no javascript on this server';
-    const created = await client.callTool({ name: 'session_create', arguments: {} });
-    expect(!created.isError, `session_create: ${short(textOf(created))}`);
-    const sessionId = created.structuredContent.session_id;
-    // The first call keeps the module's object in a global; the second calls through it
-    // and through require, each call with its own tool_calls and approval.
+    const sessionId = tableSession;
+    expect(sessionId, 'no session left by session_table_then_three_calls');
+    tableSession = undefined;
+    if (!execTool.inputSchema?.properties?.language?.enum?.includes('javascript')) {
+      await client.callTool({ name: 'session_close', arguments: { session_id: sessionId } });
+      return 'no javascript on this server';
+    }
+    // In the Python check's session (one session per run). The first call keeps the
+    // module's object in a global; the second calls through it and through require,
+    // each call with its own tool_calls and approval.
     const programs = [`import { records } from "mcptools";
 globalThis.kept = records;
 const rows = [];
@@ -241,7 +246,7 @@ console.log(rows.length + rows2.length, rows2.map((r) => r.name).join(","), awai
       const sc = res.structuredContent;
       const [want, lookups] = wants[i];
       expect(!res.isError && sc?.stdout === want, `call ${i + 1}: stdout ${JSON.stringify(sc?.stdout)}, want ${JSON.stringify(want)}; ${short(textOf(res), 2000)}`);
-      expect(sc.session?.state === 'kept', `call ${i + 1}: session ${short(sc.session)}`);
+      expect(sc.session?.state === 'kept' && sc.session?.execution_count === i + 5, `call ${i + 1}: session ${short(sc.session)}`);
       const all = [...(sc.tool_calls ?? []), ...(sc.tool_calls_more ?? [])];
       const count = (tool) => all.filter(c => c.tool === tool && c.status === 'ok').reduce((n, c) => n + (c.count ?? 1), 0);
       expect(count('lookup') === lookups && count('echo') === 1, `call ${i + 1}: tool_calls ${short(all)}, want ${lookups} lookups and an echo`);
@@ -249,7 +254,7 @@ console.log(rows.length + rows2.length, rows2.map((r) => r.name).join(","), awai
     }
     const closed = await client.callTool({ name: 'session_close', arguments: { session_id: sessionId } });
     expect(!closed.isError, `session_close: ${short(textOf(closed))}`);
-    return `${CALLS + 2} calls from two JavaScript calls in a session, a kept module object, an approval asked in each`;
+    return `${CALLS + 2} calls from two JavaScript calls in Python's session, a kept module object, an approval asked in each`;
   }],
 ];
 
