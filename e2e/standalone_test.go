@@ -632,7 +632,7 @@ func TestStandaloneRestarts(t *testing.T) {
 // engine: programs and their results, timeouts killing the tree, cancel, close,
 // files in and out, progress, queue time, code mode's bridge (calls, forged frames,
 // limits), and the same for bash and JavaScript (TestLanguage*, TestCheckLanguages).
-const saLauncherTests = `^(TestRunHello|TestLanguagePrograms|TestLanguageTimeoutKillsTree|TestLanguageMemoryLimit|TestCheckLanguages|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestCloseLetsRunsFinish|TestOpenFilesFlushedAtExit|TestFilesInAndOut|TestProgress|TestQueueTimeNotCounted|TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestBridgeJavaScript|TestBridgeJavaScriptForged)$`
+const saLauncherTests = `^(TestRunHello|TestLanguagePrograms|TestLanguageTimeoutKillsTree|TestLanguageMemoryLimit|TestCheckLanguages|TestRunPrograms|TestTimeoutKillsProcessTree|TestCancelRemovesContainer|TestCloseEndsRuns|TestCloseLetsRunsFinish|TestOpenFilesFlushedAtExit|TestFilesInAndOut|TestProgress|TestQueueTimeNotCounted|TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestBridgeJavaScript|TestBridgeJavaScriptForged|TestBridgeJavaScriptRequire)$`
 
 // TestStandaloneLauncherSuite runs the launcher's contract tests against the process
 // backend inside the standalone image, locked down as docs/standalone.md says: the test
