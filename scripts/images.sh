@@ -63,9 +63,10 @@ ensure_base() {
   mmdebstrap --quiet --variant=minbase trixie - | docker import - "$base" >/dev/null
 }
 
-# The sandbox image carries the SHA-256 of its Dockerfile as a label, so an image built
-# from an older Dockerfile (one without ca-certificates, say) is rebuilt, not reused.
-sandbox_sum=$(sha256sum images/python-sandbox/Dockerfile | cut -d' ' -f1)
+# The sandbox image carries the SHA-256 of its Dockerfile (and of the file it copies) as
+# a label, so an image built from an older Dockerfile (one without ca-certificates, say)
+# is rebuilt, not reused.
+sandbox_sum=$(cat images/python-sandbox/Dockerfile images/python-sandbox/node-main.js | sha256sum | cut -d' ' -f1)
 
 ensure_sandbox() {
   if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
