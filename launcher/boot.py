@@ -298,17 +298,19 @@ def _boot():
     source = read_exact(int(parts[1])).decode("utf-8", "surrogateescape")
     files(os, read_exact(int(parts[2])))
     if len(parts) == 5:
-        source = tools(os, sys, read_exact(int(parts[3])), read_exact(int(parts[4])), calls, argv, source)
+        pre = ahead.get(lang, (0, 0, ()))[2] or None  # node's descriptors, made before it started
+        source = tools(os, sys, read_exact(int(parts[3])), read_exact(int(parts[4])), calls, argv, source, pre)
     else:
         os.close(calls)  # no tools: nothing may reach the call stream
     os.makedirs(outdir, exist_ok=True)
-    for name, (pid, w) in ahead.items():
+    for name, (pid, w, fds) in ahead.items():
         if name != lang:  # not this call's: it must not outlive the set-up
             os.kill(pid, 9)
             os.waitpid(pid, 0)
-            os.close(w)
+            for fd in (w,) + fds:
+                os.close(fd)
     if lang in ahead:
-        _handoff(os, ahead[lang], source.encode("utf-8", "surrogateescape"), go)
+        _handoff(os, ahead[lang], source.encode("utf-8", "surrogateescape"), go, len(parts) == 5)
     if argv is not None:
         _interpreter(os, execp, argv, source.encode("utf-8", "surrogateescape"), go)
     # The source, for tracebacks, warnings and inspect: into linecache's cache, now if
@@ -342,7 +344,7 @@ def _interpreter(os, execp, argv, source, go):
     execp(os, argv)
 
 
-def _execp(os, argv):
+def _execp(os, argv, env=None):
     # Replaces this process with argv[0] found on PATH, as execvpe would (the first
     # error but ENOENT and ENOTDIR wins), after the signals Python ignores are back to
     # their defaults (an exec would pass the ignoring on: `yes | head` would not end).
@@ -353,45 +355,78 @@ def _execp(os, argv):
     err = None
     for d in os.environ.get("PATH", os.defpath).split(":"):
         try:
-            os.execve((d or ".") + "/" + argv[0], argv, os.environ)
+            os.execve((d or ".") + "/" + argv[0], argv, os.environ if env is None else env)
         except OSError as e:
             err = e if err is None or err.errno in (2, 20) else err
     raise SystemExit("mcp-exec: cannot start %s: %s" % (argv[0], err.strerror))
 
 def _ahead(os, execp, names, close):
     # --pool-prestart: each interpreter named starts now, in a pooled sandbox waiting
-    # for its code, and reads its program from a pipe (bash reads a script from a pipe
-    # as from a file, only without its check for a binary file). It is this process's
-    # child, so it has everything PID 1 gave this one (filter, limits, user, no new
-    # privileges); the set-up of the call (files, working directory) is done before
-    # its code comes, and it runs nothing before that.
+    # for its code. It is this process's child, so it has everything PID 1 gave this
+    # one (filter, limits, user, no new privileges); the set-up of the call (files,
+    # working directory) is done before its code comes, and it runs nothing before that.
+    # bash reads its program from a pipe (as from a file, only without its check for a
+    # binary file). node's program is a memory file filled when the code comes, which
+    # the image's snapshot main (images/python-sandbox/node-main.js) reads only once a
+    # gate pipe lets it go: node reads an ES module's file twice, which a pipe cannot
+    # give. An image whose main cannot wait starts no node ahead. Returns, by language,
+    # (pid, the pipe's writing end, the descriptors kept for node: code, stdin, mcptools
+    # and reply, or ()).
     ahead = {}
+    snap, main = "/usr/local/share/mcp-exec/node.blob", "/usr/local/share/mcp-exec/node-main.js"
     for name in filter(None, names.split(",")):
         name = name.encode()
+        argv, env, fds = list(LANGUAGES[name]), os.environ, ()
+        if name == b"javascript":
+            try:
+                with open(main, "rb") as f:
+                    if b"MCP_EXEC_AHEAD" not in f.read() or not os.path.exists(snap):
+                        continue
+            except OSError:
+                continue
+            argv[1:1] = ["--snapshot-blob", snap, "--preserve-symlinks"]  # code mode's, which comes too late
+            fds = (os.memfd_create("exec", 0), os.memfd_create("stdin", 0), os.memfd_create("mcptools", 0), os.dup(0))
         r, w = os.pipe()
+        if fds:
+            env = dict(env, MCP_EXEC_AHEAD="%d,%d,%d,%d,%d" % (r, fds[1], fds[2], close[2], fds[3]))
+            code = fds[0]
+        else:
+            code = r
         pid = os.fork()
         if pid == 0:
             try:
-                for fd in close + tuple(p[1] for p in ahead.values()) + (w,):
+                for fd in close[:2] + (() if fds else close[2:]) + tuple(f for p in ahead.values() for f in p[1:2] + p[2]) + (w,):
                     os.close(fd)
-                os.set_inheritable(r, True)
-                execp(os, [a.replace("CODE", "/dev/fd/%d" % r) for a in LANGUAGES[name]])
+                for fd in (r,) + ((close[2],) + fds if fds else ()):
+                    os.set_inheritable(fd, True)
+                execp(os, [a.replace("CODE", "/dev/fd/%d" % code) for a in argv], env)
             finally:
                 os._exit(70)  # EXIT_FAILED: a child that could not start
         os.close(r)
-        ahead[name] = (pid, w)
+        ahead[name] = (pid, w, fds)
     return ahead
 
-def _handoff(os, ahead, source, go):
+def _handoff(os, ahead, source, go, tools):
     # The code into the interpreter started ahead (_ahead), once PID 1 says go; then this
-    # process ends as it ended: its exit code, or the same signal. The pipe holds 64 KiB:
-    # a longer program is written as the interpreter reads it, and one that exits before
+    # process ends as it ended: its exit code, or the same signal. A pipe holds 64 KiB: a
+    # longer program is written as the interpreter reads it, and one that exits before
     # the end of its file stops the writing (EPIPE), as a file it never read to the end.
-    pid, w = ahead
+    # node's memory file is filled before the go, and the gate opened after it ("T":
+    # with tools). An interpreter that has ended already (it could not start) returns:
+    # the caller starts one as if none had been started ahead.
+    pid, w, fds = ahead
+    if os.waitpid(pid, os.WNOHANG)[0]:
+        for fd in (w,) + (fds[:2] if tools else fds):  # with tools, the program's mcptools and reply stay
+            os.close(fd)
+        return
+    if fds:
+        while source:
+            source = source[os.write(fds[0], source):]
+        source = b"T" if tools else b"G"
     if os.read(go, 1) != b"G":
         raise SystemExit("mcp-exec: the bootstrap did not start")
     os.close(go)
-    for fd in (0, 1, 2):  # the program's streams are the interpreter's alone
+    for fd in (0, 1, 2) + fds:  # the program's streams and files are the interpreter's alone
         os.close(fd)
     try:
         while source:
@@ -534,15 +569,16 @@ def _mcptools_named(source, fd):
     source = re.sub(r"""(\b(?:from|import)\s*\(?\s*)(["'])mcptools\2""", r"\1\2file:///dev/fd/%d\2" % fd, source)
     return re.sub(r"""(\brequire\s*\(\s*)(["'])mcptools\2""", r"\1\2/dev/fd/%d\2" % fd, source)
 
-def _tools(os, sys, blob, stdin, calls, argv, source, js=_mcptools_js, named=_mcptools_named):
+def _tools(os, sys, blob, stdin, calls, argv, source, ahead=None, js=_mcptools_js, named=_mcptools_named):
     # Code mode (launcher/bridge.go): the program's stdin is the n bytes that came with
     # the code, in a memory file at descriptor 0; the rest of the container's stdin
     # carries only the server's replies, on a descriptor of mcptools' own, so that
     # neither can be taken for the other. Calls go to the parent on their own pipe,
     # which it relays as C frames: the program's output can never become a call.
-    # Returns the program's source.
-    reply = os.dup(0)
-    fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    # Returns the program's source. ahead: the descriptors of a node started ahead
+    # (_ahead: code, stdin, mcptools, reply), which it takes over when the gate opens.
+    reply = os.dup(0) if ahead is None else ahead[3]
+    fd = os.memfd_create("stdin", os.MFD_CLOEXEC) if ahead is None else os.dup(ahead[1])
     while stdin:
         stdin = stdin[os.write(fd, stdin):]
     os.lseek(fd, 0, 0)
@@ -555,7 +591,7 @@ def _tools(os, sys, blob, stdin, calls, argv, source, js=_mcptools_js, named=_mc
         if argv[0] != "node":
             raise SystemExit("mcp-exec: tools are for Python and JavaScript programs")
         argv.insert(1, "--preserve-symlinks")
-        mod = os.memfd_create("mcptools", 0)
+        mod = os.memfd_create("mcptools", 0) if ahead is None else ahead[2]
         data = js(blob, calls, reply)
         while data:
             data = data[os.write(mod, data):]

@@ -28,12 +28,16 @@ import (
 )
 
 // invariantOptions are deliberately not the defaults, so that the probes show the
-// configured limits are the ones enforced.
+// configured limits are the ones enforced. Prestart: in the warm-pool runs
+// (MCP_EXEC_TEST_POOL_SIZE) the bash and JavaScript probes run in the interpreters a
+// pooled sandbox started ahead, and the Python ones after those were killed (a cold
+// sandbox starts none).
 var invariantOptions = launcher.Options{
 	Memory:    160 * launcher.MiB,
 	Pids:      64,
 	CPUs:      0.5,
 	TmpfsSize: 24 * launcher.MiB,
+	Prestart:  []string{"bash", "javascript"},
 }
 
 // invariantsLauncher is launchertest.New, with the engine's client for the tests

@@ -15,6 +15,12 @@ import (
 // missing, or it does not run as the bootstrap starts it).
 var ErrLanguageMissing = errors.New("the sandbox image cannot run a configured language")
 
+// ErrPrestartMissing: Options.Prestart names javascript, and the image's node was not
+// started ahead for a warm-pool sandbox's call: its snapshot main
+// (images/python-sandbox/node-main.js) cannot wait for its program, so boot.py starts
+// node after the code, as if the setting were off.
+var ErrPrestartMissing = errors.New("the sandbox image cannot start node ahead")
+
 // languageChecks are the programs CheckLanguages runs, each in its own language: each
 // prints "ok <version>" when what the tool's description promises is there.
 var languageChecks = map[string]string{
@@ -23,16 +29,20 @@ var languageChecks = map[string]string{
 if [ -n "$missing" ]; then echo "missing:$missing"; exit 1; fi
 echo "ok $BASH_VERSION"`,
 	// An ES module with top-level await: the syntax detection the bootstrap relies on.
+	// "ahead": node's parent is not the bootstrap but the sandbox's child, which started
+	// it before the code came (Options.Prestart).
 	"javascript": `import { versions } from "node:process";
 await null;
-console.log("ok " + versions.node);`,
+console.log("ok " + versions.node + (process.ppid === 1 ? "" : " ahead"));`,
 }
 
 // CheckLanguages runs one sandbox per language of langs other than Python, each a
 // program in that language (at once, as the slots allow), so that a server offering a
 // language its image cannot run refuses to start rather than fail every call in it. It
 // returns each language's interpreter version. Python needs no check: every sandbox's
-// bootstrap is Python.
+// bootstrap is Python. With a warm pool and Options.Prestart naming javascript, the
+// check's sandbox is a pooled one (the pool is not started yet), whose node must have
+// been started ahead (ErrPrestartMissing).
 func (l *Launcher) CheckLanguages(ctx context.Context, langs []string) (map[string]string, error) {
 	var (
 		mu       sync.Mutex
@@ -72,6 +82,10 @@ func (l *Launcher) checkLanguage(ctx context.Context, lang string) (string, erro
 	if res.ExitCode != 0 || !found {
 		return "", fmt.Errorf("%w: %s in image %s: exit %d, stdout %q, stderr %q", ErrLanguageMissing, lang,
 			l.opts.Image, res.ExitCode, truncate(res.Stdout, 200), truncate(res.Stderr, 300))
+	}
+	v, ahead := strings.CutSuffix(v, " ahead")
+	if lang == "javascript" && l.pool != nil && slices.Contains(l.opts.Prestart, lang) && !ahead {
+		return "", fmt.Errorf("%w: in image %s, node ran after the code in a warm-pool sandbox: its snapshot main (/usr/local/share/mcp-exec/node-main.js, images/python-sandbox) cannot wait for a program", ErrPrestartMissing, l.opts.Image)
 	}
 	return v, nil
 }

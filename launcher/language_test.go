@@ -279,12 +279,12 @@ func TestCheckLanguages(t *testing.T) {
 }
 
 // bothWays runs a language test in cold sandboxes and again in warm-pool ones with
-// bash started ahead (Options.Prestart): the program must not tell them apart.
+// bash and node started ahead (Options.Prestart): the program must not tell them apart.
 func bothWays(t *testing.T, o Options, test func(*testing.T, *Launcher)) {
 	t.Run("cold", func(t *testing.T) { test(t, testLauncher(t, o)) })
 	t.Run("prestart", func(t *testing.T) {
 		o := o
-		o.PoolSize, o.Prestart = 2, []string{"bash"}
+		o.PoolSize, o.Prestart = 2, []string{"bash", "javascript"}
 		test(t, testLauncher(t, o))
 	})
 }
