@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,9 @@ func checkLanguages(ctx context.Context, cfg config.Config, l *launcher.Launcher
 	defer cancel()
 	t0 := time.Now()
 	versions, err := l.CheckLanguages(ctx, langs)
+	if errors.Is(err, launcher.ErrPrestartMissing) {
+		return fmt.Errorf("%w; rebuild the image from this version's images/python-sandbox, or leave javascript out of %s", err, config.Name("pool-prestart"))
+	}
 	if err != nil {
 		return fmt.Errorf("%w; install what is missing in the image, or leave the language out of %s", err, config.Name("languages"))
 	}

@@ -103,7 +103,7 @@ type Config struct {
 	SessionPoolSize        int           // --session-pool-size MCP_EXEC_SESSION_POOL_SIZE: session sandboxes kept ready (docker backend); 0 = every session starts cold
 	Preload                string        // --preload MCP_EXEC_PRELOAD: comma-separated modules imported before the code arrives
 	Languages              string        // --languages MCP_EXEC_LANGUAGES: comma-separated languages exec's language may name; python among them
-	PoolPrestart           string        // --pool-prestart MCP_EXEC_POOL_PRESTART: comma-separated languages (bash) whose interpreter each warm sandbox starts ahead
+	PoolPrestart           string        // --pool-prestart MCP_EXEC_POOL_PRESTART: comma-separated languages (bash, javascript) whose interpreter each warm sandbox starts ahead
 	Instance               string        // --instance MCP_EXEC_INSTANCE: label value marking this server's containers
 	LogLevel               string        // --log-level MCP_EXEC_LOG_LEVEL
 	LogFormat              string        // --log-format MCP_EXEC_LOG_FORMAT
@@ -410,7 +410,7 @@ func cfgTable(c *Config) []cfgField {
 			}},
 		{"languages", "MCP_EXEC_LANGUAGES", "python,javascript,bash", "comma-separated languages exec's language may name, from python, javascript and bash (python among them); each one besides python is checked at start by running a program in it, and the server refuses to start when the image cannot",
 			(*cfgString)(&c.Languages), func() string { return cfgLanguages(c.Languages) }},
-		{"pool-prestart", "MCP_EXEC_POOL_PRESTART", "", "comma-separated languages of --languages besides python (bash) whose interpreter each warm-pool sandbox starts ahead, waiting for its code: a warm call in it skips the interpreter's start, a call in another language kills the idle one first (~0.3 ms); off by default, since it costs every pooled sandbox a process and its start for calls that are mostly Python",
+		{"pool-prestart", "MCP_EXEC_POOL_PRESTART", "", "comma-separated languages of --languages besides python (bash, javascript) whose interpreter each warm-pool sandbox starts ahead, waiting for its code: a warm call in it skips the interpreter's start, a call in another language kills the idle one first; off by default, since it costs every pooled sandbox a process, its memory and its start for calls that are mostly Python",
 			(*cfgString)(&c.PoolPrestart), func() string { return cfgPrestart(c.PoolPrestart, c.Languages) }},
 		{"instance", "MCP_EXEC_INSTANCE", cfgHostDefault, "label value marking this server's containers (default: host name)",
 			(*cfgString)(&c.Instance),
@@ -494,12 +494,11 @@ func cfgLanguages(s string) string {
 }
 
 // cfgPrestart: languages of --languages whose interpreter a pooled sandbox can start
-// ahead. JavaScript cannot yet: node reads an ES module's file twice, and a pipe gives
-// its program once.
+// ahead. Python's is there in every sandbox already.
 func cfgPrestart(s, languages string) string {
 	for _, l := range SplitList(s) {
-		if l != "bash" {
-			return fmt.Sprintf("must be languages separated by commas, from bash (javascript is not started ahead yet); got %q", l)
+		if l != "bash" && l != "javascript" {
+			return fmt.Sprintf("must be languages separated by commas, from bash and javascript; got %q", l)
 		}
 		if !slices.Contains(SplitList(languages), l) {
 			return fmt.Sprintf("names %q, which is not one of %s (%q)", l, Name("languages"), languages)

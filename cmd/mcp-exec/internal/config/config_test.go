@@ -345,7 +345,8 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"languages unknown", func(c *Config) { c.Languages = "python,ruby" }, `--languages (MCP_EXEC_LANGUAGES) must be languages separated by commas, from python, javascript and bash; got "ruby"`},
 		{"languages twice", func(c *Config) { c.Languages = "python,bash,bash" }, `--languages (MCP_EXEC_LANGUAGES) names "bash" twice`},
 		{"languages without python", func(c *Config) { c.Languages = "bash" }, `--languages (MCP_EXEC_LANGUAGES) must include python`},
-		{"prestart javascript", func(c *Config) { c.PoolPrestart = "javascript" }, `--pool-prestart (MCP_EXEC_POOL_PRESTART) must be languages separated by commas, from bash (javascript is not started ahead yet); got "javascript"`},
+		{"prestart python", func(c *Config) { c.PoolPrestart = "bash,python" }, `--pool-prestart (MCP_EXEC_POOL_PRESTART) must be languages separated by commas, from bash and javascript; got "python"`},
+		{"prestart javascript not served", func(c *Config) { c.Languages, c.PoolPrestart = "python,bash", "javascript" }, `--pool-prestart (MCP_EXEC_POOL_PRESTART) names "javascript", which is not one of --languages (MCP_EXEC_LANGUAGES) ("python,bash")`},
 		{"prestart not served", func(c *Config) { c.Languages, c.PoolPrestart = "python,javascript", "bash" }, `--pool-prestart (MCP_EXEC_POOL_PRESTART) names "bash", which is not one of --languages (MCP_EXEC_LANGUAGES) ("python,javascript")`},
 		{"instance empty", func(c *Config) { c.Instance = "" }, "--instance (MCP_EXEC_INSTANCE) must match"},
 		{"instance bad char", func(c *Config) { c.Instance = "a/b" }, "--instance (MCP_EXEC_INSTANCE) must match"},
@@ -403,6 +404,7 @@ func TestValidateAcceptsDefaultsAndEdges(t *testing.T) {
 		{"instance longest", func(c *Config) { c.Instance = strings.Repeat("a", 63) }},
 		{"instance fqdn", func(c *Config) { c.Instance = "host-1.example.com" }},
 		{"engine and runtime", func(c *Config) { c.EngineHost, c.Runtime = "tcp://10.0.0.1:2376", "io.containerd.runc.v2" }},
+		{"prestart both", func(c *Config) { c.PoolPrestart = "javascript,bash" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
