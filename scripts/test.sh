@@ -173,9 +173,11 @@ pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestBootInterpr
 # the cold lines of every engine and runtime: 3-8 s each, measured.)
 # The launcher's tests whose engine calls are those of the others (the code-mode bridge,
 # progress, the queue, close's grace, a busy session, an idle session's slot: frames
-# and the launcher's own bookkeeping over a stream the other tests prove) and the unit
-# tests: the cold runs of the other engines and runtimes skip them (Docker runs them).
-engine_free='^(TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestProgress|TestQueueTimeNotCounted|TestCloseLetsRunsFinish|TestSessionBusy|TestSessionIdleHoldsNoSlot|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestBootExitCodesMatch|TestBootInterpreterPath|TestEngineUnreachable|TestSlots|TestSpecCommand|TestSessionSpecLabels)$'
+# and the launcher's own bookkeeping over a stream the other tests prove), the start-up
+# check's refusal of an image whose node cannot be started ahead (an image built with the
+# docker CLI) and the unit tests: the cold runs of the other engines and runtimes skip
+# them (Docker runs them).
+engine_free='^(TestCheckLanguagesPrestart|TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestProgress|TestQueueTimeNotCounted|TestCloseLetsRunsFinish|TestSessionBusy|TestSessionIdleHoldsNoSlot|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestBootExitCodesMatch|TestBootInterpreterPath|TestEngineUnreachable|TestSlots|TestSpecCommand|TestSessionSpecLabels)$'
 # The tests of the other engines' and runtimes' warm runs: those where a pool changes
 # what the engine sees (a sandbox started ahead, idle with its stdin attached, then
 # given code; killed, its image removed or the launcher closed while it waits; the
