@@ -30,9 +30,9 @@ console.log(process.ppid !== 1 ? "ahead" : "cold", count(l => l === zero), count
 // node was started ahead, from the image's snapshot, and waits for its program: it runs
 // it as node FILE does (an ES module with top-level await, the caller's stdin), holds
 // none of the descriptors a call without tools must not have, and, given tools (code
-// mode), has the caller's stdin at descriptor 0 and calls its tools; one killed by
-// SIGKILL ends its call with 137; and a Python call in such a sandbox runs with no idle
-// node left beside it.
+// mode), has the caller's stdin at descriptor 0 and calls its tools (imported or
+// required); one killed by SIGKILL ends its call with 137; and a Python call in such a
+// sandbox runs with no idle node left beside it.
 func TestPoolPrestartNode(t *testing.T) {
 	var e echoTools
 	// What a node started after its code (cold) has: none of them but, with tools, the
@@ -63,6 +63,7 @@ func TestPoolPrestartNode(t *testing.T) {
 		{"tools", Job{Language: "javascript", Code: "import { echo } from 'mcptools';\nimport { readFileSync } from 'node:fs';\n" + jsDescriptors +
 			"console.log(JSON.stringify(await echo.echo({ text: 'hi' })), JSON.stringify(readFileSync(0, 'utf8')))", Stdin: "the caller's\n", Tools: e.tools(0)},
 			0, seen[true] + "{\"text\":\"hi\"} \"the caller's\\n\"\n"},
+		{"tools, require", Job{Language: "javascript", Code: "const { echo } = require('mcptools');\necho.echo({ text: 'cjs' }).then(r => console.log(r.text))", Tools: e.tools(0)}, 0, "cjs\n"},
 		{"killed", Job{Language: "javascript", Code: "console.log('x'); process.kill(process.pid, 'SIGKILL')"}, 137, "x\n"},
 		{"python alone", Job{Code: "import os\nprint(sorted(open('/proc/%s/comm' % p).read().strip() for p in os.listdir('/proc') if p.isdigit()))"}, 0, "['python3', 'python3']\n"},
 	} {
@@ -74,8 +75,8 @@ func TestPoolPrestartNode(t *testing.T) {
 			t.Errorf("%s: got exit %d, stdout %q; want %d, %q (stderr %q)", tc.name, res.ExitCode, res.Stdout, tc.exit, tc.out, res.Stderr)
 		}
 	}
-	if e.calls != 1 {
-		t.Errorf("Serve called %d times, want 1", e.calls)
+	if e.calls != 2 {
+		t.Errorf("Serve called %d times, want 2", e.calls)
 	}
 }
 
