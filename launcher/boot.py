@@ -57,8 +57,9 @@ EXIT_FAILED = 70  # the bootstrap failed: an F frame, or a child that could not 
 # child reads HEADER_EXEC "<code> <files> [<language>]" or HEADER_TOOLS "<code>
 # <files> <tools> <stdin>"; a session's PID 1 reads HEADER_CELL "<code> <files>
 # <stdin> [<language>]", HEADER_CELL_TOOLS "<code> <files> <tools> <stdin> [javascript]", HEADER_KEPT "<code>
-# <files> <stdin> <timeout ms> [<language>]", HEADER_FETCH, HEADER_KILL, or HEADER_RESEAL "<key
-# hex>". Input files are u32 name length, name, u32 size, bytes; repeated.
+# <files> <stdin> <timeout ms> [<language>]", HEADER_FETCH, HEADER_KILL ["cancel": no one reads
+# the call's result], or HEADER_RESEAL "<key hex>". Input files are u32 name length, name,
+# u32 size, bytes; repeated.
 # Kubernetes' start gate reads its own line, the seal key (launcher/kube).
 FRAME_READY = b"R"
 FRAME_STDOUT = b"O"
@@ -1856,6 +1857,9 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 holder = e[1][0]
         reap()
     write_all(1, frame(FRAME_READY))
+    # A cancelled call's result (its caller went away) that said the JavaScript state was
+    # lost reached no one: the next JavaScript call says it, whichever replica serves it.
+    unseen = False
 
     while True:
         # Idle: wait for the next cell, dropping what leftover threads write.
@@ -1879,7 +1883,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         if reply is not None:
             continue  # a reply that came after its call had ended
         parts = line.split()
-        if parts in ([HEADER_KILL], [HEADER_FETCH]):
+        if parts[:1] == [HEADER_KILL] or parts == [HEADER_FETCH]:
             continue  # a kill that came after its cell had ended; nothing kept
         if reseal(parts):
             continue
@@ -1912,6 +1916,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             rep_w = os.open(fifos + "/r", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         ooms = oom_kills()
         state, status, killed, timed_out, scope, before = None, 0, False, False, None, None
+        cancel = False
         events()  # the death of a cell forked ahead that never had a call: not this call's
         js = lang == b"javascript"
         if js:
@@ -1929,6 +1934,8 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     os.chdir(os.environ.get("HOME", "/tmp"))
                 except OSError:
                     pass
+            if unseen:
+                scope, before, unseen = b"javascript", b"javascript", False
             try:
                 msg = b"%d\n" % n + cell[:n] if t is None else node_tools(child_fn, node[4], cell[n + m:n + m + t], cell[:n], fifos)
                 os.ftruncate(node[3], 0)
@@ -2011,8 +2018,8 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                     fetched(output)
                 elif kept is not None and reseal(line.split()):
                     pass
-                elif line.split() == [HEADER_KILL]:
-                    kill = True
+                elif line.split()[:1] == [HEADER_KILL]:
+                    kill, cancel = True, line.split()[1:] == [b"cancel"]
             if state is None and kill and not killed and js:
                 # No fork of a node process: its state goes with the call.
                 killed, timed_out = True, late
@@ -2044,6 +2051,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
             for fd in node[1:]:
                 os.close(fd)
             node[:] = [None]
+        unseen = unseen or bool(cancel and scope)
         if state == "lost" and not scope:
             kill_all_but()
         for fd in (call_r, rep_w):

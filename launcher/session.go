@@ -81,9 +81,6 @@ type Session struct {
 	sw     *switchWriter
 	ch     *egressChannel // sb's egress channel; nil without a profile
 	closed bool
-	// jsUnsaid (under run): a cancelled call lost the JavaScript state, and its result
-	// reached no one; the next JavaScript call says so.
-	jsUnsaid bool
 }
 
 // SessionSpec is the spec of a session's sandbox: SpecOf with the session command,
@@ -253,26 +250,7 @@ func (s *Session) exec(ctx context.Context, job Job) (res Result, err error) {
 		s.lose(sb)
 		res.SessionState, res.LostLanguage = SessionLost, ""
 	}
-	s.sayJavaScriptLoss(job, &res, err)
 	return res, l.closedOr(err)
-}
-
-// sayJavaScriptLoss makes the first JavaScript call after a cancelled one that lost the
-// JavaScript state say that it was lost before it: the bootstrap said so in the
-// cancelled call's result, which went to no one, and starts a fresh node silently.
-func (s *Session) sayJavaScriptLoss(job Job, res *Result, err error) {
-	switch {
-	case err != nil && res.LostLanguage == "javascript":
-		s.jsUnsaid = true
-	case res.SessionGone():
-		s.jsUnsaid = false
-	case err == nil && job.Language == "javascript" && s.jsUnsaid:
-		s.jsUnsaid = false
-		if res.SessionState != SessionLost {
-			res.SessionState, res.LostLanguage = SessionLost, "javascript"
-			res.Stderr = appendNote(res.Stderr, lostJavaScriptBeforeNote)
-		}
-	}
 }
 
 // cell runs one call on sb's interpreter, on the exec path (sandbox.run).
@@ -381,15 +359,17 @@ func (c sessionCall) vanished(ctx context.Context, d time.Duration) (Result, err
 }
 
 func (c sessionCall) timedOut(ctx context.Context, d time.Duration) (Result, error) {
-	res, err := c.s.interrupt(ctx, c.sb, c.w, d)
+	res, err := c.s.interrupt(ctx, c.sb, c.w, wire.Kill, d)
 	res.TimedOut = res.SessionState != SessionKept
 	return res, err
 }
 
 // canceled: the caller went away. The call is killed so that the next one finds the
-// session free, and the context's error reported.
+// session free, and the context's error reported. Its result reaches no one: the kill
+// (wire.Cancel) has the bootstrap say what it lost in the session's next JavaScript
+// call, on whichever replica serves it.
 func (c sessionCall) canceled(ctx context.Context, d time.Duration) (Result, error) {
-	res, _ := c.s.interrupt(ctx, c.sb, c.w, d)
+	res, _ := c.s.interrupt(ctx, c.sb, c.w, wire.Cancel, d)
 	return res, ctx.Err()
 }
 
@@ -436,9 +416,10 @@ const lostJavaScriptBeforeNote = "[mcp-exec] the session's JavaScript state was 
 const interruptWait = 5 * time.Second
 
 // interrupt asks the bootstrap to kill the running call (every process but PID 1 and
-// the holder) and waits for its exit frame. If none comes, the sandbox goes.
-func (s *Session) interrupt(ctx context.Context, sb *sandbox, w io.Writer, d time.Duration) (Result, error) {
-	_, werr := io.WriteString(w, wire.Kill)
+// the holder) with kill (wire.Kill or wire.Cancel) and waits for its exit frame. If
+// none comes, the sandbox goes.
+func (s *Session) interrupt(ctx context.Context, sb *sandbox, w io.Writer, kill string, d time.Duration) (Result, error) {
+	_, werr := io.WriteString(w, kill)
 	if werr == nil {
 		select {
 		case <-sb.dec.done:

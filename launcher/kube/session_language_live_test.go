@@ -69,8 +69,9 @@ func TestLiveSessionLanguages(t *testing.T) {
 
 // TestLiveSharedSessionLanguages: the same in a shared session, its calls served by two
 // replicas in turn (each call an attach of its own, by either): a JavaScript call's
-// loss keeps the session's pod, and the node process one replica started serves the
-// other's calls.
+// loss keeps the session's pod, the node process one replica started serves the
+// other's calls, and a cancelled call's loss is said by the next JavaScript call on the
+// other replica.
 func TestLiveSharedSessionLanguages(t *testing.T) {
 	oa, ob := launcher.Options{}, launcher.Options{}
 	oa.Instance, ob.Instance = testInstance(t)+"-a", testInstance(t)+"-b"
@@ -98,6 +99,20 @@ func TestLiveSharedSessionLanguages(t *testing.T) {
 		}
 		return res
 	})
+	// A JavaScript call cancelled on one replica (its caller went away): its result,
+	// which said the JavaScript state was lost, reached no one, and the session's next
+	// JavaScript call, served by the other replica, says it.
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(2*time.Second, cancel)
+	if res, _, err := reps[n%2].Exec(ctx, handle, owner, launcher.Job{Code: "globalThis.g = 1; for (;;) {}", Language: "javascript", Timeout: time.Minute}); err == nil || res.SessionState != launcher.SessionLost {
+		t.Fatalf("cancel on replica %d: got %v, state %q, want the context's error, lost", n%2, err, res.SessionState)
+	}
+	n++
+	res, _, err := reps[n%2].Exec(t.Context(), handle, owner, launcher.Job{Code: "console.log(typeof g)", Language: "javascript", Timeout: 30 * time.Second})
+	if err != nil || res.SessionState != launcher.SessionLost || res.LostLanguage != "javascript" || res.Stdout != "undefined\n" || !strings.Contains(res.Stderr, "lost before this call") {
+		t.Fatalf("after a cancel, on replica %d: got %v, state %q (%q), stdout %q, stderr %q; want lost (javascript), undefined, said lost before the call",
+			n%2, err, res.SessionState, res.LostLanguage, res.Stdout, res.Stderr)
+	}
 	if got := sharedPods(t, admin, handle); !slices.Equal(got, pods) || len(got) != 1 {
 		t.Fatalf("session pods: got %v, want the same one, %v", got, pods)
 	}

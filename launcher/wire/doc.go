@@ -14,6 +14,7 @@
 //	→ MCPEXECT <c> <f> <t> <s>  CellToolsHeader  a session's call with tools: as MCPEXEC3
 //	→ MCPEXECT <c> <f> <t> <s> <lang>  CellToolsLanguageHeader  the same, for a JavaScript call
 //	→ MCPEXECK                  Kill        kill a session's running call
+//	→ MCPEXECK cancel           Cancel      the same, its result read by no one (the next JavaScript call says its loss)
 //	→ MCPEXECR <key hex>        ResealLine  a shared session's new seal key, between calls
 //	→ MCPEXECB <c> <f> <s> <ms> KeptHeader  a kept call (background, Kubernetes): as MCPEXECS, its frames kept for Fetch
 //	→ MCPEXECF                  Fetch       a kept call's frames: O, E tails and P while it runs, all up to X once ended

@@ -12,6 +12,12 @@ const Version = 2
 // Kill is a session's interrupt: the bootstrap kills the running cell.
 const Kill = "MCPEXECK\n"
 
+// Cancel is Kill for a call whose result reaches no one (its caller went away, or
+// run_cancel): the bootstrap says what the kill lost (the JavaScript state) in the
+// session's next JavaScript call instead, which it alone is sure to see (another
+// replica may serve it).
+const Cancel = "MCPEXECK cancel\n"
+
 // ExecHeader starts a one-shot exec without tools: code bytes, then files bytes, then
 // the program's stdin until the stream's end.
 func ExecHeader(code, files int) string {
