@@ -390,6 +390,9 @@ func (s *Session) ended(sb *sandbox, d time.Duration) (Result, error) {
 	case res.SessionState == SessionLost && st.Scope == "javascript" && st.LostBefore:
 		res.LostLanguage = st.Scope
 		res.Stderr = appendNote(res.Stderr, lostJavaScriptBeforeNote)
+	case res.SessionState == SessionLost && st.Scope == "javascript" && st.Signal == 0:
+		res.LostLanguage = st.Scope
+		res.Stderr = appendNote(res.Stderr, lostJavaScriptExitNote)
 	case res.SessionState == SessionLost && st.Scope == "javascript":
 		res.LostLanguage = st.Scope
 		res.Stderr = appendNote(res.Stderr, lostJavaScriptNote)
@@ -405,6 +408,12 @@ const lostNote = "[mcp-exec] the session's interpreter was lost: its variables a
 // lostJavaScriptNote ends the stderr of a call that lost the session's JavaScript state
 // alone (a killed JavaScript call: a node process cannot be forked to roll it back).
 const lostJavaScriptNote = "[mcp-exec] the session's JavaScript state was lost (its node process ended with the call); the next JavaScript call starts a fresh one; Python's and bash's state and the files in /tmp are as they were\n"
+
+// lostJavaScriptExitNote ends the stderr of a JavaScript call during which node exited
+// by itself (process.exit: no signal). The call's code need not be the cause: node runs
+// only during calls, so a timer or callback an earlier call left unref'd (which did not
+// hold that call) runs in a later call that waits on something.
+const lostJavaScriptExitNote = "[mcp-exec] the session's JavaScript state was lost (its node process exited during the call: process.exit, called by this call's code or by a timer or callback an earlier JavaScript call left unref'd, which runs when a later call waits); the next JavaScript call starts a fresh one; Python's and bash's state and the files in /tmp are as they were\n"
 
 // lostJavaScriptBeforeNote ends the stderr of a JavaScript call that found the session's
 // node gone: it ended, or was stopped, between calls (another call killed it), or with

@@ -207,3 +207,36 @@ for p in filter(str.isdigit, os.listdir("/proc")):
 		wantState(t, sessionExec(t, s, launcher.Job{Code: "print(x)"}), launcher.SessionKept, "41\n")
 	}
 }
+
+// TestSessionJavaScriptLeftovers: node runs only during calls, so a timer that an
+// earlier JavaScript call left unref'd (it did not hold that call) fires in the first
+// later call that waits on something, and that call's result carries what the timer
+// does: its output; its exception (the call fails, the stack naming the earlier call's
+// <exec-N>); its process.exit, which loses the JavaScript state during that call, with
+// a note that names an earlier call's leftovers as a cause. A call that waits on
+// nothing runs none of it, nor does the time between calls.
+func TestSessionJavaScriptLeftovers(t *testing.T) {
+	l := launchertest.New(t, launcher.Options{})
+	s := openSession(t, l, launcher.SessionOptions{Expires: time.Now().Add(time.Hour)})
+	wait := jsJob("await new Promise((r) => setTimeout(r, 300)); console.log('waited')")
+
+	wantState(t, sessionExec(t, s, jsJob("setTimeout(() => console.log('left by 1'), 100).unref(); console.log('one')")), launcher.SessionKept, "one\n")
+	time.Sleep(200 * time.Millisecond) // due between calls
+	wantState(t, sessionExec(t, s, jsJob("console.log('two')")), launcher.SessionKept, "two\n")
+	wantState(t, sessionExec(t, s, wait), launcher.SessionKept, "left by 1\nwaited\n")
+
+	wantState(t, sessionExec(t, s, jsJob("setTimeout(() => { throw new Error('left by 4') }, 100).unref()")), launcher.SessionKept, "")
+	res := sessionExec(t, s, wait)
+	if res.SessionState != launcher.SessionKept || res.ExitCode != 1 || res.Stdout != "waited\n" || !strings.Contains(res.Stderr, "Error: left by 4") || !strings.Contains(res.Stderr, "<exec-4>") {
+		t.Fatalf("an earlier call's timer throws: got state %q, exit %d, stdout %q, stderr %q; want kept, 1, waited, the error at <exec-4>", res.SessionState, res.ExitCode, res.Stdout, res.Stderr)
+	}
+
+	wantState(t, sessionExec(t, s, jsJob("globalThis.g = 1; setTimeout(() => process.exit(7), 100).unref()")), launcher.SessionKept, "")
+	res = sessionExec(t, s, wait)
+	if res.SessionState != launcher.SessionLost || res.LostLanguage != "javascript" || res.ExitCode != 7 || res.Stdout != "" ||
+		!strings.Contains(res.Stderr, "an earlier JavaScript call left unref'd") {
+		t.Fatalf("an earlier call's timer exits: got state %q (%q), exit %d, stdout %q, stderr %q; want lost (javascript), 7, nothing, a note naming an earlier call's leftovers",
+			res.SessionState, res.LostLanguage, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	wantState(t, sessionExec(t, s, jsJob("console.log(typeof g)")), launcher.SessionKept, "undefined\n")
+}
