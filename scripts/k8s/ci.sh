@@ -51,10 +51,9 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 # TestKubeRunReplicas: background runs and a task kept in their pods, served across two
 # replicas behind nginx, one SIGKILLed, 57-63 s),
 # the probes of what a session's holder changes as a session's first call
-# (TestKubeSessionInvariants, $session_probes below: 14 session pods one after the other,
-# about half of the 135 s that all 27 took at load ~15; the other probes check the pod's
-# spec, which a session pod shares with a one-shot pod, and the selftests above ran them
-# on those), and TestLiveSession, TestLiveGVisorSession and TestLiveSessionOutputNotOnNode
+# (TestKubeSessionInvariants, $session_probes below: a session pod per probe, one after the
+# other, about 5 s each at load ~15; the other probes check the pod's spec, which a session
+# pod shares with a one-shot pod, and the selftests above ran them on those), and TestLiveSession, TestLiveGVisorSession and TestLiveSessionOutputNotOnNode
 # run above with ./launcher/kube/... (9 s, 14 s, 10-30 s).
 export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXEC_KUBE_NAMESPACE=mcp-exec-sandbox \
   MCP_EXEC_KUBE_IMAGE_PULL_POLICY=Never MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec.json
