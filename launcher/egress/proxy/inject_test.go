@@ -129,18 +129,31 @@ func bundlePool(t *testing.T, ch *proxy.Channel) *x509.CertPool {
 	return pool
 }
 
-// get sends one request over a TLS connection through ch to host, verified against
-// pool, and returns the response with its body read and the peer's certificate chain.
-func get(t *testing.T, ch *proxy.Channel, host string, pool *x509.CertPool, req *http.Request) (*http.Response, string, []*x509.Certificate) {
+// tlsThrough opens a CONNECT tunnel through ch to host's port 443 and a TLS connection
+// over it, verified against pool, offering protos (ALPN), its handshake done. wrap, when
+// not nil, sees the tunnel's bytes under TLS. It returns the tunnel too.
+func tlsThrough(t *testing.T, ch *proxy.Channel, host string, pool *x509.CertPool, wrap func(net.Conn) net.Conn, protos ...string) (net.Conn, *tls.Conn) {
 	t.Helper()
 	c, status := connect(t, ch, host+":443")
 	if c == nil {
 		t.Fatalf("CONNECT %s: %s", host, status)
 	}
-	tc := tls.Client(c, &tls.Config{ServerName: host, RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
+	under := c
+	if wrap != nil {
+		under = wrap(c)
+	}
+	tc := tls.Client(under, &tls.Config{ServerName: host, RootCAs: pool, NextProtos: protos})
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("TLS to %s through the proxy: %v", host, err)
 	}
+	return c, tc
+}
+
+// get sends one request over a TLS connection through ch to host, verified against
+// pool, and returns the response with its body read and the peer's certificate chain.
+func get(t *testing.T, ch *proxy.Channel, host string, pool *x509.CertPool, req *http.Request) (*http.Response, string, []*x509.Certificate) {
+	t.Helper()
+	_, tc := tlsThrough(t, ch, host, pool, nil, "h2", "http/1.1")
 	if p := tc.ConnectionState().NegotiatedProtocol; p == "h2" {
 		t.Fatalf("ALPN: the proxy agreed to h2")
 	}
@@ -480,11 +493,7 @@ func waitFor(t *testing.T, ok func() bool, format string, arg func() int) {
 func TestInjectStreams(t *testing.T) {
 	rig := newInjectRig(t)
 	ch := rig.open(t)
-	c, status := connect(t, ch, "api.example.org:443")
-	if c == nil {
-		t.Fatalf("CONNECT: %s", status)
-	}
-	tc := tls.Client(c, &tls.Config{ServerName: "api.example.org", RootCAs: bundlePool(t, ch)})
+	c, tc := tlsThrough(t, ch, "api.example.org", bundlePool(t, ch), nil)
 	if err := newReq(t, "GET", "https://api.example.org/stream").Write(tc); err != nil {
 		t.Fatal(err)
 	}
@@ -512,15 +521,11 @@ func TestInjectStreams(t *testing.T) {
 func TestInjectResponseRecords(t *testing.T) {
 	rig := newInjectRig(t)
 	ch := rig.open(t)
-	c, status := connect(t, ch, "api.example.org:443")
-	if c == nil {
-		t.Fatalf("CONNECT: %s", status)
-	}
-	rc := &recordCounter{Conn: c}
-	tc := tls.Client(rc, &tls.Config{ServerName: "api.example.org", RootCAs: bundlePool(t, ch)})
-	if err := tc.Handshake(); err != nil {
-		t.Fatal(err)
-	}
+	var rc *recordCounter
+	_, tc := tlsThrough(t, ch, "api.example.org", bundlePool(t, ch), func(c net.Conn) net.Conn {
+		rc = &recordCounter{Conn: c}
+		return rc
+	})
 	req := newReq(t, "GET", "https://api.example.org/small")
 	if err := req.Write(tc); err != nil {
 		t.Fatal(err)

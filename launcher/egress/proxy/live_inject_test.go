@@ -53,18 +53,29 @@ func TestLiveEgressInject(t *testing.T) {
 	egresstest.CheckInject(t, out, ts, logs.String(), audit.String())
 }
 
-// TestLiveEgressInjectSession: a session's sandbox gets the bundle too, and each call
-// gets the header.
-func TestLiveEgressInjectSession(t *testing.T) {
+// injectSession opens a session with the profile "api" of injectLauncher's server, closed
+// when the test ends; nil when the host cannot serve it (injectLauncher said why).
+func injectSession(t *testing.T) (*launcher.Session, *egresstest.TLSServer) {
+	t.Helper()
 	l, ts, _, _, served := injectLauncher(t)
 	if !served {
-		return
+		return nil, nil
 	}
 	s, err := l.OpenSession(t.Context(), launcher.SessionOptions{Expires: time.Now().Add(time.Hour), Egress: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(s.Close)
+	return s, ts
+}
+
+// TestLiveEgressInjectSession: a session's sandbox gets the bundle too, and each call
+// gets the header.
+func TestLiveEgressInjectSession(t *testing.T) {
+	s, ts := injectSession(t)
+	if s == nil {
+		return
+	}
 	for range 2 {
 		out := sessionRun(t, s, launcher.Job{Code: `
 import json, urllib.request

@@ -48,15 +48,10 @@ console.log(JSON.stringify(process.env), fs.readFileSync(process.env.SSL_CERT_FI
 // by the proxy; another host is refused (403); neither program can read the credential
 // (environment, CA bundle, the proxy's replies).
 func TestLiveEgressSessionLanguages(t *testing.T) {
-	l, ts, _, _, served := injectLauncher(t)
-	if !served {
+	s, ts := injectSession(t)
+	if s == nil {
 		return
 	}
-	s, err := l.OpenSession(t.Context(), launcher.SessionOptions{Expires: time.Now().Add(time.Hour), Egress: "api"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	for _, tc := range []struct {
 		lang, code  string
 		allowed     string
