@@ -3,12 +3,10 @@ package kube
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -75,14 +73,13 @@ type RunStore struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu      sync.Mutex
-	expired map[string]string // RunKey -> hex owner sum, of runs this replica removed at TTL (bounded: maxEnded)
+	expired endedRecords // by RunKey: the runs this replica removed at their TTL
 }
 
 // NewRunStore keeps background runs in b's namespace; their results are kept ttl after
 // they end.
 func NewRunStore(b *Backend, log zerolog.Logger, ttl time.Duration) *RunStore {
-	return &RunStore{b: b, log: log, ttl: ttl, now: time.Now, expired: map[string]string{}}
+	return &RunStore{b: b, log: log, ttl: ttl, now: time.Now}
 }
 
 func runHandleSum(handle string) []byte {
@@ -114,44 +111,30 @@ func (s *RunStore) Create(handle, owner string, timeout time.Duration) (labels, 
 
 func runOf(p *corev1.Pod) (RunRecord, error) {
 	a := p.Annotations
-	var errs []error
-	num := func(k string) int64 {
-		v, err := strconv.ParseInt(a[k], 10, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("annotation %s: %w", k, err))
-		}
-		return v
-	}
+	ints := annInts{a: a}
+	num := ints.get
 	r := RunRecord{Sandbox: p.Name, Started: time.UnixMilli(num(annRunStarted)),
 		Timeout: time.Duration(num(annRunTimeout)) * time.Millisecond, Canceled: a[annRunCanceled] == "1"}
 	if a[annRunEnded] != "" {
 		r.Ended = time.UnixMilli(num(annRunEnded))
 	}
-	return r, errors.Join(errs...)
+	return r, ints.err()
 }
 
 // find returns handle's pod, checked against the stored hashes (constant time).
 func (s *RunStore) find(ctx context.Context, handle, owner string) (*corev1.Pod, error) {
-	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: backend.LabelSessionKey + "=" + RunKey(handle) + "," + LabelRun})
-	if err != nil {
-		return nil, fmt.Errorf("looking up the run: %w", s.b.classify(err))
-	}
-	hs, os := hex.EncodeToString(runHandleSum(handle)), runOwnerSum(handle, owner)
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.DeletionTimestamp != nil || subtle.ConstantTimeCompare([]byte(p.Annotations[annRunHandle]), []byte(hs)) != 1 {
-			continue
-		}
-		if subtle.ConstantTimeCompare([]byte(p.Annotations[annRunOwner]), []byte(os)) != 1 {
-			return nil, ErrRunNotFound
-		}
+	os := runOwnerSum(handle, owner)
+	p, other, err := s.b.findRecord(ctx, backend.LabelSessionKey+"="+RunKey(handle)+","+LabelRun, "run",
+		annRunHandle, hex.EncodeToString(runHandleSum(handle)), annRunOwner, os)
+	switch {
+	case err != nil:
+		return nil, err
+	case other:
+		return nil, ErrRunNotFound
+	case p != nil:
 		return p, nil
 	}
-	s.mu.Lock()
-	o, ok := s.expired[RunKey(handle)]
-	s.mu.Unlock()
-	if ok && subtle.ConstantTimeCompare([]byte(o), []byte(os)) == 1 {
+	if _, ok := s.expired.why(RunKey(handle), os); ok {
 		return nil, ErrRunExpired
 	}
 	return nil, ErrRunNotFound
@@ -243,15 +226,7 @@ func (s *RunStore) remove(ctx context.Context, p *corev1.Pod) bool {
 		return false
 	}
 	s.log.Info().Str("pod", p.Name).Msg("background run's result expired")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.expired) >= maxEnded {
-		for k := range s.expired { // drop an arbitrary one: its owner gets "not found"
-			delete(s.expired, k)
-			break
-		}
-	}
-	s.expired[p.Labels[backend.LabelSessionKey]] = p.Annotations[annRunOwner]
+	s.expired.add(p.Labels[backend.LabelSessionKey], p.Annotations[annRunOwner], "expired")
 	return true
 }
 
@@ -280,36 +255,10 @@ func (s *RunStore) Sweep(ctx context.Context) (int, error) {
 // and how many of them are owner's: for --max-background-runs and its per-identity
 // bound, which on Kubernetes bound every replica's runs together.
 func (s *RunStore) Count(ctx context.Context, owner string) (all, owned int, err error) {
-	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelRun})
-	if err != nil {
-		return 0, 0, fmt.Errorf("counting background runs: %w", s.b.classify(err))
-	}
-	tag := OwnerTag(owner)
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		all++
-		if p.Annotations[annRunOwnerTag] == tag {
-			owned++
-		}
-	}
-	return all, owned, nil
+	return s.b.countRecords(ctx, LabelRun, "background runs", annRunOwnerTag, OwnerTag(owner))
 }
 
 // RunSweeper sweeps every interval until ctx ends.
 func (s *RunStore) RunSweeper(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn().Err(err).Msg("sweeping background runs")
-			}
-		}
-	}
+	sweepEvery(ctx, every, s.Sweep, s.log, "sweeping background runs")
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -69,47 +67,20 @@ type SessionStore struct {
 	log zerolog.Logger
 	now func() time.Time
 
-	mu    sync.Mutex
-	ended map[string]endedShared // by SessionKey; what this replica ended, bounded (maxEnded)
+	ended endedRecords // by SessionKey: what this replica ended, and why
 }
-
-// endedShared is why this replica ended a session, for the owner's next call.
-type endedShared struct {
-	owner string // hex ownerSum
-	why   string
-}
-
-const maxEnded = 4096
 
 // gone is ErrSessionGone for handle and owner, with why when this replica ended it.
 func (s *SessionStore) gone(handle, owner string) error {
-	s.mu.Lock()
-	e, ok := s.ended[SessionKey(handle)]
-	s.mu.Unlock()
-	if ok && subtle.ConstantTimeCompare([]byte(e.owner), []byte(hex.EncodeToString(ownerSum(handle, owner)))) == 1 {
-		return &backend.GoneError{Why: e.why}
+	if why, ok := s.ended.why(SessionKey(handle), hex.EncodeToString(ownerSum(handle, owner))); ok {
+		return &backend.GoneError{Why: why}
 	}
 	return ErrSessionGone
 }
 
 // remember records why the session of pod p ended, for its owner's next call here.
 func (s *SessionStore) remember(p *corev1.Pod, why string) {
-	key := p.Labels[backend.LabelSessionKey]
-	if key == "" {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended == nil {
-		s.ended = map[string]endedShared{}
-	}
-	if len(s.ended) >= maxEnded {
-		for k := range s.ended { // drop an arbitrary one: the message only gets vaguer
-			delete(s.ended, k)
-			break
-		}
-	}
-	s.ended[key] = endedShared{owner: p.Annotations[annOwner], why: why}
+	s.ended.add(p.Labels[backend.LabelSessionKey], p.Annotations[annOwner], why)
 }
 
 // NewSessionStore keeps shared sessions in b's namespace.
@@ -186,23 +157,17 @@ func sessionAnnotations(handle, owner string, idle time.Duration, idleUntil, exp
 // find returns handle's pod, checked against the stored hashes (constant time).
 // Another identity's session is ErrSessionGone, as is none.
 func (s *SessionStore) find(ctx context.Context, handle, owner string) (*corev1.Pod, error) {
-	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: backend.LabelSessionKey + "=" + SessionKey(handle) + ",!" + LabelRun})
-	if err != nil {
-		return nil, fmt.Errorf("looking up the session: %w", s.b.classify(err))
+	p, other, err := s.b.findRecord(ctx, backend.LabelSessionKey+"="+SessionKey(handle)+",!"+LabelRun, "session",
+		annHandle, hex.EncodeToString(handleSum(handle)), annOwner, hex.EncodeToString(ownerSum(handle, owner)))
+	switch {
+	case err != nil:
+		return nil, err
+	case other:
+		return nil, ErrSessionGone
+	case p == nil:
+		return nil, s.gone(handle, owner)
 	}
-	hs, os := hex.EncodeToString(handleSum(handle)), hex.EncodeToString(ownerSum(handle, owner))
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.DeletionTimestamp != nil || subtle.ConstantTimeCompare([]byte(p.Annotations[annHandle]), []byte(hs)) != 1 {
-			continue
-		}
-		if subtle.ConstantTimeCompare([]byte(p.Annotations[annOwner]), []byte(os)) != 1 {
-			return nil, ErrSessionGone
-		}
-		return p, nil
-	}
-	return nil, s.gone(handle, owner)
+	return p, nil
 }
 
 // state is a session pod's annotations, parsed.
@@ -214,14 +179,8 @@ type state struct {
 func stateOf(p *corev1.Pod) (state, error) {
 	a := p.Annotations
 	var st state
-	var errs []error
-	num := func(k string) int64 {
-		v, err := strconv.ParseInt(a[k], 10, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("annotation %s: %w", k, err))
-		}
-		return v
-	}
+	ints := annInts{a: a}
+	num := ints.get
 	st.Idle = time.Duration(num(annIdle)) * time.Second
 	st.IdleUntil = time.UnixMilli(num(annIdleUntil))
 	st.Expires = time.UnixMilli(num(annExpires))
@@ -231,7 +190,7 @@ func stateOf(p *corev1.Pod) (state, error) {
 	}
 	st.busyBy = a[annBusyBy]
 	st.Ended = p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	return st, errors.Join(errs...)
+	return st, ints.err()
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
@@ -452,36 +411,10 @@ func (s *SessionStore) Sweep(ctx context.Context) (int, error) {
 // --max-sessions-per-identity, which on Kubernetes bound every replica's sessions
 // together.
 func (s *SessionStore) Count(ctx context.Context, owner string) (all, owned int, err error) {
-	list, err := s.b.core.Pods(s.b.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: backend.LabelSessionKey + ",!" + LabelRun})
-	if err != nil {
-		return 0, 0, fmt.Errorf("counting shared sessions: %w", s.b.classify(err))
-	}
-	tag := OwnerTag(owner)
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		all++
-		if p.Annotations[annOwnerTag] == tag {
-			owned++
-		}
-	}
-	return all, owned, nil
+	return s.b.countRecords(ctx, backend.LabelSessionKey+",!"+LabelRun, "shared sessions", annOwnerTag, OwnerTag(owner))
 }
 
 // RunSweeper sweeps every interval until ctx ends.
 func (s *SessionStore) RunSweeper(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn().Err(err).Msg("sweeping shared sessions")
-			}
-		}
-	}
+	sweepEvery(ctx, every, s.Sweep, s.log, "sweeping shared sessions")
 }
