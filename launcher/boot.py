@@ -1769,22 +1769,32 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         return out
 
     def node_gone():
-        # Node ended (reaped: its pid may be another's now) or stopped (it would never
-        # answer); a stopped one is killed, since it is no one's now.
+        # Node ended (reaped: its pid may be another's now), is ending (a SIGKILL pending,
+        # or its exit begun: PF_EXITING; node's takes a few ms, and a call written to it
+        # then would be lost with it) or stopped (it would never answer); a stopped one is
+        # killed, since it is no one's now.
         p = node[0]
         if p in dead:
             return True
         try:
             with open("/proc/%d/stat" % p) as f:
-                st = f.read().rsplit(")", 1)[1].split()[0]
+                st = f.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             return True
-        if st in "Tt":
+        pending = 0
+        try:  # a kernel that shows no pending signals (gVisor may not) shows none pending
+            with open("/proc/%d/status" % p) as f:
+                for ln in f:
+                    if ln.startswith(("SigPnd:", "ShdPnd:")):
+                        pending |= int(ln.split()[1], 16)
+        except (OSError, IndexError, ValueError):
+            pass
+        if st[0] in "Tt":
             try:
                 os.kill(p, 9)
             except OSError:
                 pass
-        return st in "ZXxTt"
+        return st[0] in "ZXxTt" or st[6:7] and st[6].isdigit() and int(st[6]) & 4 or pending & 1 << 8
 
     child_fns = {}
 
