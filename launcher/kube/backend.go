@@ -276,44 +276,50 @@ func (c *conn) Close() error {
 
 func (c *conn) Done() <-chan struct{} { return c.done }
 
-// waitRunning watches the pod until its container runs, fails or cannot start.
+// waitRunning watches the pod until its container runs, fails or cannot start: within
+// StartTimeout, and within UnschedulableWait of the scheduler's finding no node for it
+// (startWait).
 func (b *Backend) waitRunning(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
+	sw := newStartWait(b.opts.UnschedulableWait)
+	defer sw.stop()
 	pods := b.core.Pods(b.opts.Namespace)
 	sel := fields.OneTermEqualSelector("metadata.name", id).String()
 	for {
 		list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
-			return b.startErr(ctx, id, err)
+			return b.startErr(ctx, id, sw, err)
 		}
 		if len(list.Items) == 0 {
 			return fmt.Errorf("starting pod %s: %w: it was deleted", id, backend.ErrNotFound)
 		}
-		if done, err := podStarted(&list.Items[0]); done {
+		if done, err := sw.see(&list.Items[0]); done {
 			return err
 		}
 		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
 		if err != nil {
-			return b.startErr(ctx, id, err)
+			return b.startErr(ctx, id, sw, err)
 		}
-		done, err := b.watchStarted(ctx, w)
+		done, err := b.watchStarted(ctx, w, sw)
 		w.Stop()
 		if done {
 			return err
 		}
 		if ctx.Err() != nil {
-			return b.startErr(ctx, id, ctx.Err())
+			return b.startErr(ctx, id, sw, ctx.Err())
 		}
 		// The watch ended early (the API server closes watches now and then): list again.
 	}
 }
 
-func (b *Backend) watchStarted(ctx context.Context, w watch.Interface) (bool, error) {
+func (b *Backend) watchStarted(ctx context.Context, w watch.Interface, sw *startWait) (bool, error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return false, nil
+		case <-sw.expired():
+			return true, sw.unschedulableErr()
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return false, nil
@@ -323,7 +329,7 @@ func (b *Backend) watchStarted(ctx context.Context, w watch.Interface) (bool, er
 				return true, fmt.Errorf("starting pod: %w: it was deleted", backend.ErrNotFound)
 			case watch.Added, watch.Modified:
 				if pod, ok := ev.Object.(*corev1.Pod); ok {
-					if done, err := podStarted(pod); done {
+					if done, err := sw.see(pod); done {
 						return true, err
 					}
 				}
@@ -332,10 +338,9 @@ func (b *Backend) watchStarted(ctx context.Context, w watch.Interface) (bool, er
 	}
 }
 
-func (b *Backend) startErr(ctx context.Context, id string, err error) error {
+func (b *Backend) startErr(ctx context.Context, id string, sw *startWait, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		return fmt.Errorf("starting pod %s: not running after %s (unschedulable, or its image is slow to pull): %w",
-			id, b.opts.StartTimeout, err)
+		return fmt.Errorf("starting pod %s: not running after %s (%s): %w", id, b.opts.StartTimeout, sw.waitingFor(), err)
 	}
 	return fmt.Errorf("starting pod %s: %w", id, b.classify(err))
 }

@@ -251,6 +251,27 @@ func TestLiveImageMissing(t *testing.T) {
 	}
 }
 
+// TestLiveUnschedulable: a pod no node has room for (it asks for more CPUs than the
+// test cluster's node has, as a session pod beside a full warm pool does for one more)
+// ends its start after UnschedulableWait with the scheduler's own reason, rather than
+// at StartTimeout in silence.
+func TestLiveUnschedulable(t *testing.T) {
+	b, _ := liveBackend(t, Options{UnschedulableWait: 2 * time.Second, StartTimeout: 20 * time.Second})
+	spec := liveSpec(t, "print(1)")
+	spec.CPUs = 64
+	id, err := b.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.Background(), id)
+	t0 := time.Now()
+	_, err = b.Start(t.Context(), id, &launchertest.Buffer{}, &launchertest.Buffer{})
+	if d := time.Since(t0); err == nil || !strings.Contains(err.Error(), "no node can take it") ||
+		!strings.Contains(err.Error(), "Insufficient cpu") || d > 10*time.Second {
+		t.Fatalf("Start after %v: got %v, want the scheduler's Insufficient cpu after 2 s", d.Round(time.Millisecond), err)
+	}
+}
+
 // TestLiveUnreachable: an API server that does not answer is ErrEngineUnavailable, naming it.
 func TestLiveUnreachable(t *testing.T) {
 	cfg := adminConfig(t)

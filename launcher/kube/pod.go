@@ -47,6 +47,12 @@ type Options struct {
 	ActiveDeadline time.Duration
 	// StartTimeout bounds scheduling, image and container start of one pod; 0 is 2 minutes.
 	StartTimeout time.Duration
+	// UnschedulableWait bounds how long a pod may stay unschedulable (no node has room
+	// for its requests, and no pod can be preempted for it) before its start fails with
+	// the scheduler's reason; 0 is 30 seconds. A cluster that has room places a pod within
+	// seconds of a deletion; one without would hold a session_create silently until
+	// StartTimeout, past a client's usual request timeout of 60 s.
+	UnschedulableWait time.Duration
 }
 
 // DefaultNamespace is the sandbox namespace of docs/deploy/kubernetes (namespace.yaml): pods only,
@@ -58,6 +64,7 @@ const (
 	defaultEphemeralStorage = 64 << 20
 	defaultActiveDeadline   = time.Hour
 	defaultStartTimeout     = 2 * time.Minute
+	defaultUnschedulable    = 30 * time.Second
 	// podNamePrefix: the API server appends a random suffix (GenerateName). Nothing of the
 	// caller, and not the instance (whose characters a name may not hold), is in a name.
 	podNamePrefix = "mcp-exec-sandbox-"
@@ -149,6 +156,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = defaultStartTimeout
+	}
+	if o.UnschedulableWait == 0 {
+		o.UnschedulableWait = defaultUnschedulable
 	}
 	return o
 }

@@ -1,0 +1,115 @@
+package kube
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
+)
+
+// The settings that size a sandbox pod's requests and how many such pods this server
+// keeps, as unschedulableErr names them (the command's flags, without the dashes).
+const (
+	settingCPUs          backend.Setting = "cpus"
+	settingMemory        backend.Setting = "memory"
+	settingSessionMemory backend.Setting = "session-memory"
+	settingPoolSize      backend.Setting = "pool-size"
+	settingMaxSessions   backend.Setting = "max-sessions"
+)
+
+// startWait is what waitRunning knows of a pod that has not started yet: its last
+// state, and a timer that runs while the scheduler finds no node for it. The scheduler
+// tries again at each change of the cluster (a pod deleted, a node added): a verdict
+// that stands for UnschedulableWait will not change soon, and the start fails naming it
+// rather than waiting for StartTimeout in silence.
+type startWait struct {
+	wait  time.Duration
+	last  *corev1.Pod
+	timer *time.Timer // nil while the pod is not unschedulable
+}
+
+func newStartWait(wait time.Duration) *startWait { return &startWait{wait: wait} }
+
+// see takes the pod's latest state: done when its container runs (nil) or will never run
+// (podStarted's error).
+func (w *startWait) see(pod *corev1.Pod) (bool, error) {
+	w.last = pod
+	if done, err := podStarted(pod); done {
+		return true, err
+	}
+	if _, ok := unschedulable(pod); !ok {
+		w.stop()
+	} else if w.timer == nil {
+		w.timer = time.NewTimer(w.wait)
+	}
+	return false, nil
+}
+
+// expired fires once the pod has been unschedulable for the whole wait; nil (never)
+// while it is not.
+func (w *startWait) expired() <-chan time.Time {
+	if w.timer == nil {
+		return nil
+	}
+	return w.timer.C
+}
+
+func (w *startWait) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+}
+
+// unschedulable returns the scheduler's reason when it has found no node for pod, nor
+// a pod to preempt for it (a nominated node means preemption is under way).
+func unschedulable(pod *corev1.Pod) (string, bool) {
+	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" {
+		return "", false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Message, true
+		}
+	}
+	return "", false
+}
+
+// unschedulableErr says why the pod cannot start: the scheduler's reason, what the pod
+// requests, and the settings that size it and the pods it shares the nodes with.
+func (w *startWait) unschedulableErr() error {
+	msg, _ := unschedulable(w.last)
+	req := w.last.Spec.Containers[0].Resources.Requests
+	cpu, mem := req[corev1.ResourceCPU], req[corev1.ResourceMemory]
+	return fmt.Errorf("starting pod %s: %w", w.last.Name, &backend.SettingError{Setting: settingCPUs, Text: func(v backend.Vars) string {
+		return fmt.Sprintf("no node can take it: the scheduler says %q (for %s). It requests cpu %s and memory %s "+
+			"(%s; %s, or %s for a session's), and must fit on the nodes beside the warm pool's pods (%s, per replica), "+
+			"the sessions (%s) and the background runs: make room for them all, or lower those settings",
+			msg, w.wait, cpu.String(), mem.String(), v.Name(settingCPUs), v.Name(settingMemory), v.Name(settingSessionMemory),
+			v.Name(settingPoolSize), v.Name(settingMaxSessions))
+	}})
+}
+
+// waitingFor says what the pod was waiting for when last seen, for the error at
+// StartTimeout.
+func (w *startWait) waitingFor() string {
+	pod := w.last
+	if pod == nil {
+		return "never seen"
+	}
+	if msg, ok := unschedulable(pod); ok {
+		return "unschedulable: " + msg
+	}
+	if pod.Spec.NodeName == "" {
+		return "not scheduled yet"
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if wt := cs.State.Waiting; wt != nil {
+			return strings.TrimSpace(fmt.Sprintf("on node %s, its container waiting: %s %s", pod.Spec.NodeName, wt.Reason, wt.Message))
+		}
+	}
+	return "on node " + pod.Spec.NodeName + ", its container not created yet"
+}
