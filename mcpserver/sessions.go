@@ -398,8 +398,8 @@ func (s *sessions) createFailed(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	s.log.Error().Err(err).Msg("session_create failed: sandbox unavailable")
-	return fmt.Errorf("sandbox unavailable: %w", err)
+	s.log.Error().Err(backend.Spelled(err, s.vars)).Msg("session_create failed: sandbox unavailable")
+	return backend.Spelled(fmt.Errorf("sandbox unavailable: %w", err), s.vars)
 }
 
 // errTooManySessions is session_create's refusal at a bound of n sessions: one

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-exec/mcp-exec/launcher"
+	"github.com/mcp-exec/mcp-exec/launcher/backend"
 )
 
 // fakeSessions is a SessionBackend whose sessions answer with the call's count in
@@ -33,6 +35,7 @@ type fakeSessions struct {
 	// launcher.ErrSessionClosed.
 	closeErr  error
 	closeLost bool
+	openErr   error // OpenSession's, if set
 }
 
 type fakeConn struct {
@@ -53,6 +56,9 @@ func (c *fakeConn) jobs() []launcher.Job {
 func (f *fakeSessions) OpenSession(_ context.Context, o launcher.SessionOptions) (SessionConn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.openErr != nil {
+		return nil, f.openErr
+	}
 	c := &fakeConn{f: f, gone: make(chan struct{})}
 	f.opened = append(f.opened, o)
 	f.conns = append(f.conns, c)
@@ -268,6 +274,21 @@ func TestSessionBusyAndMax(t *testing.T) {
 	res = callNamed(t, cs, toolSessionCreate, map[string]any{})
 	if got := text(t, res); !res.IsError || !strings.Contains(got, "--max-sessions") || !strings.Contains(got, "MCP_EXEC_MAX_SESSIONS") {
 		t.Fatalf("third session: got %q", got)
+	}
+}
+
+// TestSessionCreateSpellsSetting: a sandbox that cannot start for a setting's sake (on
+// Kubernetes, a pod no node has room for) fails session_create naming the setting by
+// its flag and its variable, as exec's failures do.
+func TestSessionCreateSpellsSetting(t *testing.T) {
+	f := &fakeSessions{openErr: fmt.Errorf("starting pod p: %w", &backend.SettingError{Setting: "cpus", Text: func(v backend.Vars) string {
+		return "no node can take it (" + v.Name("cpus") + ")"
+	}})}
+	cs := connect(t, t.Context(), &fakeRunner{}, Options{Sessions: sessionOpts(f), Vars: testVars})
+	res := callNamed(t, cs, toolSessionCreate, map[string]any{})
+	want := "sandbox unavailable: starting pod p: no node can take it (--cpus, MCP_EXEC_CPUS)"
+	if got := text(t, res); !res.IsError || got != want {
+		t.Fatalf("session_create: got %q (isError %v), want %q", got, res.IsError, want)
 	}
 }
 
