@@ -49,7 +49,8 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 # expiry waits; TestKubeSessionReplicas: two replicas behind nginx serving one session, 19 s;
 # TestE2ECodeMode: code mode, an upstream's tools called from a pod over the bridge, 58 s;
 # TestKubeRunReplicas: background runs and a task kept in their pods, served across two
-# replicas behind nginx, one SIGKILLed, 57-63 s),
+# replicas behind nginx, one SIGKILLed, 57-63 s; TestKubeSessionsBesidePool: two sessions
+# open at once beside a full warm pool, pods sized to fit the node's 2 CPUs, 13 s),
 # the probes of what a session's holder changes as a session's first call
 # (TestKubeSessionInvariants, $session_probes below: a session pod per probe, one after the
 # other, about 5 s each at load ~15; the other probes check the pod's spec, which a session
@@ -60,7 +61,7 @@ export MCP_EXEC_BACKEND=kubernetes MCP_EXEC_KUBECONFIG=$KUBECONFIG_ADMIN MCP_EXE
 go run ./cmd/mcp-exec selftest --log-level warn
 MCP_EXEC_RUNTIME=gvisor MCP_EXEC_KUBE_SECCOMP_PROFILE=profiles/mcp-exec-gvisor.json MCP_EXEC_PIDS=$KGVISORPIDS \
   go run ./cmd/mcp-exec selftest --log-level warn
-CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestE2ECodeMode|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas|TestKubeRunReplicas)$' ./e2e
+CI=true go test -count=1 -timeout 15m -run '^(TestE2E|TestE2ECodeMode|TestKubeRestartReapsOrphans|TestKubeSessionServer|TestKubeSessionReplicas|TestKubeRunReplicas|TestKubeSessionsBesidePool)$' ./e2e
 # Sessions through the binary under the RuntimeClass gvisor (~45 s; TestLiveGVisorSharedSession
 # ran above with ./launcher/kube/...).
 MCP_EXEC_TEST_RUNTIME=gvisor CI=true go test -count=1 -timeout 10m -run '^TestKubeSessionServer$' ./e2e
