@@ -278,7 +278,7 @@ func (c *conn) Done() <-chan struct{} { return c.done }
 
 // waitRunning watches the pod until its container runs, fails or cannot start: within
 // StartTimeout, and within UnschedulableWait of the scheduler's finding no node for it
-// (startWait).
+// unless a node autoscaler is adding one (startWait).
 func (b *Backend) waitRunning(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
@@ -319,7 +319,10 @@ func (b *Backend) watchStarted(ctx context.Context, w watch.Interface, sw *start
 		case <-ctx.Done():
 			return false, nil
 		case <-sw.expired():
-			return true, sw.unschedulableErr()
+			if !b.scalingUp(ctx, sw) {
+				return true, sw.unschedulableErr()
+			}
+			b.log.Info().Str("pod", sw.last.Name).Str("autoscaler", sw.scaling).Msg("an unschedulable pod waits for the node being added for it")
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return false, nil
@@ -336,6 +339,20 @@ func (b *Backend) watchStarted(ctx context.Context, w watch.Interface, sw *start
 			}
 		}
 	}
+}
+
+// scalingUp reads the events of the pod that has been unschedulable for the whole
+// UnschedulableWait, and tells whether a node autoscaler is adding a node for it
+// (startWait.scaleUp). Events it may not read (a Role without "list events") count as no
+// autoscaler's.
+func (b *Backend) scalingUp(ctx context.Context, sw *startWait) bool {
+	sel := fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": sw.last.Name}.AsSelector().String()
+	list, err := b.core.Events(b.opts.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: 100})
+	if err != nil {
+		b.log.Warn().Err(err).Str("pod", sw.last.Name).Msg("reading an unschedulable pod's events, to see whether a node is being added for it")
+		return false
+	}
+	return sw.scaleUp(list.Items)
 }
 
 func (b *Backend) startErr(ctx context.Context, id string, sw *startWait, err error) error {

@@ -272,6 +272,44 @@ func TestLiveUnschedulable(t *testing.T) {
 	}
 }
 
+// TestLiveUnschedulableScaleUp: an unschedulable pod whose events say that a node
+// autoscaler is adding a node for it (an event written here as cluster-autoscaler
+// writes it, by the admin) waits past UnschedulableWait, to StartTimeout, and says so:
+// the ServiceAccount may list the pod's events, and the API server takes the field
+// selector on them (the fake client ignores it).
+func TestLiveUnschedulableScaleUp(t *testing.T) {
+	b, admin := liveBackend(t, Options{UnschedulableWait: time.Second, StartTimeout: 5 * time.Second})
+	spec := liveSpec(t, "print(1)")
+	spec.CPUs = 64
+	id, err := b.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.Background(), id)
+	pod, err := admin.CoreV1().Pods(sandboxNamespace).Get(t.Context(), id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: id + ".", Namespace: sandboxNamespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: sandboxNamespace, Name: id, UID: pod.UID, APIVersion: "v1"},
+		Reason:         eventScaleUp, Message: "pod triggered scale-up: [{test-group 1->2 (max: 3)}]", Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: "cluster-autoscaler"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if ev, err = admin.CoreV1().Events(sandboxNamespace).Create(t.Context(), ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.CoreV1().Events(sandboxNamespace).Delete(context.Background(), ev.Name, metav1.DeleteOptions{})
+	t0 := time.Now()
+	_, err = b.Start(t.Context(), id, &launchertest.Buffer{}, &launchertest.Buffer{})
+	d := time.Since(t0)
+	if err == nil || !strings.Contains(err.Error(), "not running after 5s (unschedulable: ") ||
+		!strings.Contains(err.Error(), "a node autoscaler is adding a node for it: TriggeredScaleUp: pod triggered scale-up") || d < 4*time.Second {
+		t.Fatalf("Start after %v: got %v, want the start timeout (5 s) naming the scale-up", d.Round(time.Millisecond), err)
+	}
+}
+
 // TestLiveUnreachable: an API server that does not answer is ErrEngineUnavailable, naming it.
 func TestLiveUnreachable(t *testing.T) {
 	cfg := adminConfig(t)

@@ -251,6 +251,7 @@ func TestManifestsRBAC(t *testing.T) {
 		{ns, "watch", "pods", ""}, {ns, "delete", "pods", ""}, {ns, "create", "pods", "attach"},
 		{ns, "update", "pods", ""},            // a shared session's state in its pod's annotations (shared.go)
 		{ns, "create", "pods", "portforward"}, // egress profiles: streams to a pod's relay (egress.go)
+		{ns, "list", "events", ""},            // an unschedulable pod's: is a node being added for it (startwait.go)
 	} {
 		if !can(t, cs, a) {
 			t.Errorf("the ServiceAccount may not %s; the backend needs it", a)
@@ -264,6 +265,7 @@ func TestManifestsRBAC(t *testing.T) {
 		{ns, "get", "secrets", ""}, {ns, "list", "secrets", ""}, {ns, "create", "secrets", ""}, {ns, "get", "configmaps", ""},
 		{ns, "create", "serviceaccounts", "token"}, {ns, "create", "deployments", ""},
 		{ns, "create", "services", ""}, {ns, "update", "roles", ""},
+		{ns, "create", "events", ""}, {ns, "delete", "events", ""}, {"default", "list", "events", ""},
 		{"default", "create", "pods", ""}, {"default", "list", "pods", ""},
 		{"kube-system", "get", "secrets", ""}, {"", "list", "nodes", ""}, {"", "list", "namespaces", ""},
 		{"", "create", "pods", ""}, {"", "list", "pods", ""},
@@ -290,7 +292,7 @@ func TestManifestsRBAC(t *testing.T) {
 		ns   string
 		want []string
 	}{
-		{ns, append([]string{"/pods/attach:create", "/pods/portforward:create", "/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:update", "/pods:watch"}, selfReview...)},
+		{ns, append([]string{"/events:list", "/pods/attach:create", "/pods/portforward:create", "/pods:create", "/pods:delete", "/pods:get", "/pods:list", "/pods:update", "/pods:watch"}, selfReview...)},
 		{own, selfReview},
 	} {
 		if diff := cmp.Diff(tt.want, rulesIn(t, cfg, tt.ns)); diff != "" {

@@ -45,13 +45,16 @@ type Options struct {
 	// pod that has run this long, even if the server died; 0 is one hour. It counts from
 	// the pod's start, so it must cover a warm pod's wait in the pool as well as its exec.
 	ActiveDeadline time.Duration
-	// StartTimeout bounds scheduling, image and container start of one pod; 0 is 2 minutes.
+	// StartTimeout bounds scheduling, image and container start of one pod; 0 is
+	// DefaultStartTimeout.
 	StartTimeout time.Duration
 	// UnschedulableWait bounds how long a pod may stay unschedulable (no node has room
 	// for its requests, and no pod can be preempted for it) before its start fails with
-	// the scheduler's reason; 0 is 30 seconds. A cluster that has room places a pod within
-	// seconds of a deletion; one without would hold a session_create silently until
-	// StartTimeout, past a client's usual request timeout of 60 s.
+	// the scheduler's reason, unless the pod's events then say that a node autoscaler is
+	// adding a node for it; 0 is 30 seconds, negative no bound but StartTimeout. A cluster
+	// that has room places a pod within seconds of a deletion; one without would hold a
+	// session_create silently until StartTimeout, past a client's usual request timeout
+	// of 60 s.
 	UnschedulableWait time.Duration
 }
 
@@ -59,11 +62,13 @@ type Options struct {
 // no Secret, and an admission policy that admits only pods shaped like PodSpec's.
 const DefaultNamespace = "mcp-exec-sandbox"
 
+// DefaultStartTimeout bounds a pod's start (Options.StartTimeout) unless set.
+const DefaultStartTimeout = 2 * time.Minute
+
 const (
 	containerName           = "sandbox"
 	defaultEphemeralStorage = 64 << 20
 	defaultActiveDeadline   = time.Hour
-	defaultStartTimeout     = 2 * time.Minute
 	defaultUnschedulable    = 30 * time.Second
 	// podNamePrefix: the API server appends a random suffix (GenerateName). Nothing of the
 	// caller, and not the instance (whose characters a name may not hold), is in a name.
@@ -155,7 +160,7 @@ func (o Options) withDefaults() Options {
 		o.ActiveDeadline = defaultActiveDeadline
 	}
 	if o.StartTimeout == 0 {
-		o.StartTimeout = defaultStartTimeout
+		o.StartTimeout = DefaultStartTimeout
 	}
 	if o.UnschedulableWait == 0 {
 		o.UnschedulableWait = defaultUnschedulable

@@ -18,17 +18,30 @@ const (
 	settingSessionMemory backend.Setting = "session-memory"
 	settingPoolSize      backend.Setting = "pool-size"
 	settingMaxSessions   backend.Setting = "max-sessions"
+	settingUnschedulable backend.Setting = "kube-unschedulable-wait-s"
+)
+
+// The reasons of the events with which node autoscalers answer an unschedulable pod: a
+// node is being added for it (cluster-autoscaler's TriggeredScaleUp, Karpenter's
+// Nominated: "Pod should schedule on: nodeclaim/..."), or none will be
+// (cluster-autoscaler's NotTriggerScaleUp).
+const (
+	eventScaleUp   = "TriggeredScaleUp"
+	eventNominated = "Nominated"
+	eventNoScaleUp = "NotTriggerScaleUp"
 )
 
 // startWait is what waitRunning knows of a pod that has not started yet: its last
 // state, and a timer that runs while the scheduler finds no node for it. The scheduler
 // tries again at each change of the cluster (a pod deleted, a node added): a verdict
 // that stands for UnschedulableWait will not change soon, and the start fails naming it
-// rather than waiting for StartTimeout in silence.
+// rather than waiting for StartTimeout in silence; unless a node autoscaler is adding a
+// node for the pod (scaling), which takes minutes: then only StartTimeout bounds it.
 type startWait struct {
-	wait  time.Duration
-	last  *corev1.Pod
-	timer *time.Timer // nil while the pod is not unschedulable
+	wait    time.Duration // negative: no bound but StartTimeout
+	last    *corev1.Pod
+	timer   *time.Timer // nil while the pod is not unschedulable
+	scaling string      // the autoscaler's event once it is adding a node for the pod
 }
 
 func newStartWait(wait time.Duration) *startWait { return &startWait{wait: wait} }
@@ -42,7 +55,7 @@ func (w *startWait) see(pod *corev1.Pod) (bool, error) {
 	}
 	if _, ok := unschedulable(pod); !ok {
 		w.stop()
-	} else if w.timer == nil {
+	} else if w.timer == nil && w.wait >= 0 && w.scaling == "" {
 		w.timer = time.NewTimer(w.wait)
 	}
 	return false, nil
@@ -62,6 +75,45 @@ func (w *startWait) stop() {
 		w.timer.Stop()
 		w.timer = nil
 	}
+}
+
+// scaleUp reads the pod's events, once its wait has expired: if the newest answer of a
+// node autoscaler is that a node is being added for it, the start waits on for it (until
+// StartTimeout) and scaleUp reports true.
+func (w *startWait) scaleUp(events []corev1.Event) bool {
+	var newest *corev1.Event
+	for i := range events {
+		e := &events[i]
+		if e.InvolvedObject.Name != w.last.Name || (e.InvolvedObject.UID != "" && e.InvolvedObject.UID != w.last.UID) {
+			continue
+		}
+		switch e.Reason {
+		case eventScaleUp, eventNominated, eventNoScaleUp:
+			if newest == nil || !eventTime(e).Before(eventTime(newest)) {
+				newest = e
+			}
+		}
+	}
+	if newest == nil || newest.Reason == eventNoScaleUp {
+		return false
+	}
+	w.stop()
+	w.scaling = newest.Reason + ": " + newest.Message
+	return true
+}
+
+// eventTime is when an event last happened, whichever API recorded it (core/v1's
+// LastTimestamp, events.k8s.io's EventTime and series).
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // unschedulable returns the scheduler's reason when it has found no node for pod, nor
@@ -85,10 +137,11 @@ func (w *startWait) unschedulableErr() error {
 	req := w.last.Spec.Containers[0].Resources.Requests
 	cpu, mem := req[corev1.ResourceCPU], req[corev1.ResourceMemory]
 	return fmt.Errorf("starting pod %s: %w", w.last.Name, &backend.SettingError{Setting: settingCPUs, Text: func(v backend.Vars) string {
-		return fmt.Sprintf("no node can take it: the scheduler says %q (for %s). It requests cpu %s and memory %s "+
+		return fmt.Sprintf("no node can take it: the scheduler says %q (for %s, %s; no node autoscaler said it is adding one). "+
+			"It requests cpu %s and memory %s "+
 			"(%s; %s, or %s for a session's), and must fit on the nodes beside the warm pool's pods (%s, per replica), "+
 			"the sessions (%s) and the background runs: make room for them all, or lower those settings",
-			msg, w.wait, cpu.String(), mem.String(), v.Name(settingCPUs), v.Name(settingMemory), v.Name(settingSessionMemory),
+			msg, w.wait, v.Name(settingUnschedulable), cpu.String(), mem.String(), v.Name(settingCPUs), v.Name(settingMemory), v.Name(settingSessionMemory),
 			v.Name(settingPoolSize), v.Name(settingMaxSessions))
 	}})
 }
@@ -101,6 +154,9 @@ func (w *startWait) waitingFor() string {
 		return "never seen"
 	}
 	if msg, ok := unschedulable(pod); ok {
+		if w.scaling != "" {
+			return "unschedulable: " + msg + "; a node autoscaler is adding a node for it: " + w.scaling
+		}
 		return "unschedulable: " + msg
 	}
 	if pod.Spec.NodeName == "" {
