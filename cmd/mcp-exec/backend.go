@@ -71,7 +71,8 @@ func openKube(cfg config.Config, log zerolog.Logger) (*sandboxBackend, error) {
 		SeccompProfile: cfg.KubeSeccompProfile,
 		// The backstop must outlast a warm pod's wait in the pool and its longest exec,
 		// and a session pod's maximum lifetime with a call that began at its end.
-		ActiveDeadline: activeDeadline(cfg),
+		ActiveDeadline:    activeDeadline(cfg),
+		UnschedulableWait: unschedulableWait(cfg.KubeUnschedulable),
 	}, log)
 	if err != nil {
 		return nil, err
@@ -81,6 +82,15 @@ func openKube(cfg config.Config, log zerolog.Logger) (*sandboxBackend, error) {
 		host:    rc.Host + " namespace " + ns,
 		close:   func() {},
 	}, nil
+}
+
+// unschedulableWait is --kube-unschedulable-wait-s as kube.Options takes it: there 0 is
+// the default, and no bound of its own is negative.
+func unschedulableWait(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // ociSeccompProfile is the sandboxes' seccomp profile (launcher/docker's) resolved for a

@@ -62,3 +62,13 @@ func TestActiveDeadlineCoversSessions(t *testing.T) {
 func mapEnv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
+
+// TestUnschedulableWait: --kube-unschedulable-wait-s 0 is no bound of its own, which
+// kube.Options spells negative (its 0 is the default, 30 s).
+func TestUnschedulableWait(t *testing.T) {
+	for _, tc := range []struct{ flag, want time.Duration }{{0, -1}, {30 * time.Second, 30 * time.Second}, {time.Second, time.Second}} {
+		if got := unschedulableWait(tc.flag); got != tc.want {
+			t.Errorf("unschedulableWait(%v): got %v, want %v", tc.flag, got, tc.want)
+		}
+	}
+}

@@ -83,6 +83,7 @@ type Config struct {
 	KubePullPolicy        string        // --kube-image-pull-policy MCP_EXEC_KUBE_IMAGE_PULL_POLICY
 	KubePodLabels         string        // --kube-pod-labels MCP_EXEC_KUBE_POD_LABELS: k=v,...
 	KubeSeccompProfile    string        // --kube-seccomp-profile MCP_EXEC_KUBE_SECCOMP_PROFILE: a Localhost profile; "" = RuntimeDefault
+	KubeUnschedulable     time.Duration // --kube-unschedulable-wait-s MCP_EXEC_KUBE_UNSCHEDULABLE_WAIT_S: how long a pod may find no node before its start fails; 0 = kube.DefaultStartTimeout
 	MaxConcurrent         int           // --max-concurrent MCP_EXEC_MAX_CONCURRENT
 	MaxQueue              int           // --max-queue MCP_EXEC_MAX_QUEUE
 	MetricsAddr           string        // --metrics-addr MCP_EXEC_METRICS_ADDR: "" = /metrics on the http/sse listener; "off"; or host:port of its own
@@ -345,6 +346,8 @@ func cfgTable(c *Config) []cfgField {
 			(*cfgString)(&c.KubePodLabels), func() string { return cfgErrText(kube.ParseLabels(c.KubePodLabels)) }},
 		{"kube-seccomp-profile", "MCP_EXEC_KUBE_SECCOMP_PROFILE", "", "kubernetes: a Localhost seccomp profile (path under the kubelet's seccomp directory); empty: RuntimeDefault",
 			(*cfgString)(&c.KubeSeccompProfile), nil},
+		{"kube-unschedulable-wait-s", "MCP_EXEC_KUBE_UNSCHEDULABLE_WAIT_S", "30", "kubernetes: seconds a sandbox pod may find no node with room for it before its start fails with the scheduler's reason, unless a node autoscaler is adding one for it (the pod's events); 0: only the start timeout (2 minutes) bounds it",
+			(*cfgSeconds)(&c.KubeUnschedulable), func() string { return cfgSecondsUpTo(c.KubeUnschedulable, kube.DefaultStartTimeout) }},
 		{"max-concurrent", "MCP_EXEC_MAX_CONCURRENT", "2", "sandboxes running at once",
 			(*cfgInt)(&c.MaxConcurrent), func() string { return cfgAtLeast(int64(c.MaxConcurrent), 1) }},
 		{"max-queue", "MCP_EXEC_MAX_QUEUE", "64", "calls waiting for a free slot before new ones are refused",

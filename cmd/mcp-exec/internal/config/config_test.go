@@ -87,6 +87,7 @@ func cfgWantDefaults() Config {
 	c.SessionPoolSize = 1
 	c.UpstreamMaxSessions, c.UpstreamIdleTimeout = 16, 5*time.Minute
 	c.MaxBackgroundRuns, c.RunTTL, c.RunResultsMaxBytes = 8, 15*time.Minute, 160<<20
+	c.KubeUnschedulable = 30 * time.Second
 	return c
 }
 
@@ -185,6 +186,7 @@ func TestLoadEnv(t *testing.T) {
 	env["MCP_EXEC_MAX_BACKGROUND_RUNS_PER_IDENTITY"], want.MaxBackgroundRunsPerIdentity = "2", 2
 	env["MCP_EXEC_RUN_TTL_S"], want.RunTTL = "30", 30*time.Second
 	env["MCP_EXEC_RUN_RESULTS_MAX_BYTES"], want.RunResultsMaxBytes = "100m", 100<<20
+	env["MCP_EXEC_KUBE_UNSCHEDULABLE_WAIT_S"], want.KubeUnschedulable = "90", 90*time.Second
 	got, err := cfgLoad(nil, env)
 	if err != nil {
 		t.Fatalf("Load: got error %v, want nil", err)
@@ -330,6 +332,10 @@ func TestValidateErrorsNameFlagAndVariable(t *testing.T) {
 		{"run results negative", func(c *Config) { c.RunResultsMaxBytes = -1 }, "--run-results-max-bytes (MCP_EXEC_RUN_RESULTS_MAX_BYTES) must be 0 or more, got -1"},
 		{"session lifetime", func(c *Config) { c.SessionMaxLifetime = 8 * 24 * time.Hour }, "--session-max-lifetime-s (MCP_EXEC_SESSION_MAX_LIFETIME_S) must be from 0 to 604800"},
 		{"session memory", func(c *Config) { c.SessionMemory = 8 << 20 }, "--session-memory (MCP_EXEC_SESSION_MEMORY) must be at least 16m, got 8m"},
+		{"unschedulable wait negative", func(c *Config) { c.KubeUnschedulable = -time.Second },
+			"--kube-unschedulable-wait-s (MCP_EXEC_KUBE_UNSCHEDULABLE_WAIT_S) must be from 0 to 120, got -1"},
+		{"unschedulable wait past the start timeout", func(c *Config) { c.KubeUnschedulable = 121 * time.Second },
+			"--kube-unschedulable-wait-s (MCP_EXEC_KUBE_UNSCHEDULABLE_WAIT_S) must be from 0 to 120, got 121"},
 		{"pids", func(c *Config) { c.Pids = 4 }, "--pids (MCP_EXEC_PIDS) must be at least 8, got 4"},
 		{"cpus zero", func(c *Config) { c.CPUs = 0 }, "--cpus (MCP_EXEC_CPUS) must be more than 0 and at most 64, got 0"},
 		{"cpus too many", func(c *Config) { c.CPUs = 65 }, "--cpus (MCP_EXEC_CPUS)"},
@@ -405,6 +411,8 @@ func TestValidateAcceptsDefaultsAndEdges(t *testing.T) {
 		{"instance fqdn", func(c *Config) { c.Instance = "host-1.example.com" }},
 		{"engine and runtime", func(c *Config) { c.EngineHost, c.Runtime = "tcp://10.0.0.1:2376", "io.containerd.runc.v2" }},
 		{"prestart both", func(c *Config) { c.PoolPrestart = "javascript,bash" }},
+		{"unschedulable wait off", func(c *Config) { c.KubeUnschedulable = 0 }},
+		{"unschedulable wait the start timeout", func(c *Config) { c.KubeUnschedulable = 120 * time.Second }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -70,6 +70,7 @@ var cfgDocs = map[string]cfgDoc{
 	"MCP_EXEC_KUBE_IMAGE_PULL_POLICY":    {"", "kubernetes: `Always`, `IfNotPresent` or `Never`"},
 	"MCP_EXEC_KUBE_POD_LABELS":           {"", "kubernetes: extra labels on every sandbox pod, `k=v,k2=v2` (never `dev.mcp-exec.*`)"},
 	"MCP_EXEC_KUBE_SECCOMP_PROFILE":      {"", "kubernetes: a Localhost seccomp profile (path under the kubelet's seccomp directory, e.g. the output of `mcp-exec seccomp-profile`); empty: `RuntimeDefault`. Either way the bootstrap's own filter denies io_uring and the rest of `launcher/syscalls` (docs/kubernetes.md)"},
+	"MCP_EXEC_KUBE_UNSCHEDULABLE_WAIT_S": {"", "kubernetes: seconds a sandbox pod may find no node with room for it (nor a pod to preempt) before its start (`session_create` too) fails with the scheduler's reason and the settings that size the pods, unless its events say that a node autoscaler is adding a node for it (cluster-autoscaler's `TriggeredScaleUp`, Karpenter's `Nominated`); `0`: only the start timeout, 2 minutes, bounds it ([Sizing the cluster](kubernetes.md#scaling))"},
 	"MCP_EXEC_MAX_CONCURRENT":            {"", "sandboxes running at once (the benchmark shows no throughput gain beyond the host's CPUs ÷ `--cpus`, only longer latency; see docs/benchmarks.md)"},
 	"MCP_EXEC_MAX_QUEUE":                 {"", "calls that may wait for a slot; beyond, a \"busy, try again\" tool error"},
 	"MCP_EXEC_POOL_SIZE":                 {"", "sandboxes kept started and waiting for code (the warm pool); `0`: cold mode, one container started per call"},
