@@ -34,8 +34,15 @@ func TestE2ECodeMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The cluster selection if set: scripts/k8s/ci.sh runs this test on the Kubernetes
-	// backend too.
-	baseEnv := e2e.Env(append(e2e.BackendEnv(), "MCP_EXEC_UPSTREAMS="+file, "MCP_EXEC_LANGUAGES=python,javascript")...)
+	// backend too, with pods sized so that a session's fits beside the warm pool and a
+	// call's replacement on the test cluster's node (2 CPUs: 2 x 0.5 pool, 0.5 the call's
+	// replacement, 0.5 the session): with --cpus 1 the pool takes both, and a session
+	// starts only if it wins a CPU a call's pod frees (docs/kubernetes.md, "Sizing the cluster").
+	env := append(e2e.BackendEnv(), "MCP_EXEC_UPSTREAMS="+file, "MCP_EXEC_LANGUAGES=python,javascript")
+	if os.Getenv("MCP_EXEC_BACKEND") == "kubernetes" {
+		env = append(env, "MCP_EXEC_CPUS=0.5")
+	}
+	baseEnv := e2e.Env(env...)
 	suffix := strconv.Itoa(os.Getpid())
 
 	t.Run("http", func(t *testing.T) {

@@ -47,7 +47,8 @@ MCP_EXEC_TEST_KUBE_GVISOR_SECCOMP=profiles/mcp-exec-gvisor.json \
 # the TypeScript client's end-to-end test over stdio, HTTP and SSE, and sessions through the
 # binary (TestKubeSessionServer: close, idle expiry, maximum lifetime; 50-70 s, most of it the
 # expiry waits; TestKubeSessionReplicas: two replicas behind nginx serving one session, 19 s;
-# TestE2ECodeMode: code mode, an upstream's tools called from a pod over the bridge, 58 s;
+# TestE2ECodeMode: code mode, an upstream's tools called from a pod over the bridge, with
+# --cpus 0.5 so that its session's pod fits beside the warm pool, 58 s;
 # TestKubeRunReplicas: background runs and a task kept in their pods, served across two
 # replicas behind nginx, one SIGKILLed, 57-63 s; TestKubeSessionsBesidePool: two sessions
 # open at once beside a full warm pool, pods sized to fit the node's 2 CPUs, 13 s),
