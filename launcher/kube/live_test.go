@@ -278,7 +278,7 @@ func TestLiveUnschedulable(t *testing.T) {
 // the ServiceAccount may list the pod's events, and the API server takes the field
 // selector on them (the fake client ignores it).
 func TestLiveUnschedulableScaleUp(t *testing.T) {
-	b, admin := liveBackend(t, Options{UnschedulableWait: time.Second, StartTimeout: 5 * time.Second})
+	b, admin := liveBackend(t, Options{UnschedulableWait: time.Second, StartTimeout: 3 * time.Second})
 	spec := liveSpec(t, "print(1)")
 	spec.CPUs = 64
 	id, err := b.Create(t.Context(), spec)
@@ -304,9 +304,9 @@ func TestLiveUnschedulableScaleUp(t *testing.T) {
 	t0 := time.Now()
 	_, err = b.Start(t.Context(), id, &launchertest.Buffer{}, &launchertest.Buffer{})
 	d := time.Since(t0)
-	if err == nil || !strings.Contains(err.Error(), "not running after 5s (unschedulable: ") ||
-		!strings.Contains(err.Error(), "a node autoscaler is adding a node for it: TriggeredScaleUp: pod triggered scale-up") || d < 4*time.Second {
-		t.Fatalf("Start after %v: got %v, want the start timeout (5 s) naming the scale-up", d.Round(time.Millisecond), err)
+	if err == nil || !strings.Contains(err.Error(), "not running after 3s (unschedulable: ") ||
+		!strings.Contains(err.Error(), "a node autoscaler is adding a node for it: TriggeredScaleUp: pod triggered scale-up") || d < 2500*time.Millisecond {
+		t.Fatalf("Start after %v: got %v, want the start timeout (3 s) naming the scale-up", d.Round(time.Millisecond), err)
 	}
 }
 
