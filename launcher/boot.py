@@ -83,10 +83,12 @@ TAIL = 512
 # argv, CODE standing for the program's file (see _interpreter). bash fails on the first
 # failing command, of a pipeline too; node takes the file for an ES module when its
 # syntax says so (import, top-level await), else CommonJS (Node 20.19's detection), and
-# the file keeps its /dev/fd name (a memory file's target is no path).
+# the file keeps its /dev/fd name (a memory file's target is no path). TypeScript is
+# JavaScript once _typescript has stripped its types; its source map names its lines.
 LANGUAGES = {
     b"bash": ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "CODE"],
     b"javascript": ["node", "--preserve-symlinks-main", "CODE"],
+    b"typescript": ["node", "--preserve-symlinks-main", "--enable-source-maps", "CODE"],
 }
 
 
@@ -253,6 +255,7 @@ def _boot():
     tools, prepare, _interpreter = globals().pop("_tools"), globals().pop("_prepare"), globals().pop("_interpreter")
     _ahead, _handoff, execp = globals().pop("_ahead"), globals().pop("_handoff"), globals().pop("_execp")
     globals().pop("_mcptools_js"), globals().pop("_mcptools_named")  # _tools holds them
+    _typescript = globals().pop("_typescript")
     ready, outdir, go, calls = int(sys.argv[1]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     prestart = sys.argv[6]
     _seed(os)
@@ -297,6 +300,8 @@ def _boot():
     if not parts or (len(parts), parts[0]) not in ONE_SHOT_HEADERS or not all(p.isdigit() for p in parts[1:]):
         raise SystemExit("mcp-exec: bad code header")
     source = read_exact(int(parts[1])).decode("utf-8", "surrogateescape")
+    if lang == b"typescript":
+        source = _typescript(os, source, go)
     files(os, read_exact(int(parts[2])))
     if len(parts) == 5:
         pre = ahead.get(lang, (0, 0, ()))[2] or None  # node's descriptors, made before it started
@@ -442,6 +447,39 @@ def _handoff(os, ahead, source, go, tools):
             _signal.signal(os.WTERMSIG(st), _signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(st))
     os._exit(os.waitstatus_to_exitcode(st))
+
+def _typescript(os, source, go):
+    # TypeScript becomes JavaScript here, in the sandbox (it is the caller's input),
+    # after PID 1's go, as a program starts (the go byte stays for _interpreter): the
+    # image's esbuild removes the types (no type checking, as Node's own stripping),
+    # keeps import, export and top-level await, and appends an inline source map, with
+    # which node's stack traces name the TypeScript lines. esbuild is this process's
+    # child: the filter, limits and user are the program's, and so is its kill. Its
+    # errors (line and column) are the program's stderr, and the program exits 1.
+    import select, _signal
+    select.select([go], [], [])
+    ts, js = os.memfd_create("ts", os.MFD_CLOEXEC), os.memfd_create("js", os.MFD_CLOEXEC)
+    data = source.encode("utf-8", "surrogateescape")
+    while data:
+        data = data[os.write(ts, data):]
+    os.lseek(ts, 0, 0)
+    argv = ["esbuild", "--loader=ts", "--sourcemap=inline", "--sourcefile=/exec.ts", "--log-level=error", "--color=false"]
+    try:
+        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=[
+            (os.POSIX_SPAWN_DUP2, ts, 0), (os.POSIX_SPAWN_DUP2, js, 1)],
+            setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
+    except OSError as e:
+        raise SystemExit("mcp-exec: cannot start esbuild: %s" % e.strerror)
+    _, st = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(st):
+        os.kill(os.getpid(), 9)  # as killed (the memory limit's SIGKILL)
+    if st:
+        os._exit(1)
+    os.lseek(js, 0, 0)
+    chunks = []
+    while chunk := os.read(js, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "surrogateescape")
 
 def _prepare(sys):
     # What a program's start needs that does not depend on its code, done before the
@@ -1527,7 +1565,7 @@ def _holder(seed, plots, files, status_of, prepare, execp):
 
 # The first holder's source: CHILD's functions, with HOLDER in place of its one-shot end.
 HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER.replace("LANGUAGES", repr(LANGUAGES)) + \
-    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff", "_mcptools_js", "_mcptools_named")]\n' + \
+    '[globals().pop(k) for k in ("_boot", "_main", "_finish", "_tools", "_ahead", "_handoff", "_mcptools_js", "_mcptools_named", "_typescript")]\n' + \
     'globals().pop("_holder")(globals().pop("_seed"), globals().pop("_plots"), globals().pop("_files"),\n' + \
     '                         globals().pop("_status"), globals().pop("_prepare"), globals().pop("_execp"))\n'
 
@@ -1536,7 +1574,7 @@ HOLDER_SRC = CHILD[:CHILD.rindex("globals().pop(\"_status\")")] + HOLDER.replace
 # call, runs each call as a script in its global scope (top-level const, let and class
 # made var; static imports made dynamic; top-level await rewritten as Node's REPL does),
 # reading calls on fd 3 ("<n>\n" and the code; with tools "<n> <t> <FIFO dir>\n", the
-# code and t bytes of catalog) and answering "K <status>" on fd 4 once the call and all
+# code and t bytes of catalog; a TypeScript call's line ends with " typescript") and answering "K <status>" on fd 4 once the call and all
 # it left pending (timers, sockets, children) have ended, as a program's end would be.
 # Between calls it blocks in its read: nothing of an earlier call runs. Its stdin is a
 # memory file PID 1 refills for each call; fd 6 is mcptools.mjs (NODE_MCPTOOLS), which
@@ -1588,21 +1626,37 @@ function load(n) {
   if (ns !== null) return `var ${ns} = await import(${spec})` + (parts.length ? `, {${parts.join(", ")}} = ${check}(${ns});` : ";");
   return parts.length ? `var {${parts.join(", ")}} = ${check}(await import(${spec}));` : `await import(${spec});`;
 }
+// A TypeScript call ("<n> typescript"): esbuild strips its types as for a one-shot
+// program (boot.py's _typescript), here as node's child; its source map is registered
+// for the script's name, so that stack traces name the TypeScript lines. null: esbuild
+// refused it (its errors are on stderr).
+function typescript(src, count) {
+  const r = require("child_process").spawnSync("esbuild", ["--loader=ts", "--sourcemap=inline", "--sourcefile=/exec-" + count + ".ts",
+    "--log-level=error", "--color=false"], { input: src, stdio: ["pipe", "pipe", "inherit"], maxBuffer: Infinity });
+  if (r.error) proc.stderr.write("mcp-exec: cannot start esbuild: " + r.error.message + "\n");
+  if (r.status !== 0) return null;
+  proc.setSourceMapsEnabled(true);
+  require("internal/source_map/source_map_cache").maybeCacheSourceMap("/exec-" + count + ".js", String(r.stdout), null, true);
+  return String(r.stdout);
+}
 const busy = () => proc.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && r !== "PipeWrap");
 (async () => {
   for (let count = 1; ; count++) {
     let head = "", tools = null;
     while (!head.endsWith("\n")) head += read(1).toString();
-    const [n, t, dir] = head.trim().split(" ");
-    const src = hoist(read(+n).toString()), catalog = t === undefined ? null : read(+t).toString();
+    const parts = head.trim().split(" "), ts = parts.at(-1) === "typescript";
+    if (ts) parts.pop();
+    const [n, t, dir] = parts;
+    const text = read(+n).toString(), catalog = t === undefined ? null : read(+t).toString();
+    const stripped = ts ? typescript(text, count) : text, src = hoist(stripped ?? "");
     Object.defineProperty(proc, "stdin", { configurable: true, get() {
       const s = fs.createReadStream(null, { fd: 0, autoClose: false });
       Object.defineProperty(proc, "stdin", { configurable: true, value: s });
       return s;
     } });
-    failed = 0;
+    failed = stripped === null ? 1 : 0;
     proc.exitCode = undefined;
-    try {
+    if (!failed) try {
       if (catalog !== null) {
         tools = [fs.openSync(dir + "/c", "w"), fs.openSync(dir + "/r", "r")];
         mcptools ??= await import(MOD);
@@ -1610,7 +1664,7 @@ const busy = () => proc.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && 
       }
       let code = null;
       try { code = src.includes("await") ? processTopLevelAwait(src) : null; } catch {}
-      const opts = { filename: "<exec-" + count + ">", importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER };
+      const opts = { filename: ts ? "/exec-" + count + ".js" : "<exec-" + count + ">", importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER };
       let script;
       try { script = new vm.Script(code ?? src, opts); } catch (e) { if (code === null) throw e; code = null; script = new vm.Script(src, opts); }
       const r = script.runInThisContext({ displayErrors: true });
@@ -1900,7 +1954,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         # A cell's or a kept call's header may name another language last.
         lang = parts.pop() if len(parts) == {HEADER_CELL: 5, HEADER_KEPT: 6, HEADER_CELL_TOOLS: 6}.get(parts[0] if parts else None) and parts[-1] in LANGUAGES else None
         if not ((len(parts) == 4 and parts[0] == HEADER_CELL) or (len(parts) == 5 and parts[0] in (HEADER_CELL_TOOLS, HEADER_KEPT))) \
-                or not all(p.isdigit() for p in parts[1:]) or (parts[0] == HEADER_CELL_TOOLS and lang not in (None, b"javascript")):
+                or not all(p.isdigit() for p in parts[1:]) or (parts[0] == HEADER_CELL_TOOLS and lang not in (None, b"javascript", b"typescript")):
             fatal("bad session header")
         n, m = int(parts[1]), int(parts[2])
         kept = [] if parts[0] == HEADER_KEPT else None
@@ -1928,7 +1982,7 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
         state, status, killed, timed_out, scope, before = None, 0, False, False, None, None
         cancel = False
         events()  # the death of a cell forked ahead that never had a call: not this call's
-        js = lang == b"javascript"
+        js = lang in (b"javascript", b"typescript")  # both run in the session's node
         if js:
             # Its node (started by the session's first JavaScript call, and anew after
             # one was lost: said so) gets the call; the holder's cell waits on. One that
@@ -1954,6 +2008,8 @@ def session(max_output, preload, outdir, max_file, max_files, filter_arg, seal_f
                 os.lseek(node[3], 0, 0)
                 replace(cell[n:n + m])
                 os.makedirs(outdir, exist_ok=True)
+                if lang == b"typescript":
+                    msg = msg.replace(b"\n", b" typescript\n", 1)  # node strips its types (NODE_RUNNER)
                 write_all(node[1], msg)
             except (OSError, SystemExit) as e:
                 os.write(err_w, b"mcp-exec: %s\n" % str(e).encode())

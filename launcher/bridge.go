@@ -58,7 +58,7 @@ const (
 // toolsBlob is the tools part of the MCPEXEC3 stream: the module of the job's language
 // and the catalog.
 func toolsBlob(job Job) []byte {
-	if job.Language == "javascript" {
+	if job.javaScript() {
 		return wire.ToolsBlob(mcptoolsJS+jsExports(job.Tools.Catalog), job.Tools.Catalog)
 	}
 	return wire.ToolsBlob(mcptoolsSource, job.Tools.Catalog)

@@ -33,8 +33,8 @@ type Job struct {
 	Tools *Tools
 	// Language is the program's language: "" or LanguagePython, or one of
 	// OtherLanguages (wire.Languages), whose interpreter boot.py starts in place of
-	// Python. A program with Tools is Python's or JavaScript's (mcptools.mjs); one in
-	// a Session is Python's alone for now.
+	// Python. A program with Tools is Python's, JavaScript's or TypeScript's
+	// (mcptools.mjs); one in a Session is Python's alone for now.
 	Language string
 	// Egress names the egress profile the program may use; "" (the
 	// default) means no network at all. It is the operator's name, chosen from a
@@ -52,7 +52,7 @@ type Job struct {
 const LanguagePython = "python"
 
 // OtherLanguages are the languages besides Python a Job may name (the image must carry
-// their interpreters: bash, node).
+// their interpreters: bash, node, and esbuild for TypeScript).
 var OtherLanguages = slices.Clone(wire.Languages)
 
 // ErrLanguage: the job's language is unknown, or not available with what else the job
@@ -61,8 +61,12 @@ var ErrLanguage = errors.New("language not supported")
 
 func (j Job) python() bool { return j.Language == "" || j.Language == LanguagePython }
 
+// javaScript: node runs the program, TypeScript once esbuild has stripped its types.
+func (j Job) javaScript() bool { return j.Language == "javascript" || j.Language == "typescript" }
+
 // checkLanguage refuses a language the bootstrap does not know, and tools for a
-// program that is neither Python nor JavaScript (mcptools.py, mcptools.mjs).
+// program that is neither Python nor JavaScript or TypeScript (mcptools.py,
+// mcptools.mjs).
 func (j Job) checkLanguage() error {
 	if j.python() {
 		return nil
@@ -70,8 +74,8 @@ func (j Job) checkLanguage() error {
 	if !slices.Contains(OtherLanguages, j.Language) {
 		return fmt.Errorf("%w: %q (supported: %s, %s)", ErrLanguage, j.Language, LanguagePython, strings.Join(OtherLanguages, ", "))
 	}
-	if j.Tools != nil && j.Language != "javascript" {
-		return fmt.Errorf("%w: tools are for Python and JavaScript programs only, not %s", ErrLanguage, j.Language)
+	if j.Tools != nil && !j.javaScript() {
+		return fmt.Errorf("%w: tools are for Python, JavaScript and TypeScript programs only, not %s", ErrLanguage, j.Language)
 	}
 	return nil
 }

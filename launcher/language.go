@@ -34,6 +34,16 @@ echo "ok $BASH_VERSION"`,
 	"javascript": `import { versions } from "node:process";
 await null;
 console.log("ok " + versions.node + (process.ppid === 1 ? "" : " ahead"));`,
+	// The same through esbuild (the image's): a type, an interface, an import that is
+	// only a type. The version is node's and esbuild's.
+	"typescript": `import { versions } from "node:process";
+import { execFileSync } from "node:child_process";
+import type { Buffer } from "node:buffer";
+interface Versions { node: string }
+const v: Versions = { node: versions.node };
+await null;
+const esbuild: Buffer = execFileSync("esbuild", ["--version"]);
+console.log("ok " + v.node + ", esbuild " + esbuild.toString().trim());`,
 }
 
 // CheckLanguages runs one sandbox per language of langs other than Python, each a

@@ -127,6 +127,7 @@ func languageTimeoutKillsTree(t *testing.T, l *Launcher) {
 	for lang, code := range map[string]string{
 		"bash":       "trap '' TERM\nsleep 100 &\nsetsid sleep 100 &\necho spawned\nwhile :; do sleep 1; done",
 		"javascript": "import { spawn } from 'node:child_process';\nspawn('sleep', ['100'], { detached: true, stdio: 'ignore' }).unref();\nprocess.on('SIGTERM', () => {});\nconsole.log('spawned');\nsetInterval(() => {}, 1000);",
+		"typescript": "import { spawn, type ChildProcess } from 'node:child_process';\nconst c: ChildProcess = spawn('sleep', ['100'], { detached: true, stdio: 'ignore' });\nc.unref();\nprocess.on('SIGTERM', (): void => {});\nconsole.log('spawned');\nsetInterval(() => {}, 1000);",
 	} {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
@@ -243,7 +244,8 @@ func TestLanguageRefused(t *testing.T) {
 			t.Errorf("session job in %s with tools %v: got %v, want ErrLanguage", job.Language, job.Tools != nil, err)
 		}
 	}
-	for _, job := range []Job{{Language: "bash", Code: "1"}, {Language: "javascript", Code: "1"}, {Language: "javascript", Code: "1", Tools: &Tools{}}} {
+	for _, job := range []Job{{Language: "bash", Code: "1"}, {Language: "javascript", Code: "1"}, {Language: "javascript", Code: "1", Tools: &Tools{}},
+		{Language: "typescript", Code: "1"}, {Language: "typescript", Code: "1", Tools: &Tools{}}} {
 		if err := sessionJob(job); err != nil {
 			t.Errorf("session job in %s with tools %v: got %v, want nil", job.Language, job.Tools != nil, err)
 		}
@@ -253,8 +255,10 @@ func TestLanguageRefused(t *testing.T) {
 			t.Errorf("%q: got %v, want nil", lang, err)
 		}
 	}
-	if err := (Job{Language: "javascript", Tools: &Tools{}}).checkLanguage(); err != nil {
-		t.Errorf("javascript with tools: got %v, want nil", err)
+	for _, lang := range []string{"javascript", "typescript"} {
+		if err := (Job{Language: lang, Tools: &Tools{}}).checkLanguage(); err != nil {
+			t.Errorf("%s with tools: got %v, want nil", lang, err)
+		}
 	}
 }
 
@@ -262,10 +266,10 @@ func TestLanguageRefused(t *testing.T) {
 // the interpreters' versions; a check that fails (here: a tool the image lacks) is
 // ErrLanguageMissing, naming the language and what the program said.
 func TestCheckLanguages(t *testing.T) {
-	l := testLauncher(t, Options{})
-	v, err := l.CheckLanguages(t.Context(), []string{"python", "bash", "javascript"})
-	if err != nil || !strings.HasPrefix(v["bash"], "5.") || v["javascript"] == "" {
-		t.Fatalf("got %v, %v; want bash 5.x and a node version", v, err)
+	l := testLauncher(t, Options{MaxQueue: 4}) // three checks at once, two slots: as the server's queue
+	v, err := l.CheckLanguages(t.Context(), []string{"python", "bash", "javascript", "typescript"})
+	if err != nil || !strings.HasPrefix(v["bash"], "5.") || v["javascript"] == "" || !strings.Contains(v["typescript"], ", esbuild 0.") {
+		t.Fatalf("got %v, %v; want bash 5.x, a node version, and node's and esbuild's", v, err)
 	}
 	saved := languageChecks["bash"]
 	t.Cleanup(func() { languageChecks["bash"] = saved })

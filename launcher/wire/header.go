@@ -26,7 +26,7 @@ func ExecHeader(code, files int) string {
 
 // Languages are the languages besides Python that ExecLanguageHeader may name (boot.py's
 // LANGUAGES, which holds each one's interpreter).
-var Languages = []string{"bash", "javascript"}
+var Languages = []string{"bash", "javascript", "typescript"}
 
 // ExecLanguageHeader is ExecHeader for a program in one of Languages: its name goes
 // last. Python is ExecHeader itself.
@@ -41,8 +41,8 @@ func ToolsHeader(code, files, tools, stdin int) string {
 		strconv.Itoa(tools) + " " + strconv.Itoa(stdin) + "\n"
 }
 
-// ToolsLanguageHeader is ToolsHeader for a program in JavaScript, whose name goes last
-// (boot.py gives it mcptools.mjs in place of mcptools.py).
+// ToolsLanguageHeader is ToolsHeader for a program in JavaScript or TypeScript, whose
+// name goes last (boot.py gives it mcptools.mjs in place of mcptools.py).
 func ToolsLanguageHeader(language string, code, files, tools, stdin int) string {
 	return strings.TrimSuffix(ToolsHeader(code, files, tools, stdin), "\n") + " " + language + "\n"
 }
@@ -65,7 +65,7 @@ func CellToolsHeader(code, files, tools, stdin int) string {
 		strconv.Itoa(tools) + " " + strconv.Itoa(stdin) + "\n"
 }
 
-// CellToolsLanguageHeader is CellToolsHeader for a call in JavaScript, whose name goes
+// CellToolsLanguageHeader is CellToolsHeader for a call in JavaScript or TypeScript, whose name goes
 // last (boot.py hands the call to the session's node with mcptools.mjs).
 func CellToolsLanguageHeader(language string, code, files, tools, stdin int) string {
 	return strings.TrimSuffix(CellToolsHeader(code, files, tools, stdin), "\n") + " " + language + "\n"
