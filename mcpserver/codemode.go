@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,7 +62,7 @@ type searchInput struct {
 // description's note on sessions, "" without them: a session's calls get the tools too
 // (each call its own budget and approvals, as a one-shot exec).
 func (h *handler) addCodeMode(s *mcp.Server, opts Options, sessionsNote string) {
-	js := slices.Contains(opts.Languages, "javascript") // code mode's other language
+	js := len(jsLanguages(opts)) > 0 // code mode's other languages: their import is one
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         toolName,
 		Description:  description(opts, h.limits) + backgroundNote(opts.Runs) + sessionsNote + "\n\n" + opts.Upstreams.Index(js),

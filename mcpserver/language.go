@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,12 +39,14 @@ func languageDescription(o Options) string {
 		case "bash":
 			lines = append(lines, `"bash": the script runs with bash -e -o pipefail (it stops at the first failing command, of a pipeline too); coreutils, grep, sed, awk, jq, sqlite3, file, gzip, xz, zip and unzip are there (curl too, useful only with an egress profile).`)
 		case "javascript":
-			lines = append(lines, `"javascript": Node.js 20, standard library only (no npm packages); ES modules (import, top-level await) or CommonJS (require), told apart by the syntax. No TypeScript: write plain JavaScript.`)
+			lines = append(lines, `"javascript": Node.js 20, standard library only (no npm packages); ES modules (import, top-level await) or CommonJS (require), told apart by the syntax.`)
+		case "typescript":
+			lines = append(lines, `"typescript": run as JavaScript by the same Node.js once esbuild has removed the types (no type checking); interfaces, enums, generics, import type, ES modules and top-level await work; stack traces name the TypeScript lines.`)
 		}
 	}
 	tools := " Upstream tools are for Python only."
-	if slices.Contains(o.Languages, "javascript") {
-		tools = ` Upstream tools are for Python and JavaScript (import { server } from "mcptools"; await server.tool({...})), not bash.`
+	if js := jsLanguages(o); len(js) > 0 {
+		tools = fmt.Sprintf(` Upstream tools are for Python and %s (import { server } from "mcptools"; await server.tool({...})), not bash.`, strings.Join(js, " and "))
 	}
 	return fmt.Sprintf("\n\nLanguages: %q (the default) and, with \"language\", %s. Stdin, files in and /tmp/outputs, the limits and the result are the same for each; matplotlib figures are Python's. %s In a session every language keeps its own state (Python's and JavaScript's globals; bash's variables, functions and directory) and /tmp is shared.%s",
 		launcher.LanguagePython, strings.Join(quoted(otherLanguages(o)), ", "), strings.Join(lines, " "), tools)
@@ -54,10 +57,7 @@ func languageDescription(o Options) string {
 func languageTitle(o Options) string {
 	names := []string{"Python"}
 	for _, l := range otherLanguages(o) {
-		if l == "javascript" {
-			l = "JavaScript"
-		}
-		names = append(names, l)
+		names = append(names, cmp.Or(languageNames[l], l))
 	}
 	if len(names) == 1 {
 		return names[0]
@@ -74,6 +74,21 @@ func whatRuns(o Options, l runnerLimits) string {
 	return fmt.Sprintf("program in %s (Python 3, %s, by default; \"language\" chooses, see Languages below)", languageTitle(o), l.Python)
 }
 
+// languageNames are the languages node runs, as titles and descriptions name them.
+var languageNames = map[string]string{"javascript": "JavaScript", "typescript": "TypeScript"}
+
+// jsLanguages are the configured languages node runs ("JavaScript", "TypeScript"): code
+// mode's besides Python.
+func jsLanguages(o Options) []string {
+	var names []string
+	for _, l := range o.Languages {
+		if n := languageNames[l]; n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 func otherLanguages(o Options) []string {
 	return slices.DeleteFunc(slices.Clone(o.Languages), func(l string) bool { return l == launcher.LanguagePython })
 }
@@ -88,8 +103,8 @@ func quoted(s []string) []string {
 
 // checkLanguage refuses a language that is not configured (the schema's enum says so
 // too, in the validator's words) and one that the call's other arguments, or the
-// server's code mode, do not allow: code mode is Python's and JavaScript's, in a
-// session too.
+// server's code mode, do not allow: code mode is Python's, JavaScript's and
+// TypeScript's, in a session too.
 func checkLanguage(in execInput, o Options) error {
 	if in.Language == "" || in.Language == launcher.LanguagePython {
 		return nil
@@ -99,8 +114,10 @@ func checkLanguage(in execInput, o Options) error {
 		return &invalidInput{"language", fmt.Sprintf("language %q is not available on this server; it runs %s (%s)",
 			in.Language, strings.Join(quoted(supported), ", "), o.Vars.Var(SettingLanguages))}
 	}
-	if o.Upstreams != nil && in.Language != "javascript" {
-		return &invalidInput{"language", fmt.Sprintf("language %q is not available while this server gives programs upstream tools (code mode): its exec runs Python and JavaScript only; write Python (leave language out) or JavaScript", in.Language)}
+	if o.Upstreams != nil && in.Language != "javascript" && in.Language != "typescript" {
+		runs := append([]string{"Python"}, jsLanguages(o)...)
+		return &invalidInput{"language", fmt.Sprintf("language %q is not available while this server gives programs upstream tools (code mode): its exec runs %s only; write %s (leave language out for Python)",
+			in.Language, strings.Join(runs, " and "), strings.Join(runs, " or "))}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -668,8 +669,16 @@ func sessionLanguagesNote(o Options) string {
 	}
 	return fmt.Sprintf(`
 
-Calls in %s (exec's "language") run in the same session, each language keeping its own state, and /tmp is shared among them: bash keeps its variables, arrays, exported variables, functions and working directory (a killed call leaves them as before it, "rolled_back"); JavaScript keeps its global scope, top-level const, let and class included (they become globals that a later call may declare again; so do the bindings of a static import, which runs where it stands), in a node process that a killed call or process.exit ends: state "lost", and only the JavaScript state is gone (Python's, bash's and the files stay).`,
-		strings.Join(quoted(otherLanguages(o)), " and "))
+Calls in %s (exec's "language") run in the same session, each language keeping its own state, and /tmp is shared among them: bash keeps its variables, arrays, exported variables, functions and working directory (a killed call leaves them as before it, "rolled_back"); JavaScript keeps its global scope, top-level const, let and class included (they become globals that a later call may declare again; so do the bindings of a static import, which runs where it stands), in a node process that a killed call or process.exit ends: state "lost", and only the JavaScript state is gone (Python's, bash's and the files stay).%s`,
+		strings.Join(quoted(otherLanguages(o)), " and "), typescriptSessionNote(o))
+}
+
+// typescriptSessionNote: a TypeScript call is a JavaScript call in the session's node.
+func typescriptSessionNote(o Options) string {
+	if !slices.Contains(o.Languages, "typescript") {
+		return ""
+	}
+	return " A TypeScript call runs in that same node once its types are removed: it shares the global scope with the JavaScript calls, both ways, and loses it with them."
 }
 
 // sessionEgressNote is what session_create's description adds with egress profiles.

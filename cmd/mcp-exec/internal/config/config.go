@@ -411,7 +411,7 @@ func cfgTable(c *Config) []cfgField {
 			func() string {
 				return cfgUnless(c.Preload == "" || cfgPreloadRE.MatchString(c.Preload), "must be module names separated by commas (e.g. numpy,pandas), got %q", c.Preload)
 			}},
-		{"languages", "MCP_EXEC_LANGUAGES", "python,javascript,bash", "comma-separated languages exec's language may name, from python, javascript and bash (python among them); each one besides python is checked at start by running a program in it, and the server refuses to start when the image cannot",
+		{"languages", "MCP_EXEC_LANGUAGES", "python,javascript,typescript,bash", "comma-separated languages exec's language may name, from python, javascript, typescript and bash (python among them); each one besides python is checked at start by running a program in it, and the server refuses to start when the image cannot",
 			(*cfgString)(&c.Languages), func() string { return cfgLanguages(c.Languages) }},
 		{"pool-prestart", "MCP_EXEC_POOL_PRESTART", "", "comma-separated languages of --languages besides python (bash, javascript) whose interpreter each warm-pool sandbox starts ahead, waiting for its code: a warm call in it skips the interpreter's start, a call in another language kills the idle one first; off by default, since it costs every pooled sandbox a process, its memory and its start for calls that are mostly Python",
 			(*cfgString)(&c.PoolPrestart), func() string { return cfgPrestart(c.PoolPrestart, c.Languages) }},
@@ -485,8 +485,8 @@ func cfgAtLeast(got, min int64) string {
 func cfgLanguages(s string) string {
 	seen := map[string]bool{}
 	for _, l := range SplitList(s) {
-		if l != "python" && l != "javascript" && l != "bash" {
-			return fmt.Sprintf("must be languages separated by commas, from python, javascript and bash; got %q", l)
+		if l != "python" && l != "javascript" && l != "typescript" && l != "bash" {
+			return fmt.Sprintf("must be languages separated by commas, from python, javascript, typescript and bash; got %q", l)
 		}
 		if seen[l] {
 			return fmt.Sprintf("names %q twice", l)
