@@ -17,9 +17,11 @@ import (
 // in that language, one per group of promises (sh/*.sh for bash, js/*.mjs for
 // JavaScript; the same verdict lines as the Python set). They ask what the Python
 // set asks, in fewer programs: the bootstrap and the sandbox are the same, what a
-// language can change is what its interpreter inherits and may do.
+// language can change is what its interpreter inherits and may do. TypeScript's
+// program is node, as JavaScript's: what it adds is esbuild, a process of its own, so
+// its one group is the tree (ts/tree_start.ts, JavaScript's files for the rest).
 //
-//go:embed sh/*.sh js/*.mjs
+//go:embed sh/*.sh js/*.mjs ts/*.ts
 var langFiles embed.FS
 
 // langProgram is one language's way of writing a program: its files, their
@@ -30,6 +32,9 @@ type langProgram struct {
 	// allocFailed is the interpreter's complaint (stderr) of an allocation that
 	// RLIMIT_DATA refused (the process backend).
 	allocFailed *regexp.Regexp
+	// treeOnly: the language has the tree group alone, and reads the files it has
+	// none of from JavaScript's (a JavaScript program is TypeScript).
+	treeOnly bool
 }
 
 var langPrograms = map[string]langProgram{
@@ -39,6 +44,8 @@ var langPrograms = map[string]langProgram{
 	"javascript": {dir: "js", ext: ".mjs",
 		header:      func(name string, v any) string { return fmt.Sprintf("const %s = %s;\n", name, jsValue(v)) },
 		allocFailed: regexp.MustCompile(`RangeError|allocation failed|out of memory`)},
+	"typescript": {dir: "ts", ext: ".ts", treeOnly: true,
+		header: func(name string, v any) string { return fmt.Sprintf("const %s = %s;\n", name, jsValue(v)) }},
 }
 
 // Languages returns the probes of each named language besides Python (an unknown one
@@ -75,7 +82,11 @@ func Languages(o Params, langs ...string) []Probe {
 		next := mk("timeout_kills_tree", tree.Claim, probeTimeout, nil, "tree_check")
 		tree.Next, tree.AwaitRemoval = &next, true
 		// The tree probe first: it waits out its timeout, which the others then share.
-		out = append(out, tree,
+		out = append(out, tree)
+		if lp.treeOnly {
+			continue
+		}
+		out = append(out,
 			mk("network", "the only interface is lo with no route off it; TCP and UDP to outside addresses find no route (ENETUNREACH); names do not resolve",
 				probeTimeout, nil, "network"),
 			mk("privileges", "the program and the bootstrap run as uid/gid 65532 with every capability set empty, no_new_privs and a seccomp filter (mode 2)",
@@ -96,6 +107,9 @@ const treeTimeout = 6 * time.Second
 
 func (lp langProgram) read(name string) string {
 	data, err := langFiles.ReadFile(lp.dir + "/" + name + lp.ext)
+	if err != nil && lp.treeOnly {
+		data, err = langFiles.ReadFile("js/" + name + ".mjs")
+	}
 	if err != nil {
 		panic(err) // a name in this file that has no file: caught by every test
 	}

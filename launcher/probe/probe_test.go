@@ -153,6 +153,13 @@ func TestLanguageProbes(t *testing.T) {
 			t.Errorf("%s probes (-want +got):\n%s", lang, diff)
 		}
 	}
+	// TypeScript's program is node: what it adds is esbuild, whose tree the one probe
+	// starts (ts/tree_start.ts), with JavaScript's check.
+	ts := Languages(testParams, "typescript")
+	if len(ts) != 1 || ts[0].Name != "typescript_timeout_kills_tree" || ts[0].Job.Language != "typescript" ||
+		!strings.Contains(ts[0].Job.Code, "spawn('esbuild'") || ts[0].Next == nil || !strings.Contains(ts[0].Next.Job.Code, "the previous run's child") {
+		t.Errorf("typescript probes: got %d (%v), want the tree probe alone, with esbuild children and JavaScript's check", len(ts), ts)
+	}
 	if got := Languages(testParams, "python", "ruby"); len(got) != 0 {
 		t.Errorf("python and ruby: got %d probes, want none (Python's are All's)", len(got))
 	}
