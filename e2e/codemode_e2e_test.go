@@ -38,7 +38,7 @@ func TestE2ECodeMode(t *testing.T) {
 	// call's replacement on the test cluster's node (2 CPUs: 2 x 0.5 pool, 0.5 the call's
 	// replacement, 0.5 the session): with --cpus 1 the pool takes both, and a session
 	// starts only if it wins a CPU a call's pod frees (docs/kubernetes.md, "Sizing the cluster").
-	env := append(e2e.BackendEnv(), "MCP_EXEC_UPSTREAMS="+file, "MCP_EXEC_LANGUAGES=python,javascript")
+	env := append(e2e.BackendEnv(), "MCP_EXEC_UPSTREAMS="+file, "MCP_EXEC_LANGUAGES=python,javascript,typescript")
 	if os.Getenv("MCP_EXEC_BACKEND") == "kubernetes" {
 		env = append(env, "MCP_EXEC_CPUS=0.5")
 	}
@@ -89,10 +89,10 @@ func e2eCodeModeSessionRan(t *testing.T, r e2e.ClientRun) {
 }
 
 // e2eCodeModeJavaScriptRan checks that the JavaScript programs ran, one-shot and in a
-// session: the server offers JavaScript, and sessions.
+// session, and the TypeScript one: the server offers both languages, and sessions.
 func e2eCodeModeJavaScriptRan(t *testing.T, r e2e.ClientRun) {
 	t.Helper()
-	for _, name := range []string{"javascript_calls_in_a_loop", "javascript_session_calls_in_a_loop"} {
+	for _, name := range []string{"javascript_calls_in_a_loop", "javascript_session_calls_in_a_loop", "typescript_calls_in_a_loop"} {
 		ran := false
 		for _, c := range r.Report.Checks {
 			if c.Name == name {

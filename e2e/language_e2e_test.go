@@ -3,7 +3,8 @@ package e2e_test
 // End-to-end test of exec's "language": the real binary, driven by the TypeScript SDK
 // (scripts/e2e/languages.mjs) over stdio against the real engine and sandbox image. A
 // bash pipeline turns an input CSV into JSON with sqlite3 and jq; a JavaScript program
-// with top-level await reads stdin and writes a file to /tmp/outputs; failures are
+// with top-level await reads stdin and writes a file to /tmp/outputs; a TypeScript one
+// runs with its types stripped and its lines in its stack; failures are
 // results, an unknown language a tool error. Needs what TestE2E needs; skipped with
 // -short.
 
@@ -49,6 +50,7 @@ func TestRunLanguage(t *testing.T) {
 	for _, tt := range []struct{ lang, code, want string }{
 		{"bash", "echo $((6 * 7)) | tr 4 x; exit 3", "x2\n"},
 		{"javascript", "await Promise.resolve();\nconsole.log(6 * 7);\nprocess.exitCode = 3", "42\n"},
+		{"typescript", "const n: number = await Promise.resolve<number>(6);\nconsole.log(n * 7);\nprocess.exitCode = 3", "42\n"},
 	} {
 		cmd := exec.Command(bin, "run", "--language", tt.lang, "-")
 		cmd.Env = e2e.Env("MCP_EXEC_LOG_LEVEL=warn")

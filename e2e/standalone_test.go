@@ -500,7 +500,8 @@ func TestStandaloneSelftest(t *testing.T) {
 	}
 	for _, name := range []string{"limits_enforced", "network_only_loopback", "capabilities_empty", "no_new_privs",
 		"seccomp_filter_active", "seccomp_denies_dangerous_syscalls", "root_fs_read_only", "tmp_private_noexec_capped",
-		"no_engine_socket", "fds_only_std", "bootstrap_unreachable", "memory_limit_kills_program", "memory_oom_reported_for_child", "pids_limit_stops_fork_bomb"} {
+		"no_engine_socket", "fds_only_std", "bootstrap_unreachable", "memory_limit_kills_program", "memory_oom_reported_for_child", "pids_limit_stops_fork_bomb",
+		"language_typescript", "typescript_timeout_kills_tree"} {
 		if !regexp.MustCompile(`(?m)^ok +` + name + ` `).Match(out) {
 			t.Errorf("selftest: %s did not pass", name)
 		}

@@ -97,7 +97,13 @@ const reply = JSON.parse(buf.subarray(9, 5 + buf.readUInt32BE(1)));
 console.log("secret " + reply.error?.kind);
 `;
 
-// checkLoopResult checks an exec of PROGRAM or JS_PROGRAM: the summary, and its
+// The same in TypeScript: types, an interface, typed callbacks (esbuild strips them in
+// the sandbox; the import of "mcptools" is rewritten after).
+const TS_PROGRAM = JS_PROGRAM
+  .replace('const rows = [];', 'interface Row { id: number; name: string; score: number }\nconst rows: Row[] = [];')
+  .replace('const best = rows.reduce((a, r) =>', 'const best: Row = rows.reduce((a: Row, r: Row): Row =>');
+
+// checkLoopResult checks an exec of PROGRAM, JS_PROGRAM or TS_PROGRAM: the summary, and its
 // tool_calls metadata rather than the records. Returns the result's size.
 function checkLoopResult(res) {
   expect(!res.isError, `isError: ${short(textOf(res))}`);
@@ -171,6 +177,12 @@ const checks = [
     if (!execTool.inputSchema?.properties?.language?.enum?.includes('javascript')) return 'no javascript on this server';
     const size = checkLoopResult(await call(client, { code: JS_PROGRAM, language: 'javascript' }));
     return `${CALLS} calls from JavaScript, ${size} bytes reached the client`;
+  }],
+
+  ['typescript_calls_in_a_loop', async (client) => {
+    if (!execTool.inputSchema?.properties?.language?.enum?.includes('typescript')) return 'no typescript on this server';
+    const size = checkLoopResult(await call(client, { code: TS_PROGRAM, language: 'typescript' }));
+    return `${CALLS} calls from TypeScript, ${size} bytes reached the client`;
   }],
 
   ['approval_by_elicitation', async (client) => {

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // End-to-end checks of exec's "language" with the official TypeScript MCP SDK: a bash
-// pipeline over an input CSV with sqlite3 and jq, and a JavaScript program with
-// top-level await, and one session taking calls in all three, through the real server
-// over stdio:
+// pipeline over an input CSV with sqlite3 and jq, a JavaScript program with
+// top-level await, a TypeScript one, and one session taking calls in all four, through
+// the real server over stdio:
 //
 //   node languages.mjs --transport stdio [--cmd BINARY]
 //
@@ -41,7 +41,7 @@ const checks = [
   ['schema', async (client) => {
     const { tools } = await client.listTools();
     const p = tools.find(t => t.name === 'exec')?.inputSchema?.properties?.language;
-    expect(JSON.stringify(p?.enum) === '["python","javascript","bash"]', `language: ${short(p)}`);
+    expect(JSON.stringify(p?.enum) === '["python","javascript","typescript","bash"]', `language: ${short(p)}`);
     expect(p.default === 'python', `language default: ${short(p.default)}`);
   }],
 
@@ -90,6 +90,24 @@ const checks = [
     expect(sc.exit_code === 1 && sc.stderr.includes('TypeError: bad input'), `exit ${sc.exit_code}, stderr ${short(sc.stderr)}`);
   }],
 
+  ['typescript_types_and_await', async (client) => {
+    const sc = ran(await call(client, {
+      language: 'typescript',
+      stdin: '3\n4\n',
+      code: [
+        "import { readFileSync } from 'node:fs';",
+        'interface Stat { n: number; sum: number }',
+        'enum Unit { One = 1 }',
+        "const nums: number[] = readFileSync(0, 'utf8').trim().split('\\n').map(Number);",
+        'const s: Stat = await Promise.resolve<Stat>({ n: nums.length, sum: nums.reduce((a: number, b: number) => a + b, 0) * Unit.One });',
+        'console.log(`${s.n} ${s.sum}`);',
+      ].join('\n'),
+    }));
+    expect(sc.stdout === '2 7\n', `stdout ${short(sc.stdout)}, want 2 7`);
+    const err = (await call(client, { language: 'typescript', code: 'type T = string;\n\nthrow new Error("typed" as T);' })).structuredContent;
+    expect(err.exit_code === 1 && err.stderr.includes('/exec.ts:3:7'), `a stack naming the TypeScript line: exit ${err.exit_code}, stderr ${short(err.stderr)}`);
+  }],
+
   ['session_across_languages', async (client) => {
     // One session, each language with its own state, /tmp shared; a JavaScript call's
     // timeout loses the JavaScript state alone, and says so.
@@ -107,6 +125,9 @@ const checks = [
     await run({ language: 'javascript', code: 'const rows = require("fs").readFileSync("/tmp/s.csv", "utf8").trim().split("\\n"); let n = await Promise.resolve(rows.length)' });
     sc = await run({ language: 'javascript', code: 'n += 1; console.log(n, rows[1])' });
     expect(sc.stdout === '3 Berlin,10\n', `javascript state: ${short(sc.stdout)}`);
+    // TypeScript runs in the same node: JavaScript's globals are its own.
+    sc = await run({ language: 'typescript', code: 'const m: number = n * 2;\nconsole.log(m, (rows as string[]).length)' });
+    expect(sc.stdout === '6 2\n', `typescript in javascript's scope: ${short(sc.stdout)}`);
     await run({ code: 'import csv\nrows = list(csv.reader(open("/tmp/s.csv")))' });
     sc = await run({ language: 'javascript', code: 'for (;;) {}', timeout_s: 1 }, 'lost');
     expect(sc.timed_out && sc.stderr.includes('JavaScript state was lost'), `javascript timeout: ${short(sc)}`);
