@@ -90,6 +90,7 @@ for (const s of SECTIONS) if (!ALL_SECTIONS.includes(s)) usage(`--sections: unkn
 const PRINT = { name: 'print(1)', code: 'print(1)', want: '1\n' };
 const JS_HELLO = { name: 'javascript hello', language: 'javascript', code: 'console.log(1)', want: '1\n' };
 const BASH_HELLO = { name: 'bash hello', language: 'bash', code: 'echo 1', want: '1\n' };
+const TS_HELLO = { name: 'typescript hello', language: 'typescript', code: 'const n: number = 1;\nconsole.log(n)', want: '1\n' };
 const PANDAS = { name: 'pandas', code: 'import pandas as pd; df = pd.DataFrame({"a": range(1000)}); print(df["a"].sum())', want: '499500\n' };
 
 // The seed README's hardening flags for `docker run` (its recommended production line).
@@ -513,11 +514,13 @@ async function latency() {
 
 // languages: hello world in each language through one warm server (pool 2; the pool
 // serves every language) and one cold one (pool 0), interleaved with a bare host
-// `node -e` (JavaScript's baseline) and the warm Python call (bash's).
+// `node -e` (JavaScript's baseline), the warm Python call (bash's) and the JavaScript
+// call of the same server (TypeScript's: what esbuild's transform adds).
 async function languages() {
-  const warm = await new Server('lang-warm', { MCP_EXEC_POOL_SIZE: '2', MCP_EXEC_LANGUAGES: 'python,javascript,bash' }).open();
-  const cold = await new Server('lang-cold', { MCP_EXEC_POOL_SIZE: '0', MCP_EXEC_LANGUAGES: 'python,javascript,bash' }).open();
-  const keys = ['hostNode', 'warmPy', 'warmJs', 'warmBash', 'coldPy', 'coldJs', 'coldBash'];
+  const langs = 'python,javascript,typescript,bash';
+  const warm = await new Server('lang-warm', { MCP_EXEC_POOL_SIZE: '2', MCP_EXEC_LANGUAGES: langs }).open();
+  const cold = await new Server('lang-cold', { MCP_EXEC_POOL_SIZE: '0', MCP_EXEC_LANGUAGES: langs }).open();
+  const keys = ['hostNode', 'warmPy', 'warmJs', 'warmTs', 'warmBash', 'coldPy', 'coldJs', 'coldTs', 'coldBash'];
   const rows = Object.fromEntries(keys.map(k => [k, []]));
   const parts = Object.fromEntries(keys.map(k => [k, []]));
   let misses = 0;
@@ -525,8 +528,9 @@ async function languages() {
   const w = sn => () => warm.waitFull().then(() => warm.timedCall(sn));
   const items = [
     ['hostNode', () => hostNode(JS_HELLO)],
-    ['warmPy', w(PRINT)], ['warmJs', w(JS_HELLO)], ['warmBash', w(BASH_HELLO)],
-    ['coldPy', () => cold.timedCall(PRINT)], ['coldJs', () => cold.timedCall(JS_HELLO)], ['coldBash', () => cold.timedCall(BASH_HELLO)],
+    ['warmPy', w(PRINT)], ['warmJs', w(JS_HELLO)], ['warmTs', w(TS_HELLO)], ['warmBash', w(BASH_HELLO)],
+    ['coldPy', () => cold.timedCall(PRINT)], ['coldJs', () => cold.timedCall(JS_HELLO)], ['coldTs', () => cold.timedCall(TS_HELLO)],
+    ['coldBash', () => cold.timedCall(BASH_HELLO)],
   ];
   try {
     await warm.waitFull();
@@ -691,9 +695,11 @@ function print() {
     w('|---|---|---|---|---|---|---|---|---|');
     const line = (name, a, bname, b) => w(`| ${name} | ${a.length} | ${ms(p50(a))} | ${ms(p90(a))} | ${bname} | ${ms(p50(b))} | ${ms(p90(b))} | **${ratio(p50(a), p50(b))}** | ${ratio(p90(a), p90(b))} |`);
     const node = `host \`node -e\` (${report.hostNode})`;
-    line(`warm javascript \`console.log(1)\`, pool 2 (${misses} of ${rows.warmPy.length * 3} warm calls not from the pool)`, rows.warmJs, node, rows.hostNode);
+    line(`warm javascript \`console.log(1)\`, pool 2 (${misses} of ${rows.warmPy.length * 4} warm calls not from the pool)`, rows.warmJs, node, rows.hostNode);
+    line('warm typescript `const n: number = 1; console.log(n)`, pool 2', rows.warmTs, 'warm javascript, same server', rows.warmJs);
     line('warm bash `echo 1`, pool 2', rows.warmBash, 'warm python `print(1)`, same server', rows.warmPy);
     line('cold javascript, pool 0', rows.coldJs, node, rows.hostNode);
+    line('cold typescript, pool 0', rows.coldTs, 'cold javascript, same server', rows.coldJs);
     line('cold bash, pool 0', rows.coldBash, 'cold python, same server', rows.coldPy);
     w('');
     w('In the sandbox (delivered → exit frame), p50: ' + Object.keys(parts).filter(k => parts[k].length).map(k => `${k} ${ms(p50(parts[k].map(p => p['in sandbox (delivered → exit frame)'])))}`).join(', ') + '.');
