@@ -452,10 +452,11 @@ def _typescript(os, source, go):
     # TypeScript becomes JavaScript here, in the sandbox (it is the caller's input),
     # after PID 1's go, as a program starts (the go byte stays for _interpreter): the
     # image's esbuild removes the types (no type checking, as Node's own stripping),
-    # keeps import, export and top-level await, and appends an inline source map, with
-    # which node's stack traces name the TypeScript lines. esbuild is this process's
-    # child: the filter, limits and user are the program's, and so is its kill. Its
-    # errors (line and column) are the program's stderr, and the program exits 1.
+    # keeps import, export and top-level await, lowers what the image's node 20 lacks
+    # (decorators, using), and appends an inline source map, with which node's stack
+    # traces name the TypeScript lines. esbuild is this process's child: the filter,
+    # limits and user are the program's, and so is its kill. Its errors (line and
+    # column) are the program's stderr, and the program exits 1.
     import select, _signal
     select.select([go], [], [])
     ts, js = os.memfd_create("ts", os.MFD_CLOEXEC), os.memfd_create("js", os.MFD_CLOEXEC)
@@ -463,7 +464,7 @@ def _typescript(os, source, go):
     while data:
         data = data[os.write(ts, data):]
     os.lseek(ts, 0, 0)
-    argv = ["esbuild", "--loader=ts", "--sourcemap=inline", "--sourcefile=/exec.ts", "--log-level=error", "--color=false"]
+    argv = ["esbuild", "--loader=ts", "--target=node20", "--sourcemap=inline", "--sourcefile=/exec.ts", "--log-level=error", "--color=false"]
     try:
         pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=[
             (os.POSIX_SPAWN_DUP2, ts, 0), (os.POSIX_SPAWN_DUP2, js, 1)],
@@ -1631,7 +1632,7 @@ function load(n) {
 // for the script's name, so that stack traces name the TypeScript lines. null: esbuild
 // refused it (its errors are on stderr).
 function typescript(src, count) {
-  const r = require("child_process").spawnSync("esbuild", ["--loader=ts", "--sourcemap=inline", "--sourcefile=/exec-" + count + ".ts",
+  const r = require("child_process").spawnSync("esbuild", ["--loader=ts", "--target=node20", "--sourcemap=inline", "--sourcefile=/exec-" + count + ".ts",
     "--log-level=error", "--color=false"], { input: src, stdio: ["pipe", "pipe", "inherit"], maxBuffer: Infinity });
   if (r.error) proc.stderr.write("mcp-exec: cannot start esbuild: " + r.error.message + "\n");
   if (r.status !== 0) return null;

@@ -32,6 +32,8 @@ const s = new Square(3) as Shape;
 let n!: number;
 n = first<number>([Color.Green, 0]);
 console.log(n, Color[1], Size.S, Geo.origin.x, s.area(), (<any>"cast").length satisfies number);`}, wantOut: "2 Red s 0 9 4\n"},
+		// esbuild lowers what node 20 lacks: standard decorators, using.
+		{name: "decorators and using", job: Job{Code: "function tag(c: any, ctx: ClassDecoratorContext) { console.log(ctx.kind); }\n@tag class A {}\n{\n  using r = { [Symbol.dispose]() { console.log('disposed'); } };\n}"}, wantOut: "class\ndisposed\n"},
 		{name: "no type checking", job: Job{Code: "const n: number = 'not a number' as unknown as number;\nlet s: string = 42 as any;\nconsole.log(typeof n, typeof s)"}, wantOut: "string number\n"},
 		{name: "import type", job: Job{Code: "import type { Stats } from 'node:fs';\nimport { type Dirent, readFileSync } from 'node:fs';\nlet s: Stats | Dirent | undefined;\nprocess.stdout.write(readFileSync(0, 'utf8').toUpperCase())", Stdin: "abc\n"}, wantOut: "ABC\n"},
 		{name: "top-level await", job: Job{Code: "const x: number = await new Promise<number>((r) => setTimeout(() => r(42), 10));\nconsole.log(x)"}, wantOut: "42\n"},
