@@ -177,7 +177,7 @@ pool_free='^(TestBootRefusesWritableMount|TestBootExitCodesMatch|TestBootInterpr
 # check's refusal of an image whose node cannot be started ahead (an image built with the
 # docker CLI) and the unit tests: the cold runs of the other engines and runtimes skip
 # them (Docker runs them).
-engine_free='^(TestCheckLanguagesPrestart|TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestProgress|TestQueueTimeNotCounted|TestCloseLetsRunsFinish|TestSessionBusy|TestSessionIdleHoldsNoSlot|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestBootExitCodesMatch|TestBootInterpreterPath|TestEngineUnreachable|TestSlots|TestSpecCommand|TestSessionSpecLabels)$'
+engine_free='^(TestCheckLanguagesPrestart|TestBridgeCall|TestBridgeForgedFrames|TestBridgeLimits|TestBridgeTypeScript|TestProgress|TestQueueTimeNotCounted|TestCloseLetsRunsFinish|TestSessionBusy|TestSessionIdleHoldsNoSlot|TestCapture.*|TestDecoder.*|TestFrameBootstrap.*|TestBootExitCodesMatch|TestBootInterpreterPath|TestEngineUnreachable|TestSlots|TestSpecCommand|TestSessionSpecLabels)$'
 # The tests of the other engines' and runtimes' warm runs: those where a pool changes
 # what the engine sees (a sandbox started ahead, idle with its stdin attached, then
 # given code; killed, its image removed or the launcher closed while it waits; the
