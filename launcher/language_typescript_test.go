@@ -3,6 +3,7 @@ package launcher
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTypeScriptPrograms is the contract battery for "typescript": boot.py's child has
@@ -107,5 +108,29 @@ try {
 	}
 	if len(j.calls) != 6 {
 		t.Errorf("Serve called %d times (%v), want 6", len(j.calls), j.calls)
+	}
+}
+
+// TestSessionToolsTypeScript: a session's TypeScript call gets mcptools as a JavaScript
+// call does (the import rewritten before esbuild's transform, which keeps it, then made
+// dynamic by the session's node, a type-only import removed), and what it kept of the
+// module in a global serves a later JavaScript call through that call's bridge.
+func TestSessionToolsTypeScript(t *testing.T) {
+	s := toolsSession(t)
+	var j [2]jsTools
+	res, err := s.Exec(t.Context(), Job{Language: "typescript", Tools: j[0].tools(), Timeout: 20 * time.Second, Code: `import { echo } from "mcptools";
+import type { ToolError } from "mcptools";
+interface Echoed { text: string }
+const got: string[] = [];
+for (let i = 0; i < 3; i++) got.push(((await echo.echo({ text: String(i) })) as Echoed).text);
+globalThis.keptTs = echo;
+let e: ToolError | undefined;
+console.log(got.join(","));`})
+	if err != nil || res.SessionState != SessionKept || res.Stdout != "0,1,2\n" || len(j[0].calls) != 3 {
+		t.Fatalf("typescript: err %v, state %q, stdout %q, stderr %q, calls %v", err, res.SessionState, res.Stdout, res.Stderr, j[0].calls)
+	}
+	res = jsToolsCell(t, s, j[1].tools(), `console.log((await keptTs.echo({ text: "js" })).text, typeof got)`, 20*time.Second)
+	if res.SessionState != SessionKept || res.Stdout != "js object\n" || len(j[1].calls) != 1 {
+		t.Fatalf("javascript after: state %q, stdout %q, stderr %q, calls %v", res.SessionState, res.Stdout, res.Stderr, j[1].calls)
 	}
 }
