@@ -57,9 +57,10 @@ func gvisorProfile(t *testing.T) string {
 // on the test cluster) run the same execs with the same results, under gVisor's kernel; the
 // start-up limits check passes there without an override (memory tried with an allocation,
 // the process limit with threads, CPU read); an OOM is reported as such; and a warm pool serves
-// from gVisor pods too.
+// from gVisor pods too, with node started ahead in them (Prestart): the Python execs kill it,
+// a JavaScript one runs in it.
 func TestLiveGVisor(t *testing.T) {
-	l := gvisorLauncher(t, gvisorRuntimeClass, launcher.Options{Pids: gvisorPids, Memory: 256 << 20, CPUs: 1, PoolSize: 1})
+	l := gvisorLauncher(t, gvisorRuntimeClass, launcher.Options{Pids: gvisorPids, Memory: 256 << 20, CPUs: 1, PoolSize: 1, Prestart: []string{"javascript"}})
 	if !l.Options().GVisor() {
 		t.Fatalf("runtime %q: Options.GVisor() false", gvisorRuntimeClass)
 	}
@@ -102,6 +103,13 @@ func TestLiveGVisor(t *testing.T) {
 		res = run(t, launcher.Job{Code: "import threading\nts = [threading.Thread(target=lambda: None) for _ in range(8)]\n[t.start() for t in ts]\n[t.join() for t in ts]\nprint('threads ok')"})
 		if res.Stdout != "threads ok\n" || res.ExitCode != 0 {
 			t.Errorf("threads: got stdout %q stderr %q exit %d, want threads ok (clone3 allowed by the gVisor profile)", res.Stdout, res.Stderr, res.ExitCode)
+		}
+	})
+	t.Run("node started ahead", func(t *testing.T) {
+		res := run(t, launcher.Job{Language: "javascript", Stdin: "abc", Code: "import { readFileSync } from 'node:fs';\n" +
+			"console.log(process.execArgv.includes('--preserve-symlinks') ? 'ahead' : 'cold', readFileSync(0, 'utf8'), process.getuid())"})
+		if res.Stdout != "ahead abc 65532\n" || res.ExitCode != 0 {
+			t.Errorf("got stdout %q stderr %q exit %d, want ahead abc 65532 (boot.py's _ahead: --preserve-symlinks, which node started after its code has only with tools)", res.Stdout, res.Stderr, res.ExitCode)
 		}
 	})
 	t.Run("oom", func(t *testing.T) {

@@ -137,9 +137,13 @@ func TestLauncherRuns(t *testing.T) {
 }
 
 // TestLauncherPool: warm pods wait, created and attached, before any job; each job takes one,
-// which is then deleted (used once), and the pool refills with new pods.
+// which is then deleted (used once), and the pool refills with new pods. With node started
+// ahead in them (Prestart): a JavaScript call runs in the node that waited (boot.py's
+// _ahead: it has --preserve-symlinks, which a node started after its code has only with
+// tools), one with tools too (its stdin and the tool's reply through the attach), and a
+// Python call beside them runs with no node left.
 func TestLauncherPool(t *testing.T) {
-	l, _, admin := testLauncher(t, launcher.Options{PoolSize: 2})
+	l, _, admin := testLauncher(t, launcher.Options{PoolSize: 2, Prestart: []string{"javascript"}})
 	inst := l.Options().Instance
 	waitPods := func(n int) []string {
 		t.Helper()
@@ -157,10 +161,29 @@ func TestLauncherPool(t *testing.T) {
 	for _, p := range waitPods(2) {
 		seen[p] = true
 	}
-	for i := 0; i < 3; i++ {
-		res, err := l.Run(t.Context(), launcher.Job{Code: "import socket; print(socket.gethostname())", Timeout: 30 * time.Second})
-		if err != nil || res.Stdout != "sandbox\n" {
-			t.Fatalf("run %d: got %+v, %v", i, res, err)
+	tools := &launcher.Tools{
+		Catalog: []byte(`{"servers":[{"name":"echo","module":"echo","tools":[
+ {"name":"echo","function":"echo","description":"Echo.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}]}`),
+		Serve: func(_ context.Context, req []byte, _ int) []byte {
+			return []byte(`{"result":{"content":[],"structuredContent":{"text":"hi"}}}`)
+		},
+	}
+	const node = "import { hostname } from 'node:os';\nimport { readFileSync } from 'node:fs';\n" +
+		"console.log(hostname(), process.execArgv.includes('--preserve-symlinks') ? 'ahead' : 'cold', JSON.stringify(readFileSync(0, 'utf8')))\n"
+	for i, job := range []struct {
+		job  launcher.Job
+		want string
+	}{
+		{launcher.Job{Language: "javascript", Code: node, Stdin: "in"}, "sandbox ahead \"in\"\n"},
+		{launcher.Job{Language: "javascript", Code: "import { echo } from 'mcptools';\n" + node + "console.log((await echo.echo({ text: 'hi' })).text)",
+			Stdin: "the caller's", Tools: tools}, "sandbox ahead \"the caller's\"\nhi\n"},
+		{launcher.Job{Code: "import os, socket\nprint(socket.gethostname(), sorted(open('/proc/%s/comm' % p).read().strip() for p in os.listdir('/proc') if p.isdigit()))"},
+			"sandbox ['python3', 'python3']\n"},
+	} {
+		job.job.Timeout = 30 * time.Second
+		res, err := l.Run(t.Context(), job.job)
+		if err != nil || res.Stdout != job.want {
+			t.Fatalf("run %d: got %+v, %v; want stdout %q", i, res, err, job.want)
 		}
 		for _, p := range waitPods(2) {
 			seen[p] = true
