@@ -90,6 +90,11 @@ LANGUAGES = {
     b"javascript": ["node", "--preserve-symlinks-main", "CODE"],
     b"typescript": ["node", "--preserve-symlinks-main", "--enable-source-maps", "CODE"],
 }
+# The image's start-up snapshot for node (its Dockerfile: Debian's node has none).
+NODE_SNAPSHOT = "/usr/local/share/mcp-exec/node.blob"
+# esbuild as a one-shot program's child (_typescript) and a session's node (NODE_RUNNER)
+# run it to strip TypeScript's types, before --sourcefile=<the name stack traces show>.
+ESBUILD = ["esbuild", "--loader=ts", "--target=node20", "--sourcemap=inline", "--log-level=error", "--color=false"]
 
 
 def frame(kind, payload=b""):
@@ -344,9 +349,8 @@ def _interpreter(os, execp, argv, source, go):
         raise SystemExit("mcp-exec: the bootstrap did not start")
     os.close(go)
     argv = [a.replace("CODE", "/dev/fd/%d" % fd) for a in argv]
-    snap = "/usr/local/share/mcp-exec/node.blob"  # the image's (its Dockerfile): Debian's node has none
-    if argv[0] == "node" and os.path.exists(snap):
-        argv[1:1] = ["--snapshot-blob", snap]
+    if argv[0] == "node" and os.path.exists(NODE_SNAPSHOT):
+        argv[1:1] = ["--snapshot-blob", NODE_SNAPSHOT]
     execp(os, argv)
 
 
@@ -379,7 +383,7 @@ def _ahead(os, execp, names, close):
     # (pid, the pipe's writing end, the descriptors kept for node: code, stdin, mcptools
     # and reply, or ()).
     ahead = {}
-    snap, main = "/usr/local/share/mcp-exec/node.blob", "/usr/local/share/mcp-exec/node-main.js"
+    snap, main = NODE_SNAPSHOT, "/usr/local/share/mcp-exec/node-main.js"
     for name in filter(None, names.split(",")):
         name = name.encode()
         argv, env, fds = list(LANGUAGES[name]), os.environ, ()
@@ -464,7 +468,7 @@ def _typescript(os, source, go):
     while data:
         data = data[os.write(ts, data):]
     os.lseek(ts, 0, 0)
-    argv = ["esbuild", "--loader=ts", "--target=node20", "--sourcemap=inline", "--sourcefile=/exec.ts", "--log-level=error", "--color=false"]
+    argv = ESBUILD + ["--sourcefile=/exec.ts"]
     try:
         pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=[
             (os.POSIX_SPAWN_DUP2, ts, 0), (os.POSIX_SPAWN_DUP2, js, 1)],
@@ -734,7 +738,8 @@ def _plots(sys, outdir):
 
 globals().pop("_status")
 globals().pop("_main")(globals().pop("_boot"), globals().pop("_finish"))
-'''.replace("ONE_SHOT_HEADERS", repr(((3, HEADER_EXEC), (5, HEADER_TOOLS)))).replace("LANGUAGES", repr(LANGUAGES))
+'''.replace("ONE_SHOT_HEADERS", repr(((3, HEADER_EXEC), (5, HEADER_TOOLS)))).replace("LANGUAGES", repr(LANGUAGES)) \
+    .replace("NODE_SNAPSHOT", repr(NODE_SNAPSHOT)).replace("ESBUILD", repr(ESBUILD))
 
 
 # exit_watch: a one-shot child's exit status, read from the kernel before the child is
@@ -1632,8 +1637,8 @@ function load(n) {
 // for the script's name, so that stack traces name the TypeScript lines. null: esbuild
 // refused it (its errors are on stderr).
 function typescript(src, count) {
-  const r = require("child_process").spawnSync("esbuild", ["--loader=ts", "--target=node20", "--sourcemap=inline", "--sourcefile=/exec-" + count + ".ts",
-    "--log-level=error", "--color=false"], { input: src, stdio: ["pipe", "pipe", "inherit"], maxBuffer: Infinity });
+  const [bin, ...args] = ESBUILD;
+  const r = require("child_process").spawnSync(bin, [...args, "--sourcefile=/exec-" + count + ".ts"], { input: src, stdio: ["pipe", "pipe", "inherit"], maxBuffer: Infinity });
   if (r.error) proc.stderr.write("mcp-exec: cannot start esbuild: " + r.error.message + "\n");
   if (r.status !== 0) return null;
   proc.setSourceMapsEnabled(true);
@@ -1679,7 +1684,7 @@ const busy = () => proc.getActiveResourcesInfo().some((r) => r !== "TTYWrap" && 
     fs.writeSync(ev, "K " + (failed || (proc.exitCode ?? 0) & 255) + "\n");
   }
 })();
-"""
+""".replace(b"ESBUILD", repr(ESBUILD).encode())
 
 
 def node_start(out_w, err_w):
@@ -1696,9 +1701,8 @@ def node_start(out_w, err_w):
     mod = os.memfd_create("mcptools", os.MFD_CLOEXEC)
     ro = os.open("/proc/self/fd/%d" % mod, os.O_RDONLY | os.O_CLOEXEC)
     argv = LANGUAGES[b"javascript"][:-1] + ["--preserve-symlinks", "--expose-internals", "/dev/fd/5"]
-    snap = "/usr/local/share/mcp-exec/node.blob"  # as _interpreter's
-    if os.path.exists(snap):
-        argv[1:1] = ["--snapshot-blob", snap]
+    if os.path.exists(NODE_SNAPSHOT):
+        argv[1:1] = ["--snapshot-blob", NODE_SNAPSHOT]
     import fcntl
     import signal
     fds = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 32) for fd in (stdin, out_w, err_w, r, ew, src, ro)]  # above 0-6
